@@ -1,0 +1,235 @@
+// Package config owns the service's configuration: every variable of the
+// "Running" table, read from the environment in one place, with defaults and
+// validation. A bad value names its variable and stops the service at start.
+package config
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the whole configuration of one process.
+type Config struct {
+	HTTPAddr             string
+	DataDir              string
+	DatabaseURL          string
+	RedisURL             string
+	JWTSecret            []byte
+	SecretKey            []byte
+	MailTransport        string
+	SMTPURL              string
+	BrowserRuntime       string
+	SessionTTLDefault    time.Duration
+	SessionTTLMax        time.Duration
+	WebhookRetrySchedule []time.Duration
+	WebhookTimeout       time.Duration
+	AllowPrivateTargets  bool
+	LogLevel             string
+	LogFormat            string
+	// ShutdownTimeout bounds how long in-flight requests may run after SIGTERM.
+	ShutdownTimeout time.Duration
+}
+
+// Error names the variable whose value is unusable.
+type Error struct {
+	Variable string
+	Problem  string
+}
+
+func (e *Error) Error() string { return e.Variable + ": " + e.Problem }
+
+// FromEnvironment loads the configuration from the process environment.
+func FromEnvironment() (Config, error) { return Load(os.Getenv) }
+
+// minSecretLength is the shortest JWT_SECRET or SECRET_KEY accepted: shorter
+// keys make HMAC signatures guessable.
+const minSecretLength = 32
+
+// Load reads every variable through getenv, applies defaults and validates.
+// When JWT_SECRET or SECRET_KEY is unset, a random one is generated once and
+// kept in DATA_DIR so that tokens and encrypted secrets survive restarts.
+func Load(getenv func(string) string) (Config, error) {
+	l := loader{getenv: getenv}
+	c := Config{
+		HTTPAddr:            l.str("HTTP_ADDR", ":8080"),
+		DataDir:             l.str("DATA_DIR", "./data"),
+		RedisURL:            l.str("REDIS_URL", ""),
+		MailTransport:       l.oneOf("MAIL_TRANSPORT", "log", "log", "smtp"),
+		SMTPURL:             l.str("SMTP_URL", ""),
+		BrowserRuntime:      l.oneOf("BROWSER_RUNTIME", "auto", "auto", "chromium", "none"),
+		SessionTTLDefault:   l.duration("SESSION_TTL_DEFAULT", time.Hour),
+		SessionTTLMax:       l.duration("SESSION_TTL_MAX", 24*time.Hour),
+		WebhookTimeout:      l.duration("WEBHOOK_TIMEOUT", 5*time.Second),
+		AllowPrivateTargets: l.boolean("ALLOW_PRIVATE_TARGETS", false),
+		LogLevel:            l.oneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
+		LogFormat:           l.oneOf("LOG_FORMAT", "json", "json", "console"),
+		ShutdownTimeout:     l.duration("SHUTDOWN_TIMEOUT", 25*time.Second),
+	}
+	c.DatabaseURL = l.str("DATABASE_URL", "sqlite://"+filepath.Join(c.DataDir, "profilesvc.db"))
+	c.WebhookRetrySchedule = l.schedule("WEBHOOK_RETRY_SCHEDULE", "0s,5s,25s,125s")
+	l.check(c)
+	if l.err != nil {
+		return Config{}, l.err
+	}
+	var err error
+	if c.JWTSecret, err = secret(getenv, "JWT_SECRET", c.DataDir, "jwt_secret"); err != nil {
+		return Config{}, err
+	}
+	if c.SecretKey, err = secret(getenv, "SECRET_KEY", c.DataDir, "secret_key"); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+type loader struct {
+	getenv func(string) string
+	err    error
+}
+
+func (l *loader) fail(name, problem string) {
+	if l.err == nil {
+		l.err = &Error{Variable: name, Problem: problem}
+	}
+}
+
+func (l *loader) str(name, def string) string {
+	if v := strings.TrimSpace(l.getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func (l *loader) oneOf(name, def string, allowed ...string) string {
+	v := strings.ToLower(l.str(name, def))
+	for _, a := range allowed {
+		if v == a {
+			return v
+		}
+	}
+	l.fail(name, fmt.Sprintf("%q is not one of %s", v, strings.Join(allowed, ", ")))
+	return def
+}
+
+func (l *loader) duration(name string, def time.Duration) time.Duration {
+	v := l.str(name, "")
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		l.fail(name, fmt.Sprintf("%q is not a positive duration such as 30s or 1h", v))
+		return def
+	}
+	return d
+}
+
+func (l *loader) boolean(name string, def bool) bool {
+	v := l.str(name, "")
+	if v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		l.fail(name, fmt.Sprintf("%q is not true or false", v))
+		return def
+	}
+	return b
+}
+
+func (l *loader) schedule(name, def string) []time.Duration {
+	v := l.str(name, def)
+	var out []time.Duration
+	for _, part := range strings.Split(v, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(part))
+		if err != nil || d < 0 {
+			l.fail(name, fmt.Sprintf("%q is not a comma-separated list of durations such as 0s,5s,25s,125s", v))
+			return nil
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func (l *loader) check(c Config) {
+	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+		l.fail("HTTP_ADDR", fmt.Sprintf("%q is not host:port", c.HTTPAddr))
+	}
+	switch u, err := url.Parse(c.DatabaseURL); {
+	case err != nil:
+		l.fail("DATABASE_URL", "is not a URL")
+	case u.Scheme != "sqlite" && u.Scheme != "postgres" && u.Scheme != "postgresql" && u.Scheme != "memory":
+		l.fail("DATABASE_URL", fmt.Sprintf("scheme %q is not sqlite, postgres or memory", u.Scheme))
+	}
+	if c.RedisURL != "" {
+		if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
+			l.fail("REDIS_URL", "is not a redis:// or rediss:// URL")
+		}
+	}
+	if c.MailTransport == "smtp" {
+		if u, err := url.Parse(c.SMTPURL); err != nil || u.Scheme != "smtp" || u.Host == "" {
+			l.fail("SMTP_URL", "must be smtp://user:pass@host:port when MAIL_TRANSPORT=smtp")
+		}
+	}
+	if c.SessionTTLDefault > c.SessionTTLMax {
+		l.fail("SESSION_TTL_DEFAULT", "is longer than SESSION_TTL_MAX")
+	}
+	if len(c.WebhookRetrySchedule) == 0 && l.err == nil {
+		l.fail("WEBHOOK_RETRY_SCHEDULE", "needs at least one attempt")
+	}
+}
+
+// secret returns the variable's value, or the key kept in DATA_DIR/file,
+// generating and keeping one on first start.
+func secret(getenv func(string) string, name, dataDir, file string) ([]byte, error) {
+	if v := getenv(name); v != "" {
+		if len(v) < minSecretLength {
+			return nil, &Error{Variable: name, Problem: fmt.Sprintf("must be at least %d characters", minSecretLength)}
+		}
+		return []byte(v), nil
+	}
+	path := filepath.Join(dataDir, file)
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if v := strings.TrimSpace(string(b)); len(v) >= minSecretLength {
+			return []byte(v), nil
+		}
+		return nil, &Error{Variable: name, Problem: fmt.Sprintf("unset, and the key kept in %s is too short", path)}
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, &Error{Variable: name, Problem: fmt.Sprintf("unset, and %s cannot be read: %v", path, err)}
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, &Error{Variable: "DATA_DIR", Problem: err.Error()}
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return nil, err
+	}
+	v := hex.EncodeToString(raw)
+	// O_EXCL: when two instances start together on one DATA_DIR, the second
+	// reads the key the first wrote instead of replacing it.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return secret(getenv, name, dataDir, file)
+	}
+	if err != nil {
+		return nil, &Error{Variable: name, Problem: fmt.Sprintf("unset, and %s cannot be written: %v", path, err)}
+	}
+	if _, err := f.WriteString(v + "\n"); err != nil {
+		f.Close()
+		return nil, &Error{Variable: name, Problem: err.Error()}
+	}
+	if err := f.Close(); err != nil {
+		return nil, &Error{Variable: name, Problem: err.Error()}
+	}
+	return []byte(v), nil
+}

@@ -1,0 +1,77 @@
+// Package account owns users and their credentials: password rules, API keys,
+// refresh-token families and password-reset tokens. Secrets are only ever held
+// here as hashes; the plain values exist only in the response that creates them.
+package account
+
+import (
+	"net/mail"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/profilesvc/profilesvc/domain"
+)
+
+// MinPasswordLength is the shortest password accepted, in characters.
+const MinPasswordLength = 10
+
+// User is a person who signs in. Email is stored normalised (lower case).
+type User struct {
+	ID            string
+	Email         string
+	Name          string
+	PasswordHash  string
+	DefaultTeamID string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+// NormalizeEmail returns the form under which emails are compared.
+func NormalizeEmail(email string) string { return strings.ToLower(strings.TrimSpace(email)) }
+
+// ValidateEmail checks that email is a bare address.
+func ValidateEmail(email string) error {
+	if email == "" {
+		return domain.Invalid("email", "is required")
+	}
+	a, err := mail.ParseAddress(email)
+	if err != nil || a.Address != email || len(email) > 254 {
+		return domain.Invalid("email", "must be a valid email address")
+	}
+	return nil
+}
+
+// ValidatePassword checks the length rules. maxBytes is the longest input the
+// password hasher accepts: a longer password is refused rather than silently
+// truncated.
+func ValidatePassword(password string, maxBytes int) error {
+	if utf8.RuneCountInString(password) < MinPasswordLength {
+		return domain.Invalid("password", "must be at least 10 characters")
+	}
+	if len(password) > maxBytes {
+		return domain.Invalid("password", "must be at most "+strconv.Itoa(maxBytes)+" bytes")
+	}
+	return nil
+}
+
+// NewUser checks the user's fields and returns the user to store.
+func NewUser(id, email, name, passwordHash, defaultTeamID string, now time.Time) (User, error) {
+	email = NormalizeEmail(email)
+	name = strings.TrimSpace(name)
+	var v domain.Validation
+	if err := ValidateEmail(email); err != nil {
+		v.Add("email", err.(*domain.Error).Fields[0].Issue)
+	}
+	switch {
+	case name == "":
+		v.Add("name", "is required")
+	case utf8.RuneCountInString(name) > 200:
+		v.Add("name", "must be at most 200 characters")
+	}
+	if err := v.Err(); err != nil {
+		return User{}, err
+	}
+	now = now.UTC()
+	return User{ID: id, Email: email, Name: name, PasswordHash: passwordHash, DefaultTeamID: defaultTeamID, CreatedAt: now, UpdatedAt: now}, nil
+}

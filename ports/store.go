@@ -1,0 +1,108 @@
+package ports
+
+import (
+	"context"
+	"time"
+
+	"github.com/profilesvc/profilesvc/domain/account"
+	"github.com/profilesvc/profilesvc/domain/event"
+	"github.com/profilesvc/profilesvc/domain/team"
+)
+
+// Missing rows are reported as domain not-found errors, unique-key clashes as
+// domain conflict errors; anything else is an internal error.
+
+// UserRepository stores users. Users are not team-scoped: one user may belong
+// to many teams.
+type UserRepository interface {
+	// Create stores u; an email already taken (case-insensitive) is a conflict.
+	Create(ctx context.Context, u account.User) error
+	ByID(ctx context.Context, id string) (account.User, error)
+	// ByEmail finds a user by normalised email.
+	ByEmail(ctx context.Context, email string) (account.User, error)
+	UpdatePassword(ctx context.Context, id, passwordHash string, at time.Time) error
+}
+
+// TeamRepository stores teams.
+type TeamRepository interface {
+	Create(ctx context.Context, t team.Team) error
+	ByID(ctx context.Context, id string) (team.Team, error)
+}
+
+// MembershipRepository stores the memberships of users in teams.
+type MembershipRepository interface {
+	// Create stores m; a second membership of one user in one team is a conflict.
+	Create(ctx context.Context, m team.Member) error
+	// ByUser returns the user's membership of the team, whatever its status.
+	ByUser(ctx context.Context, teamID, userID string) (team.Member, error)
+	// ListByUser returns the user's memberships in every team, oldest first.
+	ListByUser(ctx context.Context, userID string) ([]team.Member, error)
+}
+
+// APIKeyRepository stores API keys as hashes.
+type APIKeyRepository interface {
+	Create(ctx context.Context, k account.APIKey) error
+	// ByID finds a key by id alone: authentication learns the team from the key.
+	ByID(ctx context.Context, id string) (account.APIKey, error)
+	// ListByUser returns the user's keys in the team, newest first.
+	ListByUser(ctx context.Context, teamID, userID string) ([]account.APIKey, error)
+	// Delete removes the key of the team; a key of another team is not found.
+	Delete(ctx context.Context, teamID, id string) error
+}
+
+// RefreshTokenRepository stores refresh tokens in rotation families.
+type RefreshTokenRepository interface {
+	Create(ctx context.Context, t account.RefreshToken) error
+	ByID(ctx context.Context, id string) (account.RefreshToken, error)
+	// Consume marks the token used at at if it is neither used nor revoked,
+	// atomically: of concurrent callers for one token exactly one gets true.
+	Consume(ctx context.Context, id string, at time.Time) (bool, error)
+	// RevokeFamily revokes every token of the family that is not yet revoked.
+	RevokeFamily(ctx context.Context, familyID string, at time.Time) error
+	// RevokeUser revokes every token of the user that is not yet revoked.
+	RevokeUser(ctx context.Context, userID string, at time.Time) error
+}
+
+// ResetTokenRepository stores password-reset tokens.
+type ResetTokenRepository interface {
+	Create(ctx context.Context, t account.ResetToken) error
+	ByID(ctx context.Context, id string) (account.ResetToken, error)
+	// Consume marks the token used if it is not yet used; exactly one of
+	// concurrent callers gets true.
+	Consume(ctx context.Context, id string, at time.Time) (bool, error)
+}
+
+// Outbox holds committed events until the webhook pipeline has taken them.
+type Outbox interface {
+	// Append adds e in the caller's transaction.
+	Append(ctx context.Context, e event.Event) error
+	// ListAfter returns up to limit events with an id greater than afterID
+	// ("" for the first), in id order.
+	ListAfter(ctx context.Context, afterID string, limit int) ([]event.Event, error)
+}
+
+// Repositories is the set of repositories, either bound to a transaction (inside
+// UnitOfWork.Do) or each call on its own.
+type Repositories interface {
+	Users() UserRepository
+	Teams() TeamRepository
+	Memberships() MembershipRepository
+	APIKeys() APIKeyRepository
+	RefreshTokens() RefreshTokenRepository
+	ResetTokens() ResetTokenRepository
+	Outbox() Outbox
+}
+
+// UnitOfWork runs a function in one transaction. If fn returns an error (or
+// panics) nothing it wrote stays, outbox included; otherwise all of it commits.
+type UnitOfWork interface {
+	Do(ctx context.Context, fn func(ctx context.Context, tx Repositories) error) error
+}
+
+// Store is a storage adapter: repositories outside a transaction, the unit of
+// work, and a readiness check.
+type Store interface {
+	Repositories
+	UnitOfWork
+	Ping(ctx context.Context) error
+}
