@@ -1,0 +1,232 @@
+package auth
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/account"
+	"github.com/profilesvc/profilesvc/domain/team"
+)
+
+// Credentials are what a request presents: a bearer access token or an API
+// key, and optionally the team it wants to act in.
+type Credentials struct {
+	BearerToken string
+	APIKey      string
+	TeamID      string
+}
+
+var errNoCredentials = domain.Unauthorized("authentication required: send Authorization: Bearer <token> or X-API-Key")
+var errBadAPIKey = domain.Unauthorized("invalid API key")
+
+// Authenticate turns credentials into the actor of a request: the user, the
+// team they act in (the token's default team, the key's team, or X-Team-ID)
+// and their role there. A team the user is not an active member of is not
+// found, so its existence is not revealed.
+func (s *Service) Authenticate(ctx context.Context, c Credentials) (team.Actor, error) {
+	var userID, teamID, keyID string
+	switch {
+	case c.BearerToken != "" && c.APIKey != "":
+		return team.Actor{}, domain.Unauthorized("send either a bearer token or an API key, not both")
+	case c.BearerToken != "":
+		claims, err := s.d.Tokens.Verify(c.BearerToken)
+		if err != nil {
+			return team.Actor{}, err
+		}
+		userID, teamID = claims.UserID, claims.TeamID
+		if c.TeamID != "" {
+			teamID = c.TeamID
+		}
+	case c.APIKey != "":
+		k, err := s.apiKey(ctx, c.APIKey)
+		if err != nil {
+			return team.Actor{}, err
+		}
+		// A key is bound to its team: it cannot be pointed at another one.
+		if c.TeamID != "" && c.TeamID != k.TeamID {
+			return team.Actor{}, domain.NotFound("team")
+		}
+		userID, teamID, keyID = k.UserID, k.TeamID, k.ID
+	default:
+		return team.Actor{}, errNoCredentials
+	}
+	m, err := s.d.Store.Memberships().ByUser(ctx, teamID, userID)
+	if domain.IsKind(err, domain.KindNotFound) || (err == nil && m.Status != team.StatusActive) {
+		return team.Actor{}, domain.NotFound("team")
+	}
+	if err != nil {
+		return team.Actor{}, err
+	}
+	return team.Actor{UserID: userID, TeamID: teamID, MemberID: m.ID, Role: m.Role, APIKeyID: keyID}, nil
+}
+
+// cachedKey is what the cache keeps of a verified key: never the secret.
+type cachedKey struct {
+	ID     string `json:"id"`
+	TeamID string `json:"teamId"`
+	UserID string `json:"userId"`
+	Hash   []byte `json:"hash"`
+}
+
+const apiKeyPrefix = "psvc_"
+
+// apiKey verifies a presented key. Keys are looked up on every request, so a
+// verified key's record is cached; deleting the key evicts it.
+func (s *Service) apiKey(ctx context.Context, presented string) (cachedKey, error) {
+	id, secret, ok := parseAPIKey(presented)
+	if !ok {
+		return cachedKey{}, errBadAPIKey
+	}
+	var k cachedKey
+	raw, hit, err := s.d.Cache.Get(ctx, apiKeyCacheKey(id))
+	if err != nil {
+		s.d.Log.WarnContext(ctx, "api key cache read failed", "error", err.Error())
+	}
+	if !hit || json.Unmarshal(raw, &k) != nil {
+		stored, err := s.d.Store.APIKeys().ByID(ctx, id)
+		if domain.IsKind(err, domain.KindNotFound) {
+			return cachedKey{}, errBadAPIKey
+		}
+		if err != nil {
+			return cachedKey{}, err
+		}
+		k = cachedKey{ID: stored.ID, TeamID: stored.TeamID, UserID: stored.UserID, Hash: stored.Hash}
+		if b, err := json.Marshal(k); err == nil {
+			if err := s.d.Cache.Set(ctx, apiKeyCacheKey(id), b, s.d.Policy.APIKeyCacheTTL); err != nil {
+				s.d.Log.WarnContext(ctx, "api key cache write failed", "error", err.Error())
+			}
+		}
+	}
+	if subtle.ConstantTimeCompare(k.Hash, digest(secret)) != 1 {
+		return cachedKey{}, errBadAPIKey
+	}
+	return k, nil
+}
+
+func apiKeyCacheKey(id string) string { return "apikey:" + id }
+
+// parseAPIKey splits "psvc_<id>_<secret>" into the key id ("key_<id>") and
+// the secret.
+func parseAPIKey(s string) (id, secret string, ok bool) {
+	rest, found := strings.CutPrefix(s, apiKeyPrefix)
+	if !found || len(s) > 200 {
+		return "", "", false
+	}
+	idPart, secret, found := strings.Cut(rest, "_")
+	if !found || idPart == "" || len(secret) != 64 {
+		return "", "", false
+	}
+	return "key_" + idPart, secret, true
+}
+
+// NewAPIKey is a created key; Key is the only time the secret is shown.
+type NewAPIKey struct {
+	APIKey account.APIKey
+	Key    string
+}
+
+// CreateAPIKey makes a key for the actor in the actor's team. It acts with
+// the actor's role for as long as the membership lasts.
+func (s *Service) CreateAPIKey(ctx context.Context, actor team.Actor, name string) (NewAPIKey, error) {
+	if err := actor.Require(team.ActRead); err != nil {
+		return NewAPIKey{}, err
+	}
+	name = strings.TrimSpace(name)
+	if name == "" || utf8.RuneCountInString(name) > 100 {
+		return NewAPIKey{}, domain.Invalid("name", "must be 1 to 100 characters")
+	}
+	id := s.d.IDs.New("key")
+	idPart := strings.TrimPrefix(id, "key_")
+	secret := randomHex(32)
+	k := account.APIKey{
+		ID: id, TeamID: actor.TeamID, UserID: actor.UserID, Name: name,
+		Prefix: apiKeyPrefix + idPart, Hash: digest(secret), CreatedAt: s.d.Clock.Now().UTC(),
+	}
+	if err := s.d.Store.APIKeys().Create(ctx, k); err != nil {
+		return NewAPIKey{}, err
+	}
+	return NewAPIKey{APIKey: k, Key: apiKeyPrefix + idPart + "_" + secret}, nil
+}
+
+// Page is one page of a list, newest first.
+type Page[T any] struct {
+	Items      []T
+	NextCursor string
+	Limit      int
+}
+
+// ListAPIKeys lists the actor's own keys in the actor's team, newest first.
+// cursor is the id of the last key of the previous page.
+func (s *Service) ListAPIKeys(ctx context.Context, actor team.Actor, limit int, cursor string) (Page[account.APIKey], error) {
+	if err := actor.Require(team.ActRead); err != nil {
+		return Page[account.APIKey]{}, err
+	}
+	keys, err := s.d.Store.APIKeys().ListByUser(ctx, actor.TeamID, actor.UserID)
+	if err != nil {
+		return Page[account.APIKey]{}, err
+	}
+	start := 0
+	if cursor != "" {
+		start = len(keys)
+		for i, k := range keys {
+			if k.ID < cursor {
+				start = i
+				break
+			}
+		}
+	}
+	page := Page[account.APIKey]{Items: keys[start:], Limit: limit}
+	if len(page.Items) > limit {
+		page.Items = page.Items[:limit]
+		page.NextCursor = page.Items[limit-1].ID
+	}
+	return page, nil
+}
+
+// DeleteAPIKey deletes a key of the actor's team: one's own, or anyone's for
+// roles that administer the team.
+func (s *Service) DeleteAPIKey(ctx context.Context, actor team.Actor, id string) error {
+	if err := actor.Require(team.ActRead); err != nil {
+		return err
+	}
+	k, err := s.d.Store.APIKeys().ByID(ctx, id)
+	if err != nil || k.TeamID != actor.TeamID {
+		if err == nil || domain.IsKind(err, domain.KindNotFound) {
+			return domain.NotFound("api key")
+		}
+		return err
+	}
+	if k.UserID != actor.UserID {
+		if err := actor.Require(team.ActAdminister); err != nil {
+			return err
+		}
+	}
+	if err := s.d.Store.APIKeys().Delete(ctx, actor.TeamID, id); err != nil {
+		return err
+	}
+	return s.d.Cache.Delete(ctx, apiKeyCacheKey(id))
+}
+
+// Me is the caller as the API shows them.
+type Me struct {
+	User account.User
+	Team team.Team
+	Role team.Role
+}
+
+// Me returns the actor's user, active team and role.
+func (s *Service) Me(ctx context.Context, actor team.Actor) (Me, error) {
+	u, err := s.d.Store.Users().ByID(ctx, actor.UserID)
+	if err != nil {
+		return Me{}, err
+	}
+	t, err := s.d.Store.Teams().ByID(ctx, actor.TeamID)
+	if err != nil {
+		return Me{}, err
+	}
+	return Me{User: u, Team: t, Role: actor.Role}, nil
+}

@@ -1,0 +1,462 @@
+// Package auth owns the account use cases: registration with a personal team,
+// login with throttling, refresh-token rotation with reuse detection, password
+// reset, API keys, and turning presented credentials into a team.Actor.
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/account"
+	"github.com/profilesvc/profilesvc/domain/team"
+	"github.com/profilesvc/profilesvc/ports"
+)
+
+// Policy holds the lifetimes and throttling budgets of the auth use cases.
+type Policy struct {
+	RefreshTTL time.Duration
+	ResetTTL   time.Duration
+	// LoginFailuresPerEmail and LoginFailuresPerAddr are the failed logins
+	// allowed per LoginWindow before further attempts answer 429.
+	LoginFailuresPerEmail int
+	LoginFailuresPerAddr  int
+	LoginWindow           time.Duration
+	// ResetMailsPerEmail bounds reset mails per LoginWindow, so that the
+	// forgot-password endpoint cannot be used to flood an inbox.
+	ResetMailsPerEmail int
+	// APIKeyCacheTTL bounds how long a verified API key is trusted without
+	// reading the store; deleting a key evicts it at once.
+	APIKeyCacheTTL time.Duration
+}
+
+// DefaultPolicy is the policy of a production service.
+func DefaultPolicy() Policy {
+	return Policy{
+		RefreshTTL:            30 * 24 * time.Hour,
+		ResetTTL:              time.Hour,
+		LoginFailuresPerEmail: 5,
+		LoginFailuresPerAddr:  20,
+		LoginWindow:           15 * time.Minute,
+		ResetMailsPerEmail:    5,
+		APIKeyCacheTTL:        time.Minute,
+	}
+}
+
+// Deps are the ports the service needs.
+type Deps struct {
+	Store   ports.Store
+	Hasher  ports.PasswordHasher
+	Tokens  ports.TokenIssuer
+	Limiter ports.RateLimiter
+	Mailer  ports.Mailer
+	Cache   ports.Cache
+	Clock   ports.Clock
+	IDs     ports.IDs
+	Log     *slog.Logger
+	Policy  Policy
+}
+
+// Service runs the auth use cases.
+type Service struct {
+	d Deps
+	// dummyHash is verified when the email is unknown, so that a wrong email
+	// costs the same time as a wrong password.
+	dummyHash string
+}
+
+// New returns the service. It hashes one throw-away password so that unknown
+// emails can be answered in the same time as wrong passwords.
+func New(ctx context.Context, d Deps) (*Service, error) {
+	h, err := d.Hasher.Hash(ctx, "not-a-real-password-"+randomHex(8))
+	if err != nil {
+		return nil, err
+	}
+	return &Service{d: d, dummyHash: h}, nil
+}
+
+// Tokens is a freshly issued credential pair.
+type Tokens struct {
+	AccessToken  string
+	RefreshToken string
+	// ExpiresIn is the access token's lifetime in seconds.
+	ExpiresIn int
+}
+
+// Session is what a successful register or login returns.
+type Session struct {
+	User   account.User
+	Team   team.Team
+	Role   team.Role
+	Tokens Tokens
+}
+
+// RegisterInput is a new account's data.
+type RegisterInput struct {
+	Email    string
+	Password string
+	Name     string
+}
+
+// Register creates the user together with a personal team they own.
+func (s *Service) Register(ctx context.Context, in RegisterInput) (Session, error) {
+	var v domain.Validation
+	if err := account.ValidatePassword(in.Password, s.d.Hasher.MaxBytes()); err != nil {
+		v.Add("password", issueOf(err))
+	}
+	now := s.d.Clock.Now().UTC()
+	teamID := s.d.IDs.New("team")
+	u, err := account.NewUser(s.d.IDs.New("usr"), in.Email, in.Name, "", teamID, now)
+	if err != nil {
+		for _, f := range fieldsOf(err) {
+			v.Add(f.Field, f.Issue)
+		}
+	}
+	if err := v.Err(); err != nil {
+		return Session{}, err
+	}
+	t, err := team.NewTeam(teamID, personalTeamName(u.Name), now)
+	if err != nil {
+		return Session{}, err
+	}
+	if u.PasswordHash, err = s.d.Hasher.Hash(ctx, in.Password); err != nil {
+		return Session{}, err
+	}
+	owner := team.NewOwner(s.d.IDs.New("mem"), t.ID, u.ID, u.Email, now)
+	var tokens Tokens
+	err = s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
+		if err := tx.Users().Create(ctx, u); err != nil {
+			if domain.IsKind(err, domain.KindConflict) {
+				return domain.Conflict("an account with this email already exists")
+			}
+			return err
+		}
+		if err := tx.Teams().Create(ctx, t); err != nil {
+			return err
+		}
+		if err := tx.Memberships().Create(ctx, owner); err != nil {
+			return err
+		}
+		var err error
+		tokens, err = s.issue(ctx, tx, u, s.d.IDs.New("rtf"), now)
+		return err
+	})
+	if err != nil {
+		return Session{}, err
+	}
+	return Session{User: u, Team: t, Role: team.RoleOwner, Tokens: tokens}, nil
+}
+
+func personalTeamName(userName string) string {
+	const suffix = "'s team"
+	r := []rune(userName)
+	if len(r) > 190 {
+		r = r[:190]
+	}
+	return string(r) + suffix
+}
+
+// LoginInput is a sign-in attempt. ClientAddr is the caller's network address,
+// used for throttling.
+type LoginInput struct {
+	Email      string
+	Password   string
+	ClientAddr string
+}
+
+var errBadCredentials = domain.Unauthorized("invalid email or password")
+
+// Login checks the password and issues tokens. Wrong email and wrong password
+// answer alike; repeated failures per email or per address answer 429.
+func (s *Service) Login(ctx context.Context, in LoginInput) (Session, error) {
+	email := account.NormalizeEmail(in.Email)
+	if len(in.Password) > s.d.Hasher.MaxBytes() {
+		return Session{}, domain.Invalid("password", "must be at most "+strconv.Itoa(s.d.Hasher.MaxBytes())+" bytes")
+	}
+	keys := []struct {
+		key   string
+		limit int
+	}{
+		{"login:email:" + email, s.d.Policy.LoginFailuresPerEmail},
+		{"login:addr:" + in.ClientAddr, s.d.Policy.LoginFailuresPerAddr},
+	}
+	var wait time.Duration
+	for _, k := range keys {
+		dec, err := s.d.Limiter.Check(ctx, k.key, k.limit, s.d.Policy.LoginWindow)
+		if err != nil {
+			return Session{}, err
+		}
+		if !dec.Allowed && dec.RetryAfter > wait {
+			wait = dec.RetryAfter
+		}
+	}
+	if wait > 0 {
+		return Session{}, domain.RateLimited("too many failed logins; try again later", wait)
+	}
+	u, err := s.d.Store.Users().ByEmail(ctx, email)
+	hash := u.PasswordHash
+	switch {
+	case domain.IsKind(err, domain.KindNotFound):
+		hash = s.dummyHash
+	case err != nil:
+		return Session{}, err
+	}
+	ok, err := s.d.Hasher.Verify(ctx, hash, in.Password)
+	if err != nil {
+		return Session{}, err
+	}
+	if !ok || u.ID == "" {
+		for _, k := range keys {
+			if _, err := s.d.Limiter.Hit(ctx, k.key, k.limit, s.d.Policy.LoginWindow); err != nil {
+				return Session{}, err
+			}
+		}
+		return Session{}, errBadCredentials
+	}
+	if err := s.d.Limiter.Reset(ctx, keys[0].key, s.d.Policy.LoginWindow); err != nil {
+		return Session{}, err
+	}
+	return s.session(ctx, u, s.d.IDs.New("rtf"))
+}
+
+func (s *Service) session(ctx context.Context, u account.User, familyID string) (Session, error) {
+	now := s.d.Clock.Now().UTC()
+	var out Session
+	err := s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
+		t, err := tx.Teams().ByID(ctx, u.DefaultTeamID)
+		if err != nil {
+			return err
+		}
+		m, err := tx.Memberships().ByUser(ctx, t.ID, u.ID)
+		if err != nil {
+			return err
+		}
+		tokens, err := s.issue(ctx, tx, u, familyID, now)
+		if err != nil {
+			return err
+		}
+		out = Session{User: u, Team: t, Role: m.Role, Tokens: tokens}
+		return nil
+	})
+	return out, err
+}
+
+// issue signs an access token and stores the next refresh token of familyID.
+func (s *Service) issue(ctx context.Context, tx ports.Repositories, u account.User, familyID string, now time.Time) (Tokens, error) {
+	access, claims, err := s.d.Tokens.Issue(ports.AccessClaims{UserID: u.ID, TeamID: u.DefaultTeamID})
+	if err != nil {
+		return Tokens{}, err
+	}
+	secret := randomHex(32)
+	rt := account.RefreshToken{
+		ID: s.d.IDs.New("rt"), FamilyID: familyID, UserID: u.ID, TeamID: u.DefaultTeamID,
+		Hash: digest(secret), IssuedAt: now, ExpiresAt: now.Add(s.d.Policy.RefreshTTL),
+	}
+	if err := tx.RefreshTokens().Create(ctx, rt); err != nil {
+		return Tokens{}, err
+	}
+	return Tokens{
+		AccessToken:  access,
+		RefreshToken: rt.ID + "." + secret,
+		ExpiresIn:    int(claims.ExpiresAt.Sub(claims.IssuedAt).Round(time.Second) / time.Second),
+	}, nil
+}
+
+var errBadRefresh = domain.Unauthorized("invalid, expired or revoked refresh token")
+
+// Refresh exchanges a refresh token for a new pair. Each refresh token is
+// single-use: presenting one that was already used revokes its whole family,
+// since either the client or a thief holds a copy.
+func (s *Service) Refresh(ctx context.Context, refreshToken string) (Session, error) {
+	id, secret, ok := splitToken(refreshToken)
+	if !ok {
+		return Session{}, errBadRefresh
+	}
+	rt, err := s.d.Store.RefreshTokens().ByID(ctx, id)
+	if domain.IsKind(err, domain.KindNotFound) {
+		return Session{}, errBadRefresh
+	}
+	if err != nil {
+		return Session{}, err
+	}
+	if subtle.ConstantTimeCompare(rt.Hash, digest(secret)) != 1 {
+		return Session{}, errBadRefresh
+	}
+	now := s.d.Clock.Now().UTC()
+	if rt.RevokedAt != nil || !now.Before(rt.ExpiresAt) {
+		return Session{}, errBadRefresh
+	}
+	if rt.UsedAt != nil {
+		return Session{}, s.revokeReused(ctx, rt, now)
+	}
+	var out Session
+	reused := false
+	err = s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
+		won, err := tx.RefreshTokens().Consume(ctx, rt.ID, now)
+		if err != nil {
+			return err
+		}
+		if !won {
+			reused = true
+			return errBadRefresh
+		}
+		u, err := tx.Users().ByID(ctx, rt.UserID)
+		if err != nil {
+			return err
+		}
+		t, err := tx.Teams().ByID(ctx, u.DefaultTeamID)
+		if err != nil {
+			return err
+		}
+		m, err := tx.Memberships().ByUser(ctx, t.ID, u.ID)
+		if err != nil {
+			return err
+		}
+		tokens, err := s.issue(ctx, tx, u, rt.FamilyID, now)
+		if err != nil {
+			return err
+		}
+		out = Session{User: u, Team: t, Role: m.Role, Tokens: tokens}
+		return nil
+	})
+	if reused {
+		return Session{}, s.revokeReused(ctx, rt, now)
+	}
+	return out, err
+}
+
+// revokeReused commits the family's revocation before answering, so that the
+// refusal cannot be rolled back with the request.
+func (s *Service) revokeReused(ctx context.Context, rt account.RefreshToken, now time.Time) error {
+	if err := s.d.Store.RefreshTokens().RevokeFamily(ctx, rt.FamilyID, now); err != nil {
+		return err
+	}
+	s.d.Log.WarnContext(ctx, "refresh token reused; family revoked", "user_id", rt.UserID, "family_id", rt.FamilyID)
+	return domain.Unauthorized("refresh token was already used; all sessions of this sign-in are revoked")
+}
+
+// ForgotPassword mails a single-use reset token when the email belongs to an
+// account. It answers the same whether or not it does.
+func (s *Service) ForgotPassword(ctx context.Context, email string) error {
+	email = account.NormalizeEmail(email)
+	if err := account.ValidateEmail(email); err != nil {
+		return err
+	}
+	dec, err := s.d.Limiter.Hit(ctx, "reset:email:"+email, s.d.Policy.ResetMailsPerEmail, s.d.Policy.LoginWindow)
+	if err != nil {
+		return err
+	}
+	if !dec.Allowed {
+		return nil
+	}
+	u, err := s.d.Store.Users().ByEmail(ctx, email)
+	if domain.IsKind(err, domain.KindNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	now := s.d.Clock.Now().UTC()
+	secret := randomHex(32)
+	t := account.ResetToken{ID: s.d.IDs.New("rst"), UserID: u.ID, Hash: digest(secret), CreatedAt: now, ExpiresAt: now.Add(s.d.Policy.ResetTTL)}
+	if err := s.d.Store.ResetTokens().Create(ctx, t); err != nil {
+		return err
+	}
+	msg := ports.Mail{
+		To:      u.Email,
+		Subject: "Reset your profilesvc password",
+		Text: "Someone asked to reset the password of this account.\n\n" +
+			"Reset token: " + t.ID + "." + secret + "\n\n" +
+			"POST it with a new password to /api/v1/auth/reset-password within " + s.d.Policy.ResetTTL.String() + ".\n" +
+			"If you did not ask for this, ignore this message.\n",
+	}
+	if err := s.d.Mailer.Send(ctx, msg); err != nil {
+		// The answer must not reveal that the account exists, so the failure
+		// is only logged.
+		s.d.Log.ErrorContext(ctx, "sending password reset mail failed", "user_id", u.ID, "error", err.Error())
+	}
+	return nil
+}
+
+var errBadReset = domain.Invalid("token", "is invalid, expired or already used")
+
+// ResetPassword sets a new password with a reset token and revokes every
+// refresh token of the user.
+func (s *Service) ResetPassword(ctx context.Context, token, password string) error {
+	if err := account.ValidatePassword(password, s.d.Hasher.MaxBytes()); err != nil {
+		return err
+	}
+	id, secret, ok := splitToken(token)
+	if !ok {
+		return errBadReset
+	}
+	rt, err := s.d.Store.ResetTokens().ByID(ctx, id)
+	if domain.IsKind(err, domain.KindNotFound) {
+		return errBadReset
+	}
+	if err != nil {
+		return err
+	}
+	now := s.d.Clock.Now().UTC()
+	if subtle.ConstantTimeCompare(rt.Hash, digest(secret)) != 1 || !rt.Usable(now) {
+		return errBadReset
+	}
+	hash, err := s.d.Hasher.Hash(ctx, password)
+	if err != nil {
+		return err
+	}
+	return s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
+		won, err := tx.ResetTokens().Consume(ctx, rt.ID, now)
+		if err != nil {
+			return err
+		}
+		if !won {
+			return errBadReset
+		}
+		if err := tx.Users().UpdatePassword(ctx, rt.UserID, hash, now); err != nil {
+			return err
+		}
+		return tx.RefreshTokens().RevokeUser(ctx, rt.UserID, now)
+	})
+}
+
+func splitToken(s string) (id, secret string, ok bool) {
+	id, secret, ok = strings.Cut(s, ".")
+	return id, secret, ok && id != "" && secret != "" && len(s) <= 256
+}
+
+func digest(secret string) []byte {
+	h := sha256.Sum256([]byte(secret))
+	return h[:]
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic("crypto/rand failed: " + err.Error())
+	}
+	return hex.EncodeToString(b)
+}
+
+func fieldsOf(err error) []domain.FieldIssue {
+	var de *domain.Error
+	if errors.As(err, &de) {
+		return de.Fields
+	}
+	return nil
+}
+
+func issueOf(err error) string {
+	if f := fieldsOf(err); len(f) > 0 {
+		return f[0].Issue
+	}
+	return err.Error()
+}
