@@ -1,0 +1,91 @@
+package bunstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/profilesvc/profilesvc/domain/account"
+)
+
+type apiKeyRow struct {
+	bun.BaseModel `bun:"table:api_keys,alias:k"`
+
+	ID         string     `bun:"id,pk"`
+	TeamID     string     `bun:"team_id"`
+	UserID     string     `bun:"user_id"`
+	Name       string     `bun:"name"`
+	Prefix     string     `bun:"prefix"`
+	Hash       []byte     `bun:"hash"`
+	CreatedAt  time.Time  `bun:"created_at"`
+	LastUsedAt *time.Time `bun:"last_used_at"`
+}
+
+func newAPIKeyRow(k account.APIKey) *apiKeyRow {
+	return &apiKeyRow{
+		ID:         k.ID,
+		TeamID:     k.TeamID,
+		UserID:     k.UserID,
+		Name:       k.Name,
+		Prefix:     k.Prefix,
+		Hash:       k.Hash,
+		CreatedAt:  utc(k.CreatedAt),
+		LastUsedAt: utcPtr(k.LastUsedAt),
+	}
+}
+
+func (r *apiKeyRow) apiKey() account.APIKey {
+	return account.APIKey{
+		ID:         r.ID,
+		TeamID:     r.TeamID,
+		UserID:     r.UserID,
+		Name:       r.Name,
+		Prefix:     r.Prefix,
+		Hash:       r.Hash,
+		CreatedAt:  utc(r.CreatedAt),
+		LastUsedAt: utcPtr(r.LastUsedAt),
+	}
+}
+
+type apiKeyRepository struct{ db bun.IDB }
+
+func (r apiKeyRepository) Create(ctx context.Context, k account.APIKey) error {
+	if _, err := r.db.NewInsert().Model(newAPIKeyRow(k)).Exec(ctx); err != nil {
+		return writeErr(err, "api key", "api key already exists")
+	}
+	return nil
+}
+
+func (r apiKeyRepository) ByID(ctx context.Context, id string) (account.APIKey, error) {
+	var row apiKeyRow
+	if err := r.db.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); err != nil {
+		return account.APIKey{}, readErr(err, "api key")
+	}
+	return row.apiKey(), nil
+}
+
+func (r apiKeyRepository) ListByUser(ctx context.Context, teamID, userID string) ([]account.APIKey, error) {
+	var rows []apiKeyRow
+	err := r.db.NewSelect().Model(&rows).
+		Where("team_id = ?", teamID).
+		Where("user_id = ?", userID).
+		OrderExpr("created_at DESC, id DESC").
+		Scan(ctx)
+	if err != nil {
+		return nil, readErr(err, "api keys")
+	}
+	keys := make([]account.APIKey, 0, len(rows))
+	for i := range rows {
+		keys = append(keys, rows[i].apiKey())
+	}
+	return keys, nil
+}
+
+func (r apiKeyRepository) Delete(ctx context.Context, teamID, id string) error {
+	res, err := r.db.NewDelete().Model((*apiKeyRow)(nil)).
+		Where("id = ?", id).
+		Where("team_id = ?", teamID).
+		Exec(ctx)
+	return touchedOne(res, err, "api key")
+}

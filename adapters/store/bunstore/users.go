@@ -1,0 +1,80 @@
+package bunstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/profilesvc/profilesvc/domain/account"
+)
+
+type userRow struct {
+	bun.BaseModel `bun:"table:users,alias:u"`
+
+	ID            string    `bun:"id,pk"`
+	Email         string    `bun:"email"`
+	Name          string    `bun:"name"`
+	PasswordHash  string    `bun:"password_hash"`
+	DefaultTeamID string    `bun:"default_team_id"`
+	CreatedAt     time.Time `bun:"created_at"`
+	UpdatedAt     time.Time `bun:"updated_at"`
+}
+
+func newUserRow(u account.User) *userRow {
+	return &userRow{
+		ID:            u.ID,
+		Email:         u.Email,
+		Name:          u.Name,
+		PasswordHash:  u.PasswordHash,
+		DefaultTeamID: u.DefaultTeamID,
+		CreatedAt:     utc(u.CreatedAt),
+		UpdatedAt:     utc(u.UpdatedAt),
+	}
+}
+
+func (r *userRow) user() account.User {
+	return account.User{
+		ID:            r.ID,
+		Email:         r.Email,
+		Name:          r.Name,
+		PasswordHash:  r.PasswordHash,
+		DefaultTeamID: r.DefaultTeamID,
+		CreatedAt:     utc(r.CreatedAt),
+		UpdatedAt:     utc(r.UpdatedAt),
+	}
+}
+
+type userRepository struct{ db bun.IDB }
+
+func (r userRepository) Create(ctx context.Context, u account.User) error {
+	if _, err := r.db.NewInsert().Model(newUserRow(u)).Exec(ctx); err != nil {
+		return writeErr(err, "user", "email already registered")
+	}
+	return nil
+}
+
+func (r userRepository) ByID(ctx context.Context, id string) (account.User, error) {
+	return r.one(ctx, "id = ?", id)
+}
+
+func (r userRepository) ByEmail(ctx context.Context, email string) (account.User, error) {
+	return r.one(ctx, "lower(email) = lower(?)", email)
+}
+
+func (r userRepository) one(ctx context.Context, where string, arg string) (account.User, error) {
+	var row userRow
+	if err := r.db.NewSelect().Model(&row).Where(where, arg).Scan(ctx); err != nil {
+		return account.User{}, readErr(err, "user")
+	}
+	return row.user(), nil
+}
+
+func (r userRepository) UpdatePassword(ctx context.Context, id, passwordHash string, at time.Time) error {
+	res, err := r.db.NewUpdate().Model((*userRow)(nil)).
+		Set("password_hash = ?", passwordHash).
+		Set("updated_at = ?", utc(at)).
+		Where("id = ?", id).
+		Exec(ctx)
+	return touchedOne(res, err, "user")
+}

@@ -1,0 +1,153 @@
+package memory
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/profilesvc/profilesvc/domain/account"
+	"github.com/profilesvc/profilesvc/domain/event"
+	"github.com/profilesvc/profilesvc/domain/team"
+)
+
+// state is every row of the store. Stored values are never changed in place:
+// a write stores a new value (sharing only what no one changes, such as a
+// hash), so the undo log can keep the old value as it was.
+type state struct {
+	users       map[string]account.User
+	userByEmail map[string]string // normalised email -> user id
+	teams       map[string]team.Team
+	members     map[string]team.Member
+	memberOf    map[memberKey]string // team and user -> membership id
+	apiKeys     map[string]account.APIKey
+	refresh     map[string]account.RefreshToken
+	resets      map[string]account.ResetToken
+	outbox      []event.Event // sorted by ID, as ListAfter reads it
+}
+
+type memberKey struct{ teamID, userID string }
+
+func newState() state {
+	return state{
+		users:       map[string]account.User{},
+		userByEmail: map[string]string{},
+		teams:       map[string]team.Team{},
+		members:     map[string]team.Member{},
+		memberOf:    map[memberKey]string{},
+		apiKeys:     map[string]account.APIKey{},
+		refresh:     map[string]account.RefreshToken{},
+		resets:      map[string]account.ResetToken{},
+	}
+}
+
+// undoLog records how to reverse each write of a unit of work. A nil log
+// records nothing: the write is outside any unit.
+type undoLog struct{ steps []func() }
+
+func (l *undoLog) record(step func()) {
+	if l != nil {
+		l.steps = append(l.steps, step)
+	}
+}
+
+// rollback reverses the writes, newest first, so a row written twice ends
+// with the value it had before the unit began.
+func (l *undoLog) rollback() {
+	for i := len(l.steps) - 1; i >= 0; i-- {
+		l.steps[i]()
+	}
+	l.steps = nil
+}
+
+func put[K comparable, V any](undo *undoLog, m map[K]V, k K, v V) {
+	old, had := m[k]
+	undo.record(func() {
+		if had {
+			m[k] = old
+		} else {
+			delete(m, k)
+		}
+	})
+	m[k] = v
+}
+
+func remove[K comparable, V any](undo *undoLog, m map[K]V, k K) {
+	old, had := m[k]
+	if !had {
+		return
+	}
+	undo.record(func() { m[k] = old })
+	delete(m, k)
+}
+
+func compareEventID(e event.Event, id string) int { return strings.Compare(e.ID, id) }
+
+// appendEvent inserts e in id order; it reports false when the id is taken.
+func (st *state) appendEvent(undo *undoLog, e event.Event) bool {
+	i, found := slices.BinarySearchFunc(st.outbox, e.ID, compareEventID)
+	if found {
+		return false
+	}
+	st.outbox = slices.Insert(st.outbox, i, e)
+	undo.record(func() {
+		if j, ok := slices.BinarySearchFunc(st.outbox, e.ID, compareEventID); ok {
+			st.outbox = slices.Delete(st.outbox, j, j+1)
+		}
+	})
+	return true
+}
+
+// The clone functions copy everything a caller could change through a value:
+// byte slices and time pointers. Times are stored in UTC without a monotonic
+// reading, as a database would return them.
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func cloneUser(u account.User) account.User {
+	u.CreatedAt, u.UpdatedAt = u.CreatedAt.UTC(), u.UpdatedAt.UTC()
+	return u
+}
+
+func cloneTeam(t team.Team) team.Team {
+	t.CreatedAt = t.CreatedAt.UTC()
+	return t
+}
+
+func cloneMember(m team.Member) team.Member {
+	m.InvitedAt = m.InvitedAt.UTC()
+	m.JoinedAt = utcPtr(m.JoinedAt)
+	return m
+}
+
+func cloneAPIKey(k account.APIKey) account.APIKey {
+	k.Hash = slices.Clone(k.Hash)
+	k.CreatedAt = k.CreatedAt.UTC()
+	k.LastUsedAt = utcPtr(k.LastUsedAt)
+	return k
+}
+
+func cloneRefreshToken(t account.RefreshToken) account.RefreshToken {
+	t.Hash = slices.Clone(t.Hash)
+	t.IssuedAt, t.ExpiresAt = t.IssuedAt.UTC(), t.ExpiresAt.UTC()
+	t.UsedAt, t.RevokedAt = utcPtr(t.UsedAt), utcPtr(t.RevokedAt)
+	return t
+}
+
+func cloneResetToken(t account.ResetToken) account.ResetToken {
+	t.Hash = slices.Clone(t.Hash)
+	t.CreatedAt, t.ExpiresAt = t.CreatedAt.UTC(), t.ExpiresAt.UTC()
+	t.UsedAt = utcPtr(t.UsedAt)
+	return t
+}
+
+func cloneEvent(e event.Event) event.Event {
+	e.Data = slices.Clone(e.Data)
+	e.OccurredAt = e.OccurredAt.UTC()
+	return e
+}

@@ -1,0 +1,129 @@
+// Package token owns access tokens: HS256-signed JWTs that carry the user and
+// their default team, checked strictly (one algorithm, one issuer, an expiry
+// always present) so that a token from anywhere else is refused.
+package token
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/ports"
+)
+
+var _ ports.TokenIssuer = (*JWT)(nil)
+
+// clockSkew is how far apart the clocks of instances behind one load
+// balancer may be: a token issued by a clock slightly ahead is not "issued
+// in the future" for the instance that checks it.
+const clockSkew = 5 * time.Second
+
+// invalidMessage is all a client learns about a refused token; the reason is
+// kept in the error's chain for logs.
+const invalidMessage = "invalid or expired access token"
+
+type claims struct {
+	jwt.RegisteredClaims
+	TeamID string `json:"tid"`
+}
+
+// JWT issues and verifies HS256 access tokens.
+type JWT struct {
+	secret []byte
+	issuer string
+	ttl    time.Duration
+	clock  ports.Clock
+	ids    ports.IDs
+	parser *jwt.Parser
+}
+
+// NewJWT returns an issuer that signs with secret, names itself issuer in
+// "iss", and makes tokens valid for ttl on c's time.
+func NewJWT(secret []byte, issuer string, ttl time.Duration, c ports.Clock, ids ports.IDs) *JWT {
+	return &JWT{
+		secret: append([]byte(nil), secret...),
+		issuer: issuer,
+		ttl:    ttl,
+		clock:  c,
+		ids:    ids,
+		parser: jwt.NewParser(
+			jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+			jwt.WithIssuer(issuer),
+			jwt.WithExpirationRequired(),
+			jwt.WithIssuedAt(),
+			jwt.WithTimeFunc(c.Now),
+			jwt.WithLeeway(clockSkew),
+		),
+	}
+}
+
+// Issue signs a token for c.UserID and c.TeamID. The returned claims carry
+// the times as the token states them, in whole seconds.
+func (j *JWT) Issue(c ports.AccessClaims) (string, ports.AccessClaims, error) {
+	if c.UserID == "" || c.TeamID == "" {
+		return "", ports.AccessClaims{}, errors.New("token: user and team are required")
+	}
+	if len(j.secret) == 0 {
+		return "", ports.AccessClaims{}, errors.New("token: signing key is empty")
+	}
+	now := j.clock.Now().UTC().Truncate(time.Second)
+	c.ID = j.ids.New("jti")
+	c.IssuedAt = now
+	c.ExpiresAt = now.Add(j.ttl)
+	t := jwt.NewWithClaims(jwt.SigningMethodHS256, claims{
+		RegisteredClaims: jwt.RegisteredClaims{
+			Issuer:    j.issuer,
+			Subject:   c.UserID,
+			ID:        c.ID,
+			IssuedAt:  jwt.NewNumericDate(c.IssuedAt),
+			ExpiresAt: jwt.NewNumericDate(c.ExpiresAt),
+		},
+		TeamID: c.TeamID,
+	})
+	signed, err := t.SignedString(j.secret)
+	if err != nil {
+		return "", ports.AccessClaims{}, fmt.Errorf("token: signing: %w", err)
+	}
+	return signed, c, nil
+}
+
+// Verify returns the claims of a token this issuer signed that has not
+// expired. Every failure is the same unauthorized error to the client.
+func (j *JWT) Verify(token string) (ports.AccessClaims, error) {
+	var cl claims
+	_, err := j.parser.ParseWithClaims(token, &cl, func(t *jwt.Token) (any, error) {
+		// WithValidMethods already pins HS256; checking the type too means a
+		// change of that option cannot turn the secret into a public key.
+		if _, ok := t.Method.(*jwt.SigningMethodHMAC); !ok {
+			return nil, fmt.Errorf("unexpected signing method %v", t.Header["alg"])
+		}
+		return j.secret, nil
+	})
+	if err == nil {
+		switch {
+		case cl.Subject == "":
+			err = errors.New("token has no subject")
+		case cl.TeamID == "":
+			err = errors.New("token has no team")
+		case cl.ID == "":
+			err = errors.New("token has no id")
+		case cl.IssuedAt == nil:
+			err = errors.New("token has no issue time")
+		}
+	}
+	if err != nil {
+		e := domain.Unauthorized(invalidMessage)
+		e.Err = err
+		return ports.AccessClaims{}, e
+	}
+	return ports.AccessClaims{
+		UserID:    cl.Subject,
+		TeamID:    cl.TeamID,
+		ID:        cl.ID,
+		IssuedAt:  cl.IssuedAt.UTC(),
+		ExpiresAt: cl.ExpiresAt.UTC(),
+	}, nil
+}
