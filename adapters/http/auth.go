@@ -1,0 +1,327 @@
+package httpapi
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gorilla/mux"
+
+	"github.com/profilesvc/profilesvc/application/auth"
+	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/account"
+	"github.com/profilesvc/profilesvc/domain/team"
+)
+
+type actorKey struct{}
+
+// actorFrom returns the authenticated actor of the request. Only routes
+// behind Authenticate have one.
+func actorFrom(ctx context.Context) team.Actor {
+	a, _ := ctx.Value(actorKey{}).(team.Actor)
+	return a
+}
+
+// Authenticate resolves the request's credentials (SPEC section 5) into an
+// actor, or answers 401/404 before the handler runs.
+func Authenticate(svc *auth.Service) Middleware {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			c := auth.Credentials{APIKey: r.Header.Get("X-API-Key"), TeamID: r.Header.Get("X-Team-ID")}
+			if h := r.Header.Get("Authorization"); h != "" {
+				scheme, token, ok := strings.Cut(h, " ")
+				if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+					writeError(w, r, domain.Unauthorized("Authorization must be \"Bearer <token>\""))
+					return
+				}
+				c.BearerToken = strings.TrimSpace(token)
+			}
+			actor, err := svc.Authenticate(r.Context(), c)
+			if err != nil {
+				writeError(w, r, err)
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), actorKey{}, actor)))
+		})
+	}
+}
+
+// AuthHandlers serves the account endpoints.
+type AuthHandlers struct{ svc *auth.Service }
+
+// NewAuthHandlers returns the account endpoints of svc.
+func NewAuthHandlers(svc *auth.Service) *AuthHandlers { return &AuthHandlers{svc: svc} }
+
+// Routes lists the account endpoints.
+func (h *AuthHandlers) Routes() []Route {
+	return []Route{
+		{Method: http.MethodPost, Path: "/api/v1/auth/register", Handler: h.register, Public: true, Name: "auth.register"},
+		{Method: http.MethodPost, Path: "/api/v1/auth/login", Handler: h.login, Public: true, Name: "auth.login"},
+		{Method: http.MethodPost, Path: "/api/v1/auth/refresh", Handler: h.refresh, Public: true, Name: "auth.refresh"},
+		{Method: http.MethodPost, Path: "/api/v1/auth/forgot-password", Handler: h.forgotPassword, Public: true, Name: "auth.forgot_password"},
+		{Method: http.MethodPost, Path: "/api/v1/auth/reset-password", Handler: h.resetPassword, Public: true, Name: "auth.reset_password"},
+		{Method: http.MethodGet, Path: "/api/v1/me", Handler: h.me, Name: "me.read"},
+		{Method: http.MethodPost, Path: "/api/v1/api-keys", Handler: h.createAPIKey, Name: "api_keys.create"},
+		{Method: http.MethodGet, Path: "/api/v1/api-keys", Handler: h.listAPIKeys, Name: "api_keys.list"},
+		{Method: http.MethodDelete, Path: "/api/v1/api-keys/{id}", Handler: h.deleteAPIKey, Name: "api_keys.delete"},
+	}
+}
+
+type userDTO struct {
+	ID        string `json:"id"`
+	Email     string `json:"email"`
+	Name      string `json:"name"`
+	CreatedAt int64  `json:"createdAt"`
+}
+
+func toUserDTO(u account.User) userDTO {
+	return userDTO{ID: u.ID, Email: u.Email, Name: u.Name, CreatedAt: u.CreatedAt.UnixMilli()}
+}
+
+type teamRoleDTO struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Role string `json:"role"`
+}
+
+type sessionDTO struct {
+	User         userDTO     `json:"user"`
+	Team         teamRoleDTO `json:"team"`
+	AccessToken  string      `json:"accessToken"`
+	RefreshToken string      `json:"refreshToken"`
+	TokenType    string      `json:"tokenType"`
+	ExpiresIn    int         `json:"expiresIn"`
+}
+
+func toSessionDTO(s auth.Session) sessionDTO {
+	return sessionDTO{
+		User:         toUserDTO(s.User),
+		Team:         teamRoleDTO{ID: s.Team.ID, Name: s.Team.Name, Role: string(s.Role)},
+		AccessToken:  s.Tokens.AccessToken,
+		RefreshToken: s.Tokens.RefreshToken,
+		TokenType:    "Bearer",
+		ExpiresIn:    s.Tokens.ExpiresIn,
+	}
+}
+
+type registerRequest struct {
+	Email    string `json:"email"`
+	Password string `json:"password"`
+	Name     string `json:"name"`
+}
+
+func (h *AuthHandlers) register(w http.ResponseWriter, r *http.Request) {
+	var in registerRequest
+	if err := decodeJSON(w, r, &in); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	s, err := h.svc.Register(r.Context(), auth.RegisterInput(in))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, toSessionDTO(s))
+}
+
+type loginRequest struct {
+	Email    string `json:"email"`
+	Password string `json:"password"`
+}
+
+func (h *AuthHandlers) login(w http.ResponseWriter, r *http.Request) {
+	var in loginRequest
+	if err := decodeJSON(w, r, &in); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	s, err := h.svc.Login(r.Context(), auth.LoginInput{Email: in.Email, Password: in.Password, ClientAddr: clientAddr(r)})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toSessionDTO(s))
+}
+
+// clientAddr is the peer's IP. Forwarding headers are not trusted: any client
+// could set them to dodge the per-address throttle.
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+type refreshRequest struct {
+	RefreshToken string `json:"refreshToken"`
+}
+
+func (h *AuthHandlers) refresh(w http.ResponseWriter, r *http.Request) {
+	var in refreshRequest
+	if err := decodeJSON(w, r, &in); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if in.RefreshToken == "" {
+		writeError(w, r, domain.Invalid("refreshToken", "is required"))
+		return
+	}
+	s, err := h.svc.Refresh(r.Context(), in.RefreshToken)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toSessionDTO(s))
+}
+
+type forgotPasswordRequest struct {
+	Email string `json:"email"`
+}
+
+type acceptedDTO struct {
+	Message string `json:"message"`
+}
+
+func (h *AuthHandlers) forgotPassword(w http.ResponseWriter, r *http.Request) {
+	var in forgotPasswordRequest
+	if err := decodeJSON(w, r, &in); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if err := h.svc.ForgotPassword(r.Context(), in.Email); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, acceptedDTO{Message: "if an account with this email exists, a reset token has been sent to it"})
+}
+
+type resetPasswordRequest struct {
+	Token    string `json:"token"`
+	Password string `json:"password"`
+}
+
+func (h *AuthHandlers) resetPassword(w http.ResponseWriter, r *http.Request) {
+	var in resetPasswordRequest
+	if err := decodeJSON(w, r, &in); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if err := h.svc.ResetPassword(r.Context(), in.Token, in.Password); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, acceptedDTO{Message: "password changed; every session of this account was signed out"})
+}
+
+type meDTO struct {
+	User userDTO     `json:"user"`
+	Team teamRoleDTO `json:"team"`
+	Role string      `json:"role"`
+	// AuthMethod tells a program whether it acts through a token or a key.
+	AuthMethod string `json:"authMethod"`
+}
+
+func (h *AuthHandlers) me(w http.ResponseWriter, r *http.Request) {
+	actor := actorFrom(r.Context())
+	m, err := h.svc.Me(r.Context(), actor)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	method := "bearer"
+	if actor.APIKeyID != "" {
+		method = "api_key"
+	}
+	writeJSON(w, http.StatusOK, meDTO{
+		User:       toUserDTO(m.User),
+		Team:       teamRoleDTO{ID: m.Team.ID, Name: m.Team.Name, Role: string(m.Role)},
+		Role:       string(m.Role),
+		AuthMethod: method,
+	})
+}
+
+type apiKeyDTO struct {
+	ID         string `json:"id"`
+	Name       string `json:"name"`
+	Prefix     string `json:"prefix"`
+	CreatedAt  int64  `json:"createdAt"`
+	LastUsedAt *int64 `json:"lastUsedAt"`
+	// Key is present only in the response that creates the key.
+	Key string `json:"key,omitempty"`
+}
+
+func toAPIKeyDTO(k account.APIKey) apiKeyDTO {
+	d := apiKeyDTO{ID: k.ID, Name: k.Name, Prefix: k.Prefix, CreatedAt: k.CreatedAt.UnixMilli()}
+	if k.LastUsedAt != nil {
+		ms := k.LastUsedAt.UnixMilli()
+		d.LastUsedAt = &ms
+	}
+	return d
+}
+
+type createAPIKeyRequest struct {
+	Name string `json:"name"`
+}
+
+func (h *AuthHandlers) createAPIKey(w http.ResponseWriter, r *http.Request) {
+	var in createAPIKeyRequest
+	if err := decodeJSON(w, r, &in); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	k, err := h.svc.CreateAPIKey(r.Context(), actorFrom(r.Context()), in.Name)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	d := toAPIKeyDTO(k.APIKey)
+	d.Key = k.Key
+	writeJSON(w, http.StatusCreated, d)
+}
+
+func (h *AuthHandlers) listAPIKeys(w http.ResponseWriter, r *http.Request) {
+	limit, cursor, err := pageParams(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	page, err := h.svc.ListAPIKeys(r.Context(), actorFrom(r.Context()), limit, cursor)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	out := make([]apiKeyDTO, 0, len(page.Items))
+	for _, k := range page.Items {
+		out = append(out, toAPIKeyDTO(k))
+	}
+	var next *string
+	if page.NextCursor != "" {
+		next = &page.NextCursor
+	}
+	writeList(w, out, next, page.Limit)
+}
+
+func (h *AuthHandlers) deleteAPIKey(w http.ResponseWriter, r *http.Request) {
+	if err := h.svc.DeleteAPIKey(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"]); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeNoContent(w)
+}
+
+// pageParams reads ?limit= (1..100, default 50) and ?cursor=.
+func pageParams(r *http.Request) (int, string, error) {
+	q := r.URL.Query()
+	limit := 50
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			return 0, "", domain.BadRequest("limit must be an integer from 1 to 100")
+		}
+		limit = n
+	}
+	return limit, q.Get("cursor"), nil
+}

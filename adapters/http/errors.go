@@ -1,0 +1,214 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"reflect"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/profilesvc/profilesvc/domain"
+)
+
+// transportKind names failures that only the transport can detect, so the
+// domain has no kind for them.
+type transportKind int
+
+const (
+	kindPayloadTooLarge transportKind = iota + 1
+	kindUnsupportedMediaType
+	kindMethodNotAllowed
+)
+
+// transportError is returned by decodeJSON and the router for the failures
+// of transportKind.
+type transportError struct {
+	kind    transportKind
+	message string
+	err     error
+}
+
+func (e *transportError) Error() string {
+	if e.err != nil {
+		return e.message + ": " + e.err.Error()
+	}
+	return e.message
+}
+
+func (e *transportError) Unwrap() error { return e.err }
+
+type errorClass struct {
+	status int
+	code   string
+	// message answers when the error carries none of its own.
+	message string
+}
+
+// errorTable is the one place that decides which status and code a failure
+// answers with. Keys are domain.Kind or transportKind; the types differ, so
+// the keys cannot collide.
+var errorTable = map[any]errorClass{
+	domain.KindBadRequest:         {http.StatusBadRequest, "bad_request", "bad request"},
+	domain.KindUnauthorized:       {http.StatusUnauthorized, "unauthorized", "authentication required"},
+	domain.KindForbidden:          {http.StatusForbidden, "forbidden", "your role does not allow this action"},
+	domain.KindNotFound:           {http.StatusNotFound, "not_found", "not found"},
+	kindMethodNotAllowed:          {http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed"},
+	domain.KindConflict:           {http.StatusConflict, "conflict", "conflict"},
+	domain.KindPreconditionFailed: {http.StatusPreconditionFailed, "precondition_failed", "precondition failed"},
+	kindPayloadTooLarge:           {http.StatusRequestEntityTooLarge, "payload_too_large", "request body too large"},
+	kindUnsupportedMediaType:      {http.StatusUnsupportedMediaType, "unsupported_media_type", "request body must be application/json"},
+	domain.KindValidation:         {http.StatusUnprocessableEntity, "validation_failed", "validation failed"},
+	domain.KindRateLimited:        {http.StatusTooManyRequests, "rate_limited", "too many requests"},
+	domain.KindInternal:           internalClass,
+}
+
+var internalClass = errorClass{http.StatusInternalServerError, "internal", "internal error"}
+
+type errorDetail struct {
+	Field string `json:"field"`
+	Issue string `json:"issue"`
+}
+
+type errorBody struct {
+	Code    string        `json:"code"`
+	Message string        `json:"message"`
+	Details []errorDetail `json:"details,omitempty"`
+}
+
+type errorEnvelope struct {
+	Success bool      `json:"success"`
+	Error   errorBody `json:"error"`
+}
+
+type successEnvelope struct {
+	Success bool `json:"success"`
+	Data    any  `json:"data"`
+}
+
+type listMeta struct {
+	NextCursor *string `json:"nextCursor"`
+	Limit      int     `json:"limit"`
+}
+
+type listEnvelope struct {
+	Success bool     `json:"success"`
+	Data    any      `json:"data"`
+	Meta    listMeta `json:"meta"`
+}
+
+// resolved is a failure after the table has been consulted.
+type resolved struct {
+	class      errorClass
+	message    string
+	details    []errorDetail
+	retryAfter time.Duration
+}
+
+func resolve(err error) resolved {
+	var te *transportError
+	if errors.As(err, &te) {
+		return withClass(errorTable[te.kind], te.message)
+	}
+	var de *domain.Error
+	if !errors.As(err, &de) {
+		return resolved{class: internalClass, message: internalClass.message}
+	}
+	class, ok := errorTable[de.Kind]
+	if !ok || class.status == http.StatusInternalServerError {
+		// An internal *domain.Error may still carry text meant for the log only.
+		return resolved{class: internalClass, message: internalClass.message}
+	}
+	out := withClass(class, de.Message)
+	for _, f := range de.Fields {
+		out.details = append(out.details, errorDetail{Field: f.Field, Issue: f.Issue})
+	}
+	out.retryAfter = de.RetryAfter
+	return out
+}
+
+func withClass(c errorClass, message string) resolved {
+	if message == "" {
+		message = c.message
+	}
+	return resolved{class: c, message: message}
+}
+
+// retryAfterSeconds rounds up, so a client that waits exactly as told is not
+// refused again, and never answers 0, which would invite an immediate retry.
+func retryAfterSeconds(d time.Duration) int {
+	s := int(math.Ceil(d.Seconds()))
+	if s < 1 {
+		return 1
+	}
+	return s
+}
+
+// writeError answers with the status, code and envelope that err maps to. A
+// 500 says only "internal error"; the error itself goes to the log with the
+// request id.
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	res := resolve(err)
+	if res.class.status == http.StatusInternalServerError {
+		requestLogger(r.Context()).Error("request failed",
+			zap.Error(err),
+			zap.String("method", r.Method),
+			zap.String("path", r.URL.Path),
+		)
+	}
+	switch res.class.status {
+	case http.StatusTooManyRequests:
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(res.retryAfter)))
+	case http.StatusUnauthorized:
+		// RFC 9110 requires a challenge on every 401.
+		w.Header().Set("WWW-Authenticate", `Bearer realm="profilesvc"`)
+	}
+	writeErrorEnvelope(w, res.class.status, res.class.code, res.message, res.details)
+}
+
+// writeErrorEnvelope writes an error without consulting the table or the
+// log; callers that already logged (panic recovery) use it directly.
+func writeErrorEnvelope(w http.ResponseWriter, status int, code, message string, details []errorDetail) {
+	writeBody(w, status, errorEnvelope{Error: errorBody{Code: code, Message: message, Details: details}})
+}
+
+// writeJSON answers with the success envelope around data.
+func writeJSON(w http.ResponseWriter, status int, data any) {
+	writeBody(w, status, successEnvelope{Success: true, Data: data})
+}
+
+// writeList answers 200 with a page of items; a nil slice is sent as [] so
+// that clients can always iterate data.
+func writeList(w http.ResponseWriter, data any, nextCursor *string, limit int) {
+	if v := reflect.ValueOf(data); !v.IsValid() || (v.Kind() == reflect.Slice && v.IsNil()) {
+		data = []struct{}{}
+	}
+	writeBody(w, http.StatusOK, listEnvelope{Success: true, Data: data, Meta: listMeta{NextCursor: nextCursor, Limit: limit}})
+}
+
+// writeNoContent answers 204 with no body.
+func writeNoContent(w http.ResponseWriter) {
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// writeBody encodes before writing the status, so a value that cannot be
+// encoded becomes a clean 500 rather than a 200 with half a body.
+func writeBody(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(v); err != nil {
+		responseLogger(w).Error("response not encodable", zap.Error(err))
+		buf.Reset()
+		_ = json.NewEncoder(&buf).Encode(errorEnvelope{Error: errorBody{Code: internalClass.code, Message: internalClass.message}})
+		status = http.StatusInternalServerError
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}

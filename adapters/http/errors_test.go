@@ -1,0 +1,175 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/profilesvc/profilesvc/domain"
+)
+
+func TestErrorTableMapsEveryKind(t *testing.T) {
+	cases := []struct {
+		err    error
+		status int
+		code   string
+	}{
+		{domain.BadRequest("limit must be a number"), 400, "bad_request"},
+		{domain.Unauthorized("token expired"), 401, "unauthorized"},
+		{domain.Forbidden("viewers cannot launch"), 403, "forbidden"},
+		{domain.NotFound("profile"), 404, "not_found"},
+		{domain.Conflict("profile already running"), 409, "conflict"},
+		{domain.PreconditionFailed("version is 4"), 412, "precondition_failed"},
+		{tooLarge(nil), 413, "payload_too_large"},
+		{&transportError{kind: kindUnsupportedMediaType, message: "send JSON"}, 415, "unsupported_media_type"},
+		{domain.Invalid("name", "is required"), 422, "validation_failed"},
+		{domain.RateLimited("slow down", 3*time.Second), 429, "rate_limited"},
+		{errors.New("pq: relation does not exist"), 500, "internal"},
+	}
+	for _, c := range cases {
+		t.Run(c.code, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			// Wrapped, as use cases return them.
+			writeError(w, httptest.NewRequest(http.MethodGet, "/x", nil), fmt.Errorf("use case: %w", c.err))
+			env := expectError(t, w, c.status, c.code)
+			if c.status != 500 {
+				var de *domain.Error
+				var te *transportError
+				want := ""
+				if errors.As(c.err, &de) {
+					want = de.Message
+				} else if errors.As(c.err, &te) {
+					want = te.message
+				}
+				if env.Error.Message != want {
+					t.Fatalf("message %q, want %q", env.Error.Message, want)
+				}
+			}
+		})
+	}
+	// Every kind the domain declares has a row, so a new kind cannot fall
+	// through to a 500 unnoticed.
+	for k := domain.KindInternal; k <= domain.KindRateLimited; k++ {
+		if _, ok := errorTable[k]; !ok {
+			t.Errorf("domain kind %d has no row in errorTable", k)
+		}
+	}
+}
+
+func TestErrorEnvelopeDetails(t *testing.T) {
+	var v domain.Validation
+	v.Add("name", "is required")
+	v.Add("screen.width", "must be positive")
+	w := httptest.NewRecorder()
+	writeError(w, httptest.NewRequest(http.MethodPost, "/x", nil), v.Err())
+	env := expectError(t, w, 422, "validation_failed")
+	if len(env.Error.Details) != 2 || env.Error.Details[0].Field != "name" || env.Error.Details[1].Issue != "must be positive" {
+		t.Fatalf("details: %s", w.Body.Bytes())
+	}
+
+	w = httptest.NewRecorder()
+	writeError(w, httptest.NewRequest(http.MethodGet, "/x", nil), domain.NotFound("profile"))
+	if strings.Contains(w.Body.String(), "details") {
+		t.Fatalf("empty details must be omitted: %s", w.Body.Bytes())
+	}
+}
+
+func TestUnauthorizedCarriesAChallenge(t *testing.T) {
+	w := httptest.NewRecorder()
+	writeError(w, httptest.NewRequest(http.MethodGet, "/x", nil), domain.Unauthorized("no credentials"))
+	if !strings.HasPrefix(w.Header().Get("WWW-Authenticate"), "Bearer") {
+		t.Fatalf("WWW-Authenticate %q", w.Header().Get("WWW-Authenticate"))
+	}
+}
+
+func TestRetryAfterRoundsUpToWholeSeconds(t *testing.T) {
+	for _, c := range []struct {
+		after time.Duration
+		want  string
+	}{
+		{0, "1"},
+		{-time.Second, "1"},
+		{time.Nanosecond, "1"},
+		{time.Second, "1"},
+		{1500 * time.Millisecond, "2"},
+		{2 * time.Second, "2"},
+		{time.Minute + time.Millisecond, "61"},
+	} {
+		w := httptest.NewRecorder()
+		writeError(w, httptest.NewRequest(http.MethodPost, "/x", nil), domain.RateLimited("wait", c.after))
+		expectError(t, w, 429, "rate_limited")
+		if got := w.Header().Get("Retry-After"); got != c.want {
+			t.Errorf("RetryAfter %v: header %q, want %q", c.after, got, c.want)
+		}
+	}
+}
+
+func TestInternalErrorIsLoggedNotSent(t *testing.T) {
+	const secret = "pq: password authentication failed for user admin"
+	s := newTestStack(t, []Route{{Method: http.MethodGet, Path: "/boom", Public: true, Handler: func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, fmt.Errorf("load profile: %w", errors.New(secret)))
+	}}}, nil)
+	r := httptest.NewRequest(http.MethodGet, "/boom", nil)
+	r.Header.Set("X-Request-ID", "req-500")
+	w := s.serve(r)
+	env := expectError(t, w, 500, "internal")
+	if env.Error.Message != "internal error" || strings.Contains(w.Body.String(), "pq:") {
+		t.Fatalf("500 leaks internals: %s", w.Body.Bytes())
+	}
+	entries := s.logs.FilterMessage("request failed").AllUntimed()
+	if len(entries) != 1 {
+		t.Fatalf("%d 'request failed' log entries, want 1", len(entries))
+	}
+	fields := entries[0].ContextMap()
+	if fields["request_id"] != "req-500" || !strings.Contains(fmt.Sprint(fields["error"]), secret) {
+		t.Fatalf("log entry lacks request id or error: %v", fields)
+	}
+}
+
+func TestInternalKindHidesItsMessage(t *testing.T) {
+	w := httptest.NewRecorder()
+	writeError(w, httptest.NewRequest(http.MethodGet, "/x", nil), &domain.Error{Kind: domain.KindInternal, Message: "disk /var/lib full"})
+	env := expectError(t, w, 500, "internal")
+	if env.Error.Message != "internal error" {
+		t.Fatalf("message %q", env.Error.Message)
+	}
+}
+
+func TestWriteJSONAndList(t *testing.T) {
+	w := httptest.NewRecorder()
+	writeJSON(w, http.StatusCreated, map[string]string{"id": "prf_1"})
+	if w.Code != 201 || w.Body.String() != `{"success":true,"data":{"id":"prf_1"}}`+"\n" {
+		t.Fatalf("writeJSON: %d %s", w.Code, w.Body.Bytes())
+	}
+
+	next := "c2"
+	w = httptest.NewRecorder()
+	writeList(w, []int{1, 2}, &next, 2)
+	if w.Body.String() != `{"success":true,"data":[1,2],"meta":{"nextCursor":"c2","limit":2}}`+"\n" {
+		t.Fatalf("writeList: %s", w.Body.Bytes())
+	}
+
+	w = httptest.NewRecorder()
+	var none []string
+	writeList(w, none, nil, 50)
+	if w.Body.String() != `{"success":true,"data":[],"meta":{"nextCursor":null,"limit":50}}`+"\n" {
+		t.Fatalf("writeList of nothing: %s", w.Body.Bytes())
+	}
+
+	w = httptest.NewRecorder()
+	writeNoContent(w)
+	if w.Code != 204 || w.Body.Len() != 0 {
+		t.Fatalf("writeNoContent: %d %q", w.Code, w.Body.Bytes())
+	}
+}
+
+func TestUnencodableResponseIsA500(t *testing.T) {
+	w := httptest.NewRecorder()
+	writeJSON(w, http.StatusOK, map[string]float64{"x": math.NaN()})
+	expectError(t, w, 500, "internal")
+}

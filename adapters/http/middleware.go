@@ -1,0 +1,271 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.uber.org/zap"
+)
+
+// Middleware wraps a handler; the router applies the authentication one to
+// every route that is not public.
+type Middleware func(http.Handler) http.Handler
+
+// requestInfo travels in the request context. route is filled in by the
+// matched route's wrapper further down the chain, which is how middleware
+// running before mux learns the route template.
+type requestInfo struct {
+	id    string
+	log   *zap.Logger
+	route string
+}
+
+type requestInfoKey struct{}
+
+func infoFrom(ctx context.Context) *requestInfo {
+	info, _ := ctx.Value(requestInfoKey{}).(*requestInfo)
+	return info
+}
+
+// RequestIDFrom returns the id of the request being served, or "" outside
+// the middleware chain.
+func RequestIDFrom(ctx context.Context) string {
+	if info := infoFrom(ctx); info != nil {
+		return info.id
+	}
+	return ""
+}
+
+// requestLogger returns the logger of the request, which names its id. The
+// fallback only serves handlers run outside the router's middleware.
+func requestLogger(ctx context.Context) *zap.Logger {
+	if info := infoFrom(ctx); info != nil {
+		return info.log
+	}
+	return zap.L()
+}
+
+// responseLogger finds the request's logger from the ResponseWriter, for the
+// writers whose signature has no request.
+func responseLogger(w http.ResponseWriter) *zap.Logger {
+	for {
+		if rec, ok := w.(*responseRecorder); ok {
+			return rec.info.log
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return zap.L()
+		}
+		w = u.Unwrap()
+	}
+}
+
+const (
+	requestIDHeader   = "X-Request-ID"
+	maxRequestIDBytes = 128
+)
+
+// validRequestID accepts what can be echoed into a header and a log line
+// without escaping or flooding either.
+func validRequestID(id string) bool {
+	if len(id) == 0 || len(id) > maxRequestIDBytes {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x20 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// instrument wraps h with what every request gets, outermost first: a
+// request id, the access log and metrics, and panic recovery. Recovery sits
+// inside the log so that a recovered panic is logged and counted as a 500.
+func instrument(h http.Handler, log *zap.Logger, m *Metrics) http.Handler {
+	return requestID(log)(observe(m)(recoverPanics(h)))
+}
+
+func requestID(log *zap.Logger) Middleware {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			id := r.Header.Get(requestIDHeader)
+			if !validRequestID(id) {
+				id = rand.Text()
+			}
+			w.Header().Set(requestIDHeader, id)
+			info := &requestInfo{id: id, log: log.With(zap.String("request_id", id))}
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info)))
+		})
+	}
+}
+
+// responseRecorder remembers the status and size of a response for the log
+// and metrics.
+type responseRecorder struct {
+	http.ResponseWriter
+	info        *requestInfo
+	status      int
+	bytes       int64
+	wroteHeader bool
+}
+
+func (rec *responseRecorder) WriteHeader(status int) {
+	// 1xx responses other than 101 are interim; the final status follows.
+	if !rec.wroteHeader && (status >= 200 || status == http.StatusSwitchingProtocols) {
+		rec.status = status
+		rec.wroteHeader = true
+	}
+	rec.ResponseWriter.WriteHeader(status)
+}
+
+func (rec *responseRecorder) Write(b []byte) (int, error) {
+	if !rec.wroteHeader {
+		rec.WriteHeader(http.StatusOK)
+	}
+	n, err := rec.ResponseWriter.Write(b)
+	rec.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (rec *responseRecorder) Unwrap() http.ResponseWriter { return rec.ResponseWriter }
+
+// Flush keeps streaming responses working through the recorder.
+func (rec *responseRecorder) Flush() {
+	if !rec.wroteHeader {
+		rec.WriteHeader(http.StatusOK)
+	}
+	_ = http.NewResponseController(rec.ResponseWriter).Flush()
+}
+
+const unmatchedRoute = "unmatched"
+
+func observe(m *Metrics) Middleware {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			info := infoFrom(r.Context())
+			if info == nil {
+				info = &requestInfo{log: zap.L()}
+				r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
+			}
+			rec := &responseRecorder{ResponseWriter: w, info: info, status: http.StatusOK}
+			start := time.Now()
+			// Deferred so that a response aborted by a panic is still logged
+			// and counted while the panic travels on to net/http.
+			defer func() {
+				elapsed := time.Since(start)
+				route := info.route
+				if route == "" {
+					route = unmatchedRoute
+				}
+				// The query string is left out: it may carry tokens or
+				// cursors that do not belong in logs.
+				info.log.Info("request",
+					zap.String("method", r.Method),
+					zap.String("route", route),
+					zap.String("path", r.URL.Path),
+					zap.Int("status", rec.status),
+					zap.Int64("bytes", rec.bytes),
+					zap.Float64("latency_ms", float64(elapsed.Microseconds())/1000),
+					zap.String("remote", r.RemoteAddr),
+				)
+				if m != nil {
+					m.observe(route, r.Method, rec.status, elapsed)
+				}
+			}()
+			next.ServeHTTP(rec, r)
+		})
+	}
+}
+
+func recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			p := recover()
+			if p == nil {
+				return
+			}
+			if p == http.ErrAbortHandler {
+				// net/http's own signal to drop the connection quietly.
+				panic(p)
+			}
+			requestLogger(r.Context()).Error("panic while serving request",
+				zap.String("panic", fmt.Sprint(p)),
+				zap.ByteString("stack", debug.Stack()),
+				zap.String("method", r.Method),
+				zap.String("path", r.URL.Path),
+			)
+			if headerWritten(w) {
+				// The client already has a status and part of a body; cutting
+				// the connection tells it the response is incomplete.
+				panic(http.ErrAbortHandler)
+			}
+			writeErrorEnvelope(w, internalClass.status, internalClass.code, internalClass.message, nil)
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func headerWritten(w http.ResponseWriter) bool {
+	rec, ok := w.(*responseRecorder)
+	return ok && rec.wroteHeader
+}
+
+// Metrics are the request counters and latency histograms of the HTTP
+// transport.
+type Metrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+// NewMetrics registers the HTTP metrics on reg. A registry per server (not
+// the global one) lets tests build as many servers as they like; registering
+// twice on one registry is a wiring bug and panics, as MustRegister does.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "http_requests_total",
+			Help: "HTTP requests served, by route template, method and status.",
+		}, []string{"route", "method", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "http_request_duration_seconds",
+			Help:    "Time to serve HTTP requests, by route template and method.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"route", "method"}),
+	}
+	reg.MustRegister(m.requests, m.duration)
+	return m
+}
+
+// NewRegistry returns a registry with the Go runtime and process collectors,
+// which /metrics serves along with the HTTP metrics.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+func (m *Metrics) observe(route, method string, status int, elapsed time.Duration) {
+	method = methodLabel(method)
+	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	m.duration.WithLabelValues(route, method).Observe(elapsed.Seconds())
+}
+
+// methodLabel folds methods nobody serves into one label, so a client
+// sending invented methods cannot grow the series without bound.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "OTHER"
+}

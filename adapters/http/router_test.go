@@ -1,0 +1,110 @@
+package httpapi
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gorilla/mux"
+
+	"github.com/profilesvc/profilesvc/domain"
+)
+
+func ok(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"id": mux.Vars(r)["id"]})
+}
+
+// denyAll stands in for authentication: it refuses every request.
+func denyAll(calls *int) Middleware {
+	return func(http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			*calls++
+			writeError(w, r, domain.Unauthorized("no credentials"))
+		})
+	}
+}
+
+func TestRouterServesRoutesAndAuthenticatesOnlyNonPublicOnes(t *testing.T) {
+	var authCalls int
+	s := newTestStack(t, []Route{
+		{Method: http.MethodGet, Path: "/open/{id}", Handler: ok, Public: true, Name: "open"},
+		{Method: http.MethodGet, Path: "/closed/{id}", Handler: ok, Name: "closed"},
+	}, denyAll(&authCalls))
+
+	w := s.serve(httptest.NewRequest(http.MethodGet, "/open/prf_1", nil))
+	if w.Code != 200 || !strings.Contains(w.Body.String(), `"id":"prf_1"`) {
+		t.Fatalf("public route: %d %s", w.Code, w.Body.Bytes())
+	}
+	if authCalls != 0 {
+		t.Fatalf("authentication ran for a public route")
+	}
+	w = s.serve(httptest.NewRequest(http.MethodGet, "/closed/prf_1", nil))
+	expectError(t, w, 401, "unauthorized")
+	if authCalls != 1 {
+		t.Fatalf("authentication ran %d times for a protected route", authCalls)
+	}
+	// The operational endpoints are public.
+	if w := s.serve(httptest.NewRequest(http.MethodGet, "/healthz", nil)); w.Code != 200 {
+		t.Fatalf("healthz: %d", w.Code)
+	}
+	if authCalls != 1 {
+		t.Fatalf("authentication ran for /healthz")
+	}
+}
+
+func TestUnknownPathIsJSON404(t *testing.T) {
+	s := newTestStack(t, []Route{{Method: http.MethodGet, Path: "/a", Handler: ok, Public: true}}, nil)
+	w := s.serve(httptest.NewRequest(http.MethodGet, "/nothing/here", nil))
+	expectError(t, w, 404, "not_found")
+	if w.Header().Get("X-Request-ID") == "" {
+		t.Fatal("404 without X-Request-ID")
+	}
+}
+
+func TestKnownPathWithOtherMethodIsJSON405WithAllow(t *testing.T) {
+	noop := func(w http.ResponseWriter, _ *http.Request) { writeNoContent(w) }
+	s := newTestStack(t, []Route{
+		{Method: http.MethodGet, Path: "/profiles/{id}", Handler: noop, Public: true},
+		{Method: http.MethodPatch, Path: "/profiles/{id}", Handler: noop, Public: true},
+		{Method: http.MethodDelete, Path: "/profiles/{id}", Handler: noop, Public: true},
+		{Method: http.MethodPost, Path: "/profiles", Handler: noop, Public: true},
+		{Method: http.MethodPost, Path: "/profiles/{id}/launch", Handler: noop, Public: true},
+	}, nil)
+	w := s.serve(httptest.NewRequest(http.MethodPut, "/profiles/prf_1", nil))
+	expectError(t, w, 405, "method_not_allowed")
+	if got := w.Header().Get("Allow"); got != "DELETE, GET, PATCH" {
+		t.Fatalf("Allow %q", got)
+	}
+	w = s.serve(httptest.NewRequest(http.MethodGet, "/profiles", nil))
+	expectError(t, w, 405, "method_not_allowed")
+	if got := w.Header().Get("Allow"); got != "POST" {
+		t.Fatalf("Allow %q", got)
+	}
+}
+
+func TestRouterRefusesAMalformedTable(t *testing.T) {
+	noop := func(http.ResponseWriter, *http.Request) {}
+	pass := func(h http.Handler) http.Handler { return h }
+	cases := map[string]struct {
+		routes []Route
+		auth   Middleware
+	}{
+		"no handler":       {[]Route{{Method: "GET", Path: "/a"}}, pass},
+		"no method":        {[]Route{{Path: "/a", Handler: noop}}, pass},
+		"duplicate route":  {[]Route{{Method: "GET", Path: "/a", Handler: noop}, {Method: "GET", Path: "/a", Handler: noop}}, pass},
+		"duplicate name":   {[]Route{{Method: "GET", Path: "/a", Handler: noop, Name: "n"}, {Method: "GET", Path: "/b", Handler: noop, Name: "n"}}, pass},
+		"bad template":     {[]Route{{Method: "GET", Path: "/a/{id", Handler: noop}}, pass},
+		"protected, no mw": {[]Route{{Method: "GET", Path: "/a", Handler: noop}}, nil},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("NewRouter accepted the table")
+				}
+			}()
+			newTestStack(t, c.routes, c.auth)
+		})
+	}
+}

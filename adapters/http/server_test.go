@@ -1,0 +1,145 @@
+package httpapi
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+type slowHandler struct {
+	started chan struct{}
+	release chan struct{}
+}
+
+func newSlowHandler() *slowHandler {
+	return &slowHandler{started: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (h *slowHandler) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	close(h.started)
+	<-h.release
+	writeJSON(w, http.StatusOK, map[string]string{"finished": "yes"})
+}
+
+type result struct {
+	body string
+	err  error
+}
+
+func get(url string) <-chan result {
+	out := make(chan result, 1)
+	go func() {
+		resp, err := http.Get(url)
+		if err != nil {
+			out <- result{err: err}
+			return
+		}
+		defer func() { _ = resp.Body.Close() }()
+		b, err := io.ReadAll(resp.Body)
+		out <- result{body: string(b), err: err}
+	}()
+	return out
+}
+
+func TestServerStartFailsOnABadAddress(t *testing.T) {
+	for _, addr := range []string{"256.0.0.1:0", "127.0.0.1:99999", "not an address"} {
+		s := NewServer(addr, http.NotFoundHandler(), zap.NewNop(), time.Second)
+		if err := s.Start(context.Background()); err == nil {
+			_ = s.Stop(context.Background())
+			t.Fatalf("Start(%q) succeeded", addr)
+		}
+	}
+}
+
+func TestServerStartFailsOnABusyAddress(t *testing.T) {
+	first := NewServer("127.0.0.1:0", http.NotFoundHandler(), zap.NewNop(), time.Second)
+	if err := first.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = first.Stop(context.Background()) }()
+	second := NewServer(first.Addr(), http.NotFoundHandler(), zap.NewNop(), time.Second)
+	if err := second.Start(context.Background()); err == nil {
+		_ = second.Stop(context.Background())
+		t.Fatal("two servers bound one address")
+	}
+}
+
+func TestServerStopBeforeStartIsHarmless(t *testing.T) {
+	s := NewServer("127.0.0.1:0", http.NotFoundHandler(), zap.NewNop(), time.Second)
+	if s.Addr() != "" {
+		t.Fatalf("Addr before Start: %q", s.Addr())
+	}
+	if err := s.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestServerStopLetsInFlightRequestsFinish(t *testing.T) {
+	h := newSlowHandler()
+	s := NewServer("127.0.0.1:0", h, zap.NewNop(), time.Minute)
+	shuttingDown := make(chan struct{})
+	s.srv.RegisterOnShutdown(func() { close(shuttingDown) })
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	addr := s.Addr()
+	if _, port, _ := net.SplitHostPort(addr); port == "0" || port == "" {
+		t.Fatalf("Addr %q does not name the bound port", addr)
+	}
+
+	inFlight := get("http://" + addr + "/slow")
+	<-h.started
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.Stop(context.Background()) }()
+	<-shuttingDown
+
+	// The listener is closed once shutdown began; poll until it is.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			break
+		}
+		_ = c.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("still accepting connections during shutdown")
+		}
+	}
+	select {
+	case err := <-stopped:
+		t.Fatalf("Stop returned (%v) while a request was in flight", err)
+	default:
+	}
+
+	close(h.release)
+	r := <-inFlight
+	if r.err != nil || !strings.Contains(r.body, `"finished":"yes"`) {
+		t.Fatalf("in-flight request: %q %v", r.body, r.err)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+}
+
+func TestServerStopForcesCloseAfterTheTimeout(t *testing.T) {
+	h := newSlowHandler()
+	defer close(h.release)
+	s := NewServer("127.0.0.1:0", h, zap.NewNop(), 20*time.Millisecond)
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	inFlight := get("http://" + s.Addr() + "/slow")
+	<-h.started
+	if err := s.Stop(context.Background()); err == nil {
+		t.Fatal("Stop reported a graceful shutdown although a request was cut off")
+	}
+	if r := <-inFlight; r.err == nil {
+		t.Fatalf("the cut-off request got a full answer: %q", r.body)
+	}
+}
