@@ -1,0 +1,57 @@
+package wiring
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/fx"
+	"go.uber.org/zap"
+
+	httpapi "github.com/profilesvc/profilesvc/adapters/http"
+	"github.com/profilesvc/profilesvc/application/auth"
+	"github.com/profilesvc/profilesvc/config"
+)
+
+// Checker is a readiness check contributed to /readyz.
+type Checker = httpapi.Checker
+
+// Routes is one module's contribution to the route table.
+type Routes []httpapi.Route
+
+// HTTP provides the transport: the route table collected from every module
+// (value group "routes"), the middleware, metrics and the server, which
+// listens in OnStart and drains in OnStop.
+var HTTP = fx.Module("http",
+	fx.Provide(
+		httpapi.NewRegistry,
+		func(reg *prometheus.Registry) *httpapi.Metrics { return httpapi.NewMetrics(reg) },
+		fx.Annotate(func(svc *auth.Service) Routes { return httpapi.NewAuthHandlers(svc).Routes() }, fx.ResultTags(`group:"routes"`)),
+		fx.Annotate(func() (Routes, error) { return httpapi.DocsRoutes() }, fx.ResultTags(`group:"routes"`)),
+		fx.Annotate(func(checkers []Checker, reg *prometheus.Registry, log *zap.Logger) Routes {
+			return httpapi.OperationalRoutes(checkers, reg, log)
+		}, fx.ParamTags(`group:"checkers"`), fx.ResultTags(`group:"routes"`)),
+		fx.Annotate(newHandler, fx.ParamTags(`group:"routes"`)),
+		newServer,
+	),
+	// The server is invoked so that fx builds it even though nothing else
+	// depends on it.
+	fx.Invoke(func(*httpapi.Server) {}),
+)
+
+// RouteTable is every module's routes in one list, for the router and for
+// tests that walk the table.
+type RouteTable []httpapi.Route
+
+func newHandler(groups []Routes, svc *auth.Service, log *zap.Logger, metrics *httpapi.Metrics) (RouteTable, http.Handler) {
+	var table RouteTable
+	for _, g := range groups {
+		table = append(table, g...)
+	}
+	return table, httpapi.NewRouter(table, httpapi.Authenticate(svc), log, metrics)
+}
+
+func newServer(lc fx.Lifecycle, cfg config.Config, h http.Handler, log *zap.Logger) *httpapi.Server {
+	s := httpapi.NewServer(cfg.HTTPAddr, h, log, cfg.ShutdownTimeout)
+	lc.Append(fx.Hook{OnStart: s.Start, OnStop: s.Stop})
+	return s
+}

@@ -1,0 +1,140 @@
+package wiring
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/fx"
+	"go.uber.org/zap"
+	"go.uber.org/zap/exp/zapslog"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/profilesvc/profilesvc/adapters/cache"
+	"github.com/profilesvc/profilesvc/adapters/clock"
+	"github.com/profilesvc/profilesvc/adapters/ids"
+	"github.com/profilesvc/profilesvc/adapters/mail"
+	"github.com/profilesvc/profilesvc/adapters/ratelimit"
+	"github.com/profilesvc/profilesvc/adapters/store/bunstore"
+	"github.com/profilesvc/profilesvc/adapters/store/memory"
+	"github.com/profilesvc/profilesvc/config"
+	"github.com/profilesvc/profilesvc/ports"
+)
+
+// Logging provides the zap logger and the *slog.Logger that the application
+// layer uses, backed by the same zap core.
+var Logging = fx.Module("logging",
+	fx.Provide(NewLogger),
+	fx.Provide(func(l *zap.Logger) *slog.Logger { return slog.New(zapslog.NewHandler(l.Core())) }),
+)
+
+// NewLogger builds the zap logger of LOG_LEVEL and LOG_FORMAT.
+func NewLogger(cfg config.Config) (*zap.Logger, error) {
+	level, err := zapcore.ParseLevel(cfg.LogLevel)
+	if err != nil {
+		return nil, fmt.Errorf("LOG_LEVEL: %w", err)
+	}
+	zc := zap.NewProductionConfig()
+	if cfg.LogFormat == "console" {
+		zc = zap.NewDevelopmentConfig()
+	}
+	zc.Level = zap.NewAtomicLevelAt(level)
+	zc.DisableStacktrace = true
+	return zc.Build()
+}
+
+// Runtime provides time and identifiers.
+var Runtime = fx.Module("runtime",
+	fx.Provide(
+		fx.Annotate(func() clock.System { return clock.System{} }, fx.As(new(ports.Clock))),
+		fx.Annotate(ids.NewULID, fx.As(new(ports.IDs))),
+	),
+)
+
+// Storage provides the store of DATABASE_URL: memory, SQLite or PostgreSQL.
+// SQL stores are migrated when the app starts, before anything serves.
+var Storage = fx.Module("storage",
+	fx.Provide(NewStore),
+	fx.Provide(fx.Annotate(func(s ports.Store) Checker {
+		return Checker{Name: "store", Check: s.Ping}
+	}, fx.ResultTags(`group:"checkers"`))),
+)
+
+// NewStore opens the store named by cfg.DatabaseURL.
+func NewStore(lc fx.Lifecycle, cfg config.Config, log *zap.Logger) (ports.Store, error) {
+	if isMemoryURL(cfg.DatabaseURL) {
+		return memory.New(), nil
+	}
+	s, err := bunstore.Open(context.Background(), cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	lc.Append(fx.Hook{
+		OnStart: func(ctx context.Context) error {
+			applied, err := s.Migrate(ctx)
+			if err != nil {
+				return fmt.Errorf("migrating the database: %w", err)
+			}
+			if len(applied) > 0 {
+				log.Info("migrations applied", zap.Strings("migrations", applied))
+			}
+			return nil
+		},
+		OnStop: func(context.Context) error { return s.Close() },
+	})
+	return s, nil
+}
+
+func isMemoryURL(u string) bool { return len(u) >= 7 && u[:7] == "memory:" }
+
+// Cache provides the cache and the rate limiter: in-process without REDIS_URL,
+// Redis with it, so that several instances share one budget.
+var Cache = fx.Module("cache",
+	fx.Provide(newRedis, newCache, newRateLimiter),
+	fx.Provide(fx.Annotate(func(c ports.Cache) Checker {
+		return Checker{Name: "cache", Check: c.Ping}
+	}, fx.ResultTags(`group:"checkers"`))),
+)
+
+// redisClient is nil when REDIS_URL is unset.
+type redisClient struct{ *redis.Client }
+
+func newRedis(lc fx.Lifecycle, cfg config.Config) (redisClient, error) {
+	if cfg.RedisURL == "" {
+		return redisClient{}, nil
+	}
+	opts, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return redisClient{}, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	c := redis.NewClient(opts)
+	lc.Append(fx.Hook{OnStop: func(context.Context) error { return c.Close() }})
+	return redisClient{c}, nil
+}
+
+func newCache(r redisClient, c ports.Clock) ports.Cache {
+	if r.Client == nil {
+		return cache.NewLocal(c)
+	}
+	return cache.NewRedis(r.Client, "profilesvc:cache:")
+}
+
+func newRateLimiter(r redisClient, c ports.Clock) ports.RateLimiter {
+	if r.Client == nil {
+		return ratelimit.NewLocal(c)
+	}
+	return ratelimit.NewRedis(r.Client, c, "profilesvc:rl:")
+}
+
+// Mail provides the mailer of MAIL_TRANSPORT.
+var Mail = fx.Module("mail", fx.Provide(func(cfg config.Config, log *zap.Logger) (ports.Mailer, error) {
+	if cfg.MailTransport == "smtp" {
+		m, err := mail.NewSMTP(cfg.SMTPURL)
+		if err != nil {
+			return nil, fmt.Errorf("SMTP_URL: %w", err)
+		}
+		return m, nil
+	}
+	return mail.NewLog(log), nil
+}))
