@@ -1,0 +1,13 @@
+package conformance_test
+
+import (
+	"testing"
+
+	"github.com/profilesvc/profilesvc/adapters/store/memory"
+	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/tests/conformance"
+)
+
+func TestMemoryStore(t *testing.T) {
+	conformance.RunStore(t, func(*testing.T) ports.Store { return memory.New() })
+}

@@ -1,0 +1,42 @@
+package conformance
+
+import (
+	"testing"
+
+	"github.com/profilesvc/profilesvc/ports"
+)
+
+// NewStore returns a fresh, empty, migrated store for one subtest, and
+// arranges (with t.Cleanup) to close it. Ids are unique across the test
+// binary, but the outbox checks list every event, so a store must not hold
+// events from an earlier subtest.
+type NewStore func(t *testing.T) ports.Store
+
+// RunStore checks that a ports.Store honours the contracts of ports/store.go:
+// every repository method, the not-found and conflict kinds, atomic token
+// consumption, outbox ordering, and a unit of work that commits all of its
+// writes or none of them, even under concurrency.
+//
+// Times: the suite writes times with nanoseconds, some in a non-UTC zone, and
+// requires that they come back in UTC and within a millisecond of what was
+// written (storeTimePrecision). Outbox data must come back byte for byte.
+//
+// Subtests run one after another, so a factory may hand out schemas or files
+// of one shared database server.
+func RunStore(t *testing.T, newStore NewStore) {
+	t.Helper()
+	t.Run("ping", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		if err := f.s.Ping(f.ctx); err != nil {
+			t.Fatalf("Ping: %v", err)
+		}
+	})
+	t.Run("users", func(t *testing.T) { runUserRepository(t, newStore) })
+	t.Run("teams", func(t *testing.T) { runTeamRepository(t, newStore) })
+	t.Run("memberships", func(t *testing.T) { runMembershipRepository(t, newStore) })
+	t.Run("api keys", func(t *testing.T) { runAPIKeyRepository(t, newStore) })
+	t.Run("refresh tokens", func(t *testing.T) { runRefreshTokenRepository(t, newStore) })
+	t.Run("reset tokens", func(t *testing.T) { runResetTokenRepository(t, newStore) })
+	t.Run("outbox", func(t *testing.T) { runOutbox(t, newStore) })
+	t.Run("unit of work", func(t *testing.T) { runUnitOfWork(t, newStore) })
+}

@@ -1,0 +1,345 @@
+package conformance
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/profilesvc/profilesvc/domain/account"
+	"github.com/profilesvc/profilesvc/domain/team"
+)
+
+func runUserRepository(t *testing.T, newStore NewStore) {
+	t.Run("create then ByID and ByEmail", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		u := f.user("Grace.Hopper+" + storeID("n") + "@Example.COM")
+		if u.Email != account.NormalizeEmail(u.Email) {
+			t.Fatalf("fixture: NewUser did not normalise %q", u.Email)
+		}
+		f.must("Create", f.s.Users().Create(f.ctx, u))
+
+		got, err := f.s.Users().ByID(f.ctx, u.ID)
+		f.must("ByID", err)
+		checkUser(t, got, u)
+
+		got, err = f.s.Users().ByEmail(f.ctx, u.Email)
+		f.must("ByEmail", err)
+		checkUser(t, got, u)
+	})
+
+	t.Run("missing user is not found", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		f.must("Create", f.s.Users().Create(f.ctx, f.user("")))
+		_, err := f.s.Users().ByID(f.ctx, storeID("usr"))
+		expectNotFound(t, "ByID of an unknown id", err)
+		_, err = f.s.Users().ByEmail(f.ctx, "nobody-"+storeID("n")+"@example.com")
+		expectNotFound(t, "ByEmail of an unknown email", err)
+	})
+
+	t.Run("taken email is a conflict, whatever its case", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		first := f.user("dup-" + storeID("n") + "@example.com")
+		f.must("Create first", f.s.Users().Create(f.ctx, first))
+
+		same := f.user(first.Email)
+		expectConflict(t, "Create with the same email", f.s.Users().Create(f.ctx, same))
+
+		// Built without NewUser, so the store itself must compare emails
+		// case-insensitively rather than rely on callers normalising.
+		upper := f.user("")
+		upper.Email = strings.ToUpper(first.Email)
+		expectConflict(t, "Create with the same email in another case", f.s.Users().Create(f.ctx, upper))
+
+		_, err := f.s.Users().ByID(f.ctx, same.ID)
+		expectNotFound(t, "ByID of the refused user", err)
+		got, err := f.s.Users().ByEmail(f.ctx, first.Email)
+		f.must("ByEmail", err)
+		checkUser(t, got, first)
+	})
+
+	t.Run("taken id is a conflict", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		first := f.user("")
+		f.must("Create first", f.s.Users().Create(f.ctx, first))
+		again := f.user("")
+		again.ID = first.ID
+		expectConflict(t, "Create with the same id", f.s.Users().Create(f.ctx, again))
+		_, err := f.s.Users().ByEmail(f.ctx, again.Email)
+		expectNotFound(t, "ByEmail of the refused user", err)
+	})
+
+	t.Run("UpdatePassword changes the hash and UpdatedAt only", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		u := f.user("")
+		other := f.user("")
+		f.must("Create", f.s.Users().Create(f.ctx, u))
+		f.must("Create other", f.s.Users().Create(f.ctx, other))
+
+		at := storeAt(time.Hour).In(storeZone)
+		f.must("UpdatePassword", f.s.Users().UpdatePassword(f.ctx, u.ID, "$argon2id$new", at))
+
+		want := u
+		want.PasswordHash = "$argon2id$new"
+		want.UpdatedAt = at
+		got, err := f.s.Users().ByID(f.ctx, u.ID)
+		f.must("ByID", err)
+		checkUser(t, got, want)
+
+		got, err = f.s.Users().ByID(f.ctx, other.ID)
+		f.must("ByID other", err)
+		checkUser(t, got, other)
+	})
+
+	t.Run("UpdatePassword of a missing user is not found", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		err := f.s.Users().UpdatePassword(f.ctx, storeID("usr"), "$argon2id$new", storeAt(0))
+		expectNotFound(t, "UpdatePassword of an unknown id", err)
+	})
+
+	t.Run("times written in another zone come back in UTC", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		u := f.user("")
+		u.CreatedAt = storeAt(-time.Hour).In(storeZone)
+		u.UpdatedAt = storeAt(-time.Minute).In(storeZone)
+		f.must("Create", f.s.Users().Create(f.ctx, u))
+		got, err := f.s.Users().ByID(f.ctx, u.ID)
+		f.must("ByID", err)
+		checkUser(t, got, u)
+	})
+}
+
+func runTeamRepository(t *testing.T, newStore NewStore) {
+	t.Run("create then ByID", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		tm := f.team()
+		other := f.team()
+		f.must("Create", f.s.Teams().Create(f.ctx, tm))
+		f.must("Create other", f.s.Teams().Create(f.ctx, other))
+		got, err := f.s.Teams().ByID(f.ctx, tm.ID)
+		f.must("ByID", err)
+		checkTeam(t, got, tm)
+	})
+
+	t.Run("missing team is not found", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		_, err := f.s.Teams().ByID(f.ctx, storeID("tm"))
+		expectNotFound(t, "ByID of an unknown id", err)
+	})
+
+	t.Run("taken id is a conflict", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		tm := f.team()
+		f.must("Create", f.s.Teams().Create(f.ctx, tm))
+		again := tm
+		again.Name = "Another name"
+		expectConflict(t, "Create with the same id", f.s.Teams().Create(f.ctx, again))
+		got, err := f.s.Teams().ByID(f.ctx, tm.ID)
+		f.must("ByID", err)
+		checkTeam(t, got, tm)
+	})
+}
+
+func runMembershipRepository(t *testing.T, newStore NewStore) {
+	t.Run("owner round trip with JoinedAt", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		m := team.NewOwner(storeID("mem"), storeID("tm"), storeID("usr"), "owner@example.com", storeAt(time.Second))
+		f.must("Create", f.s.Memberships().Create(f.ctx, m))
+		got, err := f.s.Memberships().ByUser(f.ctx, m.TeamID, m.UserID)
+		f.must("ByUser", err)
+		checkMember(t, got, m)
+		if got.JoinedAt == nil {
+			t.Fatal("JoinedAt came back nil")
+		}
+	})
+
+	t.Run("invited member round trip without JoinedAt", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		m := team.Member{ID: storeID("mem"), TeamID: storeID("tm"), UserID: storeID("usr"), Email: "guest@example.com",
+			Role: team.RoleViewer, Status: team.StatusInvited, InvitedAt: storeAt(time.Minute).In(storeZone)}
+		f.must("Create", f.s.Memberships().Create(f.ctx, m))
+		got, err := f.s.Memberships().ByUser(f.ctx, m.TeamID, m.UserID)
+		f.must("ByUser", err)
+		checkMember(t, got, m)
+	})
+
+	t.Run("ByUser is scoped by team and user", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		m := team.NewOwner(storeID("mem"), storeID("tm"), storeID("usr"), "a@example.com", storeAt(0))
+		f.must("Create", f.s.Memberships().Create(f.ctx, m))
+		_, err := f.s.Memberships().ByUser(f.ctx, storeID("tm"), m.UserID)
+		expectNotFound(t, "ByUser in another team", err)
+		_, err = f.s.Memberships().ByUser(f.ctx, m.TeamID, storeID("usr"))
+		expectNotFound(t, "ByUser of another user", err)
+	})
+
+	t.Run("second membership of a user in a team is a conflict", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		m := team.NewOwner(storeID("mem"), storeID("tm"), storeID("usr"), "a@example.com", storeAt(0))
+		f.must("Create", f.s.Memberships().Create(f.ctx, m))
+		again := team.NewOwner(storeID("mem"), m.TeamID, m.UserID, "a@example.com", storeAt(time.Hour))
+		expectConflict(t, "Create for the same team and user", f.s.Memberships().Create(f.ctx, again))
+
+		sameID := team.NewOwner(m.ID, storeID("tm"), storeID("usr"), "b@example.com", storeAt(0))
+		expectConflict(t, "Create with the same id", f.s.Memberships().Create(f.ctx, sameID))
+
+		got, err := f.s.Memberships().ByUser(f.ctx, m.TeamID, m.UserID)
+		f.must("ByUser", err)
+		checkMember(t, got, m)
+	})
+
+	// Oldest means earliest InvitedAt; ids and insertion order are made to
+	// disagree with it so that neither can pass for it.
+	t.Run("ListByUser returns every team's membership, oldest first", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		userID := storeID("usr")
+		newest := team.NewOwner(storeID("mem"), storeID("tm"), userID, "u@example.com", storeAt(3*time.Hour))
+		oldest := team.Member{ID: storeID("mem"), TeamID: storeID("tm"), UserID: userID, Email: "u@example.com",
+			Role: team.RoleMember, Status: team.StatusInvited, InvitedAt: storeAt(time.Hour)}
+		middle := team.NewOwner(storeID("mem"), storeID("tm"), userID, "u@example.com", storeAt(2*time.Hour))
+		stranger := team.NewOwner(storeID("mem"), oldest.TeamID, storeID("usr"), "s@example.com", storeAt(0))
+		for _, m := range []team.Member{newest, oldest, stranger, middle} {
+			f.must("Create", f.s.Memberships().Create(f.ctx, m))
+		}
+
+		got, err := f.s.Memberships().ListByUser(f.ctx, userID)
+		f.must("ListByUser", err)
+		checkIDs(t, "ListByUser", ids(got, func(m team.Member) string { return m.ID }), []string{oldest.ID, middle.ID, newest.ID})
+		if len(got) == 3 {
+			checkMember(t, got[0], oldest)
+			checkMember(t, got[2], newest)
+		}
+
+		none, err := f.s.Memberships().ListByUser(f.ctx, storeID("usr"))
+		f.must("ListByUser of a user without teams", err)
+		if len(none) != 0 {
+			t.Fatalf("ListByUser of a user without teams: got %d memberships", len(none))
+		}
+	})
+
+	t.Run("returned values are copies", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		m := team.NewOwner(storeID("mem"), storeID("tm"), storeID("usr"), "a@example.com", storeAt(0))
+		want := m
+		want.JoinedAt = storePtr(*m.JoinedAt)
+		f.must("Create", f.s.Memberships().Create(f.ctx, m))
+		*m.JoinedAt = storeAt(99 * time.Hour)
+
+		got, err := f.s.Memberships().ByUser(f.ctx, want.TeamID, want.UserID)
+		f.must("ByUser", err)
+		*got.JoinedAt = storeAt(98 * time.Hour)
+		list, err := f.s.Memberships().ListByUser(f.ctx, want.UserID)
+		f.must("ListByUser", err)
+		*list[0].JoinedAt = storeAt(97 * time.Hour)
+
+		got, err = f.s.Memberships().ByUser(f.ctx, want.TeamID, want.UserID)
+		f.must("ByUser", err)
+		checkMember(t, got, want)
+	})
+}
+
+func runAPIKeyRepository(t *testing.T, newStore NewStore) {
+	t.Run("create then ByID", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		k := f.apiKey(storeID("tm"), storeID("usr"), storeAt(time.Minute).In(storeZone))
+		used := f.apiKey(k.TeamID, k.UserID, storeAt(2*time.Minute))
+		used.Hash = storeHash(200)
+		used.LastUsedAt = storePtr(storeAt(3 * time.Minute))
+		f.must("Create", f.s.APIKeys().Create(f.ctx, k))
+		f.must("Create used", f.s.APIKeys().Create(f.ctx, used))
+
+		got, err := f.s.APIKeys().ByID(f.ctx, k.ID)
+		f.must("ByID", err)
+		checkAPIKey(t, got, k)
+		got, err = f.s.APIKeys().ByID(f.ctx, used.ID)
+		f.must("ByID used", err)
+		checkAPIKey(t, got, used)
+	})
+
+	t.Run("missing key is not found", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		_, err := f.s.APIKeys().ByID(f.ctx, storeID("key"))
+		expectNotFound(t, "ByID of an unknown id", err)
+	})
+
+	t.Run("taken id is a conflict", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		k := f.apiKey(storeID("tm"), storeID("usr"), storeAt(0))
+		f.must("Create", f.s.APIKeys().Create(f.ctx, k))
+		again := f.apiKey(k.TeamID, k.UserID, storeAt(time.Hour))
+		again.ID = k.ID
+		expectConflict(t, "Create with the same id", f.s.APIKeys().Create(f.ctx, again))
+	})
+
+	t.Run("ListByUser is scoped by team and user, newest first", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		teamID, userID := storeID("tm"), storeID("usr")
+		// Ids and insertion order disagree with CreatedAt on purpose.
+		middle := f.apiKey(teamID, userID, storeAt(2*time.Hour))
+		newest := f.apiKey(teamID, userID, storeAt(3*time.Hour))
+		oldest := f.apiKey(teamID, userID, storeAt(1*time.Hour))
+		otherTeam := f.apiKey(storeID("tm"), userID, storeAt(4*time.Hour))
+		otherUser := f.apiKey(teamID, storeID("usr"), storeAt(5*time.Hour))
+		for _, k := range []account.APIKey{oldest, otherTeam, newest, otherUser, middle} {
+			f.must("Create", f.s.APIKeys().Create(f.ctx, k))
+		}
+
+		got, err := f.s.APIKeys().ListByUser(f.ctx, teamID, userID)
+		f.must("ListByUser", err)
+		checkIDs(t, "ListByUser", ids(got, func(k account.APIKey) string { return k.ID }), []string{newest.ID, middle.ID, oldest.ID})
+		if len(got) == 3 {
+			checkAPIKey(t, got[0], newest)
+		}
+
+		none, err := f.s.APIKeys().ListByUser(f.ctx, storeID("tm"), userID)
+		f.must("ListByUser in a team without keys", err)
+		if len(none) != 0 {
+			t.Fatalf("ListByUser in a team without keys: got %d keys", len(none))
+		}
+	})
+
+	t.Run("Delete is scoped by team", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		k := f.apiKey(storeID("tm"), storeID("usr"), storeAt(0))
+		keep := f.apiKey(k.TeamID, k.UserID, storeAt(time.Second))
+		f.must("Create", f.s.APIKeys().Create(f.ctx, k))
+		f.must("Create keep", f.s.APIKeys().Create(f.ctx, keep))
+
+		expectNotFound(t, "Delete with another team", f.s.APIKeys().Delete(f.ctx, storeID("tm"), k.ID))
+		got, err := f.s.APIKeys().ByID(f.ctx, k.ID)
+		f.must("ByID after Delete with another team", err)
+		checkAPIKey(t, got, k)
+
+		f.must("Delete", f.s.APIKeys().Delete(f.ctx, k.TeamID, k.ID))
+		_, err = f.s.APIKeys().ByID(f.ctx, k.ID)
+		expectNotFound(t, "ByID after Delete", err)
+		expectNotFound(t, "second Delete", f.s.APIKeys().Delete(f.ctx, k.TeamID, k.ID))
+
+		list, err := f.s.APIKeys().ListByUser(f.ctx, k.TeamID, k.UserID)
+		f.must("ListByUser", err)
+		checkIDs(t, "ListByUser after Delete", ids(list, func(k account.APIKey) string { return k.ID }), []string{keep.ID})
+	})
+
+	t.Run("returned values are copies", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		k := f.apiKey(storeID("tm"), storeID("usr"), storeAt(0))
+		k.LastUsedAt = storePtr(storeAt(time.Second))
+		want := k
+		want.Hash = append([]byte(nil), k.Hash...)
+		want.LastUsedAt = storePtr(*k.LastUsedAt)
+		f.must("Create", f.s.APIKeys().Create(f.ctx, k))
+		k.Hash[0] ^= 0xff
+		*k.LastUsedAt = storeAt(99 * time.Hour)
+
+		got, err := f.s.APIKeys().ByID(f.ctx, want.ID)
+		f.must("ByID", err)
+		got.Hash[0] ^= 0xff
+		*got.LastUsedAt = storeAt(98 * time.Hour)
+		list, err := f.s.APIKeys().ListByUser(f.ctx, want.TeamID, want.UserID)
+		f.must("ListByUser", err)
+		list[0].Hash[1] ^= 0xff
+
+		got, err = f.s.APIKeys().ByID(f.ctx, want.ID)
+		f.must("ByID", err)
+		checkAPIKey(t, got, want)
+	})
+}

@@ -1,0 +1,272 @@
+// Package e2e runs the built profilesvc binary as a process: start-up with no
+// configuration, the subcommands, configuration errors and graceful shutdown.
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "profilesvc-e2e")
+	if err != nil {
+		panic(err)
+	}
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	binary = filepath.Join(dir, "profilesvc")
+	build := exec.Command("go", "build", "-o", binary, "./cmd/profilesvc")
+	build.Dir = root
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building profilesvc:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// freeAddr returns a loopback address nobody listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// minimalEnv is an environment with no profilesvc configuration at all.
+func minimalEnv(extra ...string) []string {
+	return append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, extra...)
+}
+
+type process struct {
+	cmd    *exec.Cmd
+	addr   string
+	output *bytes.Buffer
+	done   chan error
+}
+
+func startProcess(t *testing.T, dir string, env []string, addr string) *process {
+	t.Helper()
+	p := &process{addr: addr, output: &bytes.Buffer{}, done: make(chan error, 1)}
+	p.cmd = exec.Command(binary)
+	p.cmd.Dir = dir
+	p.cmd.Env = env
+	p.cmd.Stdout = p.output
+	p.cmd.Stderr = p.output
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	p.waitHealthy(t)
+	return p
+}
+
+func (p *process) waitHealthy(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-p.done:
+			t.Fatalf("process exited before serving: %v\n%s", err, p.output)
+		default:
+		}
+		resp, err := http.Get("http://" + p.addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond) // polling a process that is starting; bounded by the deadline
+	}
+	t.Fatalf("no healthy answer within 30 s\n%s", p.output)
+}
+
+func (p *process) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return exit.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	case <-time.After(60 * time.Second):
+		t.Fatalf("process did not exit\n%s", p.output)
+		return -1
+	}
+}
+
+func TestRunsWithNoConfiguration(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	// HTTP_ADDR only picks a free port; everything else is the default: the
+	// SQLite database and generated keys under ./data.
+	p := startProcess(t, dir, minimalEnv("HTTP_ADDR="+addr), addr)
+	body := `{"email":"first@example.com","password":"a long enough password","name":"First"}`
+	resp, err := http.Post("http://"+addr+"/api/v1/auth/register", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("register: %d %s", resp.StatusCode, b)
+	}
+	for _, f := range []string{"data/profilesvc.db", "data/jwt_secret", "data/secret_key"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("exit code %d\n%s", code, p.output)
+	}
+	// The keys were kept: a second start on the same DATA_DIR accepts the
+	// account and its password.
+	p2 := startProcess(t, dir, minimalEnv("HTTP_ADDR="+addr), addr)
+	resp, err = http.Post("http://"+addr+"/api/v1/auth/login", "application/json", strings.NewReader(`{"email":"first@example.com","password":"a long enough password"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("login after restart: %d", resp.StatusCode)
+	}
+	_ = p2.cmd.Process.Signal(syscall.SIGTERM)
+	p2.wait(t)
+}
+
+func TestSIGTERMLetsTheInFlightRequestFinish(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	p := startProcess(t, dir, minimalEnv("HTTP_ADDR="+addr, "DATABASE_URL=memory://"), addr)
+
+	// A slow client: the request's headers and half its body are sent, then
+	// the process is told to stop.
+	body := `{"email":"slow@example.com","password":"a long enough password","name":"Slow"}`
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /api/v1/auth/register HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body[:20])
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	// Shutdown has begun once the listener refuses new connections.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			break
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatalf("listener still open after SIGTERM\n%s", p.output)
+		}
+		time.Sleep(10 * time.Millisecond) // polling for the listener to close; bounded by the deadline
+	}
+	select {
+	case err := <-p.done:
+		t.Fatalf("process exited with a request in flight: %v\n%s", err, p.output)
+	default:
+	}
+	if _, err := io.WriteString(conn, body[20:]); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("reading the in-flight response: %v\n%s", err, p.output)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("in-flight request answered %d", resp.StatusCode)
+	}
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM\n%s", code, p.output)
+	}
+}
+
+func TestBadConfigurationNamesTheVariable(t *testing.T) {
+	for name, env := range map[string]string{
+		"SESSION_TTL_MAX":        "SESSION_TTL_MAX=forever",
+		"DATABASE_URL":           "DATABASE_URL=mysql://x",
+		"LOG_LEVEL":              "LOG_LEVEL=loud",
+		"JWT_SECRET":             "JWT_SECRET=short",
+		"WEBHOOK_RETRY_SCHEDULE": "WEBHOOK_RETRY_SCHEDULE=0s,soon",
+	} {
+		t.Run(name, func(t *testing.T) {
+			cmd := exec.Command(binary)
+			cmd.Dir = t.TempDir()
+			cmd.Env = minimalEnv(env, "HTTP_ADDR="+freeAddr(t))
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+				t.Fatalf("started with %s: %v\n%s", env, err, out)
+			}
+			if !strings.Contains(string(out), name) {
+				t.Fatalf("message does not name %s: %s", name, out)
+			}
+		})
+	}
+}
+
+func TestSubcommands(t *testing.T) {
+	out, err := exec.Command(binary, "version").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "profilesvc ") {
+		t.Fatalf("version: %v %s", err, out)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(binary, "migrate")
+	cmd.Dir = dir
+	cmd.Env = minimalEnv()
+	out, err = cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "applied") {
+		t.Fatalf("migrate: %v %s", err, out)
+	}
+	cmd = exec.Command(binary, "migrate")
+	cmd.Dir = dir
+	cmd.Env = minimalEnv()
+	out, err = cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "applied 0 migration") {
+		t.Fatalf("second migrate is not a no-op: %v %s", err, out)
+	}
+	out, err = exec.Command(binary, "frobnicate").CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), "usage") {
+		t.Fatalf("unknown command: %v %s", err, out)
+	}
+}
