@@ -1,0 +1,32 @@
+GO          ?= go
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+PKGS        := ./...
+
+.PHONY: run test lint migrate bench build
+
+## run: the service on its embedded default (SQLite and keys in ./data), no setup
+run:
+	$(GO) run ./cmd/profilesvc serve
+
+## test: every suite with the race detector; the PostgreSQL and Redis suites
+## run when TEST_DATABASE_URL / TEST_REDIS_URL are set
+test:
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+## lint: gofmt, go vet and staticcheck
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) run $(STATICCHECK) $(PKGS)
+
+## migrate: apply pending migrations of DATABASE_URL and exit
+migrate:
+	$(GO) run ./cmd/profilesvc migrate
+
+## bench: throughput and latency figures
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./tests/bench/...
+
+build:
+	$(GO) build -o bin/profilesvc ./cmd/profilesvc
