@@ -1,0 +1,24 @@
+// Package browser owns the implementations of ports.BrowserRuntime. LeaseOnly
+// runs no browser: the service keeps the exclusive lease and the client runs
+// the browser with the profile's fingerprint itself.
+package browser
+
+import (
+	"context"
+
+	"github.com/profilesvc/profilesvc/ports"
+)
+
+var _ ports.BrowserRuntime = LeaseOnly{}
+
+// LeaseOnly is the runtime of BROWSER_RUNTIME=none: sessions are leases
+// without a browser, so there is no CDP address to hand out.
+type LeaseOnly struct{}
+
+// Start starts nothing and reports no CDP address.
+func (LeaseOnly) Start(context.Context, ports.LaunchSpec) (ports.RunningBrowser, error) {
+	return ports.RunningBrowser{}, nil
+}
+
+// Stop has nothing to stop.
+func (LeaseOnly) Stop(context.Context, string, string) error { return nil }

@@ -1,0 +1,305 @@
+// Package profiles owns the profile use cases: the template catalogue,
+// profiles with their settings, and launch, heartbeat and release of the
+// exclusive session a profile runs under, with the reaper that ends
+// sessions whose lease ran out. Every change writes its event to the outbox
+// in the same transaction.
+package profiles
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/event"
+	"github.com/profilesvc/profilesvc/domain/profile"
+	"github.com/profilesvc/profilesvc/domain/team"
+	"github.com/profilesvc/profilesvc/ports"
+)
+
+// Policy holds the session lease lengths and the reaper's batch size.
+type Policy struct {
+	SessionTTLDefault time.Duration
+	SessionTTLMax     time.Duration
+	// ReapBatch is how many expired sessions the reaper reads at a time.
+	ReapBatch int
+	// UpdateAttempts bounds the retries of a PATCH without If-Match that
+	// lost a race with another writer.
+	UpdateAttempts int
+}
+
+// Deps are the ports the service needs.
+type Deps struct {
+	Store   ports.Store
+	Runtime ports.BrowserRuntime
+	Clock   ports.Clock
+	IDs     ports.IDs
+	Log     *slog.Logger
+	Policy  Policy
+}
+
+// Service runs the profile use cases.
+type Service struct{ d Deps }
+
+// New returns the service.
+func New(d Deps) *Service {
+	if d.Policy.ReapBatch <= 0 {
+		d.Policy.ReapBatch = 100
+	}
+	if d.Policy.UpdateAttempts <= 0 {
+		d.Policy.UpdateAttempts = 3
+	}
+	return &Service{d: d}
+}
+
+// Page is one page of a list, newest first; NextCursor is "" on the last.
+type Page[T any] struct {
+	Items      []T
+	NextCursor string
+	Limit      int
+}
+
+// Templates lists the built-in fingerprint templates.
+func (s *Service) Templates(actor team.Actor) ([]profile.Template, error) {
+	if err := actor.Require(team.ActRead); err != nil {
+		return nil, err
+	}
+	return profile.Templates(), nil
+}
+
+// Template returns one template.
+func (s *Service) Template(actor team.Actor, id string) (profile.Template, error) {
+	if err := actor.Require(team.ActRead); err != nil {
+		return profile.Template{}, err
+	}
+	t, ok := profile.TemplateByID(id)
+	if !ok {
+		return profile.Template{}, domain.NotFound("template")
+	}
+	return t, nil
+}
+
+// Create stores a new profile of the actor's team.
+func (s *Service) Create(ctx context.Context, actor team.Actor, in profile.Settings) (profile.Profile, error) {
+	if err := actor.Require(team.ActWrite); err != nil {
+		return profile.Profile{}, err
+	}
+	p, err := profile.New(s.d.IDs.New("prf"), actor.TeamID, actor.UserID, in, s.d.Clock.Now())
+	if err != nil {
+		return profile.Profile{}, err
+	}
+	err = s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
+		if err := s.checkProxy(ctx, tx, actor.TeamID, p.ProxyID); err != nil {
+			return err
+		}
+		if err := tx.Profiles().Create(ctx, p); err != nil {
+			return err
+		}
+		return s.emit(ctx, tx, p, event.ProfileCreated, nil)
+	})
+	if err != nil {
+		return profile.Profile{}, err
+	}
+	return p, nil
+}
+
+// checkProxy requires a proxy id to name a stored proxy of the team. The
+// service stores no proxies yet, so any id is refused with a clear message.
+func (s *Service) checkProxy(_ context.Context, _ ports.Repositories, _ string, proxyID string) error {
+	if proxyID == "" {
+		return nil
+	}
+	return domain.Invalid("proxy.id", "must name a stored proxy of this team")
+}
+
+// Get returns a profile of the actor's team.
+func (s *Service) Get(ctx context.Context, actor team.Actor, id string) (profile.Profile, error) {
+	if err := actor.Require(team.ActRead); err != nil {
+		return profile.Profile{}, err
+	}
+	return s.d.Store.Profiles().ByID(ctx, actor.TeamID, id)
+}
+
+// ListInput selects a page of profiles.
+type ListInput struct {
+	Query  string
+	Status string
+	Tag    string
+	Cursor string
+	Limit  int
+}
+
+// List returns a page of the team's profiles, newest first. The cursor is
+// the id of the last profile of the previous page, so profiles created while
+// a client pages (which sort before it) neither shift nor repeat the rest.
+func (s *Service) List(ctx context.Context, actor team.Actor, in ListInput) (Page[profile.Profile], error) {
+	if err := actor.Require(team.ActRead); err != nil {
+		return Page[profile.Profile]{}, err
+	}
+	f := ports.ProfileFilter{Query: in.Query, Tag: in.Tag, BeforeID: in.Cursor, Limit: in.Limit + 1}
+	if in.Status != "" {
+		st, ok := profile.ParseStatus(in.Status)
+		if !ok {
+			return Page[profile.Profile]{}, domain.BadRequest("status must be idle or running")
+		}
+		f.Status = st
+	}
+	if in.Cursor != "" && (!strings.HasPrefix(in.Cursor, "prf_") || len(in.Cursor) > 64) {
+		return Page[profile.Profile]{}, domain.BadRequest("cursor is not one this service issued")
+	}
+	if len(in.Query) > profile.MaxNameRunes*4 || len(in.Tag) > profile.MaxTagRunes*4 {
+		return Page[profile.Profile]{}, domain.BadRequest("q and tag are too long")
+	}
+	items, err := s.d.Store.Profiles().List(ctx, actor.TeamID, f)
+	if err != nil {
+		return Page[profile.Profile]{}, err
+	}
+	page := Page[profile.Profile]{Items: items, Limit: in.Limit}
+	if len(items) > in.Limit {
+		page.Items = items[:in.Limit]
+		page.NextCursor = page.Items[in.Limit-1].ID
+	}
+	return page, nil
+}
+
+// Update applies a partial update. ifMatch, when set, must equal the stored
+// version (else 412). Without it, a concurrent writer that wins the race is
+// not overwritten: the patch is applied again on top of its result.
+func (s *Service) Update(ctx context.Context, actor team.Actor, id string, patch profile.Patch, ifMatch *int) (profile.Profile, error) {
+	if err := actor.Require(team.ActWrite); err != nil {
+		return profile.Profile{}, err
+	}
+	var out profile.Profile
+	var err error
+	for range s.d.Policy.UpdateAttempts {
+		err = s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
+			cur, err := tx.Profiles().ByID(ctx, actor.TeamID, id)
+			if err != nil {
+				return err
+			}
+			if ifMatch != nil && *ifMatch != cur.Version {
+				return versionMismatch(cur.Version)
+			}
+			if patch.Empty() {
+				out = cur
+				return nil
+			}
+			next, err := cur.Apply(patch, s.d.Clock.Now())
+			if err != nil {
+				return err
+			}
+			if patch.ProxyID != nil && next.ProxyID != cur.ProxyID {
+				if err := s.checkProxy(ctx, tx, actor.TeamID, next.ProxyID); err != nil {
+					return err
+				}
+			}
+			if err := tx.Profiles().Update(ctx, next, cur.Version); err != nil {
+				return err
+			}
+			out = next
+			return s.emit(ctx, tx, next, event.ProfileUpdated, nil)
+		})
+		if ifMatch != nil || !domain.IsKind(err, domain.KindPreconditionFailed) {
+			break
+		}
+	}
+	if err != nil {
+		if ifMatch == nil && domain.IsKind(err, domain.KindPreconditionFailed) {
+			return profile.Profile{}, domain.Conflict("the profile kept changing while this update was applied; try again")
+		}
+		return profile.Profile{}, err
+	}
+	return out, nil
+}
+
+func versionMismatch(current int) error {
+	return domain.PreconditionFailed(fmt.Sprintf("If-Match does not match the profile's version %d; read it again and retry", current))
+}
+
+// Delete removes an idle profile; a running one is a conflict.
+func (s *Service) Delete(ctx context.Context, actor team.Actor, id string) error {
+	if err := actor.Require(team.ActDelete); err != nil {
+		return err
+	}
+	return s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
+		p, err := tx.Profiles().ByID(ctx, actor.TeamID, id)
+		if err != nil {
+			return err
+		}
+		if p.Session != nil {
+			return s.running(ctx, tx, p)
+		}
+		if err := tx.Profiles().Delete(ctx, actor.TeamID, id); err != nil {
+			return err
+		}
+		return s.emit(ctx, tx, p, event.ProfileDeleted, nil)
+	})
+}
+
+// running is the conflict of a profile that holds a session, naming who
+// holds it and until when.
+func (s *Service) running(ctx context.Context, tx ports.Repositories, p profile.Profile) error {
+	holder := p.Session.LaunchedBy
+	if u, err := tx.Users().ByID(ctx, p.Session.LaunchedBy); err == nil {
+		holder = u.Email + " (" + u.ID + ")"
+	}
+	until := p.Session.ExpiresAt.UTC().Format(time.RFC3339)
+	return &domain.Error{
+		Kind:    domain.KindConflict,
+		Message: fmt.Sprintf("profile is running: session %s launched by %s, lease until %s", p.Session.ID, holder, until),
+		Fields:  []domain.FieldIssue{{Field: "session", Issue: fmt.Sprintf("held by %s in session %s until %s", holder, p.Session.ID, until)}},
+	}
+}
+
+// emit appends an event about p to the outbox of tx. extra adds fields next
+// to data.profile.
+func (s *Service) emit(ctx context.Context, tx ports.Repositories, p profile.Profile, typ event.Type, extra map[string]any) error {
+	data := map[string]any{"profile": eventProfile(p)}
+	for k, v := range extra {
+		data[k] = v
+	}
+	e, err := event.New(s.d.IDs.New("evt"), p.TeamID, typ, s.d.Clock.Now(), data)
+	if err != nil {
+		return err
+	}
+	return tx.Outbox().Append(ctx, e)
+}
+
+// eventProfileData is SPEC's data.profile, in its snake_case shape.
+type eventProfileData struct {
+	ID                  string `json:"id"`
+	Name                string `json:"name"`
+	Browser             string `json:"browser"`
+	FingerprintTemplate string `json:"fingerprint_template"`
+	CreatedAt           string `json:"created_at"`
+}
+
+func eventProfile(p profile.Profile) eventProfileData {
+	name := p.TemplateID
+	if t, ok := profile.TemplateByID(p.TemplateID); ok {
+		name = t.Name
+	}
+	return eventProfileData{
+		ID: p.ID, Name: p.Name, Browser: p.Browser, FingerprintTemplate: name,
+		CreatedAt: p.CreatedAt.UTC().Format(time.RFC3339Nano),
+	}
+}
+
+// eventSessionData describes a session inside profile.launched and
+// profile.stopped.
+type eventSessionData struct {
+	ID         string `json:"id"`
+	LaunchedBy string `json:"launched_by"`
+	StartedAt  string `json:"started_at"`
+	ExpiresAt  string `json:"expires_at"`
+}
+
+func eventSession(sess profile.Session) eventSessionData {
+	return eventSessionData{
+		ID: sess.ID, LaunchedBy: sess.LaunchedBy,
+		StartedAt: sess.StartedAt.UTC().Format(time.RFC3339Nano),
+		ExpiresAt: sess.ExpiresAt.UTC().Format(time.RFC3339Nano),
+	}
+}

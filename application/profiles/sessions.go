@@ -1,0 +1,298 @@
+package profiles
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/event"
+	"github.com/profilesvc/profilesvc/domain/profile"
+	"github.com/profilesvc/profilesvc/domain/team"
+	"github.com/profilesvc/profilesvc/ports"
+)
+
+// LaunchInput is what a client asks of a launch.
+type LaunchInput struct {
+	Headless bool
+	// TTLSeconds is the lease length; nil means the default.
+	TTLSeconds *int
+}
+
+// ttl turns a requested lease length into a duration within the policy.
+func (s *Service) ttl(seconds *int) (time.Duration, error) {
+	if seconds == nil {
+		return s.d.Policy.SessionTTLDefault, nil
+	}
+	maxSeconds := int(s.d.Policy.SessionTTLMax / time.Second)
+	if *seconds < 1 || *seconds > maxSeconds {
+		return 0, domain.Invalid("ttlSeconds", fmt.Sprintf("must be from 1 to %d", maxSeconds))
+	}
+	return time.Duration(*seconds) * time.Second, nil
+}
+
+// Launch takes the profile's exclusive lease and starts its browser. The
+// lease is a compare-and-set in the database, so of any number of launches,
+// through any number of instances, one wins and the others get a conflict
+// naming the holder. A lease that has run out but not been reaped yet is
+// ended (profile.stopped, reason expired) and taken over.
+func (s *Service) Launch(ctx context.Context, actor team.Actor, id string, in LaunchInput) (profile.Profile, error) {
+	if err := actor.Require(team.ActWrite); err != nil {
+		return profile.Profile{}, err
+	}
+	ttl, err := s.ttl(in.TTLSeconds)
+	if err != nil {
+		return profile.Profile{}, err
+	}
+	now := s.d.Clock.Now()
+	sess := profile.Session{
+		ID: s.d.IDs.New("ses"), StartedAt: now, ExpiresAt: now.Add(ttl),
+		LaunchedBy: actor.UserID, Headless: in.Headless,
+	}
+	var p profile.Profile
+	var ended *profile.Session
+	err = s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
+		cur, err := tx.Profiles().ByID(ctx, actor.TeamID, id)
+		if err != nil {
+			return err
+		}
+		swap := ports.SessionSwap{Next: &sess}
+		if cur.Session != nil {
+			if !cur.Session.Expired(now) {
+				return s.running(ctx, tx, cur)
+			}
+			swap.ExpectSessionID, swap.ExpiredBy = cur.Session.ID, &now
+		}
+		ok, err := tx.Profiles().SwapSession(ctx, actor.TeamID, id, swap)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return s.lostRace(ctx, tx, actor.TeamID, id)
+		}
+		if cur.Session != nil {
+			ended = cur.Session
+			if err := s.emit(ctx, tx, cur, event.ProfileStopped, stopData(*cur.Session, profile.StopExpired)); err != nil {
+				return err
+			}
+		}
+		p = cur
+		p.Session = &sess
+		return s.emit(ctx, tx, p, event.ProfileLaunched, map[string]any{"session": eventSession(sess)})
+	})
+	if err != nil {
+		return profile.Profile{}, err
+	}
+	if ended != nil {
+		s.stopBrowser(ctx, id, ended.ID)
+	}
+	running, err := s.d.Runtime.Start(ctx, ports.LaunchSpec{Profile: p, SessionID: sess.ID, Headless: in.Headless})
+	if err != nil {
+		s.abortLaunch(ctx, p, sess)
+		return profile.Profile{}, fmt.Errorf("start browser of profile %s: %w", id, err)
+	}
+	if running.CDPURL != "" {
+		next := sess
+		next.CDPURL = running.CDPURL
+		ok, err := s.d.Store.Profiles().SwapSession(ctx, actor.TeamID, id, ports.SessionSwap{ExpectSessionID: sess.ID, Next: &next})
+		if err != nil {
+			s.stopBrowser(ctx, id, sess.ID)
+			return profile.Profile{}, err
+		}
+		if !ok {
+			s.stopBrowser(ctx, id, sess.ID)
+			return profile.Profile{}, domain.Conflict("the session was released while its browser was starting")
+		}
+		p.Session = &next
+	}
+	return p, nil
+}
+
+// lostRace is the conflict of a launch whose compare-and-set found another
+// session: it names the session that won.
+func (s *Service) lostRace(ctx context.Context, tx ports.Repositories, teamID, id string) error {
+	cur, err := tx.Profiles().ByID(ctx, teamID, id)
+	if err != nil {
+		return err
+	}
+	if cur.Session == nil {
+		return domain.Conflict("profile changed while launching; try again")
+	}
+	return s.running(ctx, tx, cur)
+}
+
+// abortLaunch ends a session whose browser did not start, so the profile is
+// not left locked until the lease runs out.
+func (s *Service) abortLaunch(ctx context.Context, p profile.Profile, sess profile.Session) {
+	ctx = context.WithoutCancel(ctx)
+	err := s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
+		ok, err := tx.Profiles().SwapSession(ctx, p.TeamID, p.ID, ports.SessionSwap{ExpectSessionID: sess.ID})
+		if err != nil || !ok {
+			return err
+		}
+		return s.emit(ctx, tx, p, event.ProfileStopped, stopData(sess, profile.StopFailed))
+	})
+	if err != nil {
+		s.d.Log.ErrorContext(ctx, "end session of a failed launch", "profile_id", p.ID, "session_id", sess.ID, "error", err.Error())
+	}
+}
+
+func (s *Service) stopBrowser(ctx context.Context, profileID, sessionID string) {
+	if err := s.d.Runtime.Stop(context.WithoutCancel(ctx), profileID, sessionID); err != nil {
+		s.d.Log.ErrorContext(ctx, "stop browser", "profile_id", profileID, "session_id", sessionID, "error", err.Error())
+	}
+}
+
+func stopData(sess profile.Session, reason profile.StopReason) map[string]any {
+	return map[string]any{"reason": string(reason), "session": eventSession(sess)}
+}
+
+var errSessionEnded = domain.Conflict("the session has ended; launch the profile again")
+
+// mayHandle reports whether the actor may act on a session: its holder, or
+// a role that may release other members' sessions.
+func mayHandle(actor team.Actor, sess profile.Session) error {
+	if sess.LaunchedBy == actor.UserID {
+		return nil
+	}
+	if err := actor.Require(team.ActDelete); err != nil {
+		return domain.Forbidden("the session belongs to another member; only an admin or owner may act on it")
+	}
+	return nil
+}
+
+// Heartbeat extends the lease of a live session to now plus the TTL.
+func (s *Service) Heartbeat(ctx context.Context, actor team.Actor, id, sessionID string, ttlSeconds *int) (profile.Profile, error) {
+	if err := actor.Require(team.ActWrite); err != nil {
+		return profile.Profile{}, err
+	}
+	if sessionID == "" {
+		return profile.Profile{}, domain.Invalid("sessionId", "is required")
+	}
+	ttl, err := s.ttl(ttlSeconds)
+	if err != nil {
+		return profile.Profile{}, err
+	}
+	repo := s.d.Store.Profiles()
+	cur, err := repo.ByID(ctx, actor.TeamID, id)
+	if err != nil {
+		return profile.Profile{}, err
+	}
+	now := s.d.Clock.Now()
+	if cur.Session == nil || cur.Session.ID != sessionID || cur.Session.Expired(now) {
+		return profile.Profile{}, errSessionEnded
+	}
+	if err := mayHandle(actor, *cur.Session); err != nil {
+		return profile.Profile{}, err
+	}
+	next := *cur.Session
+	next.ExpiresAt = now.Add(ttl)
+	ok, err := repo.SwapSession(ctx, actor.TeamID, id, ports.SessionSwap{ExpectSessionID: sessionID, Next: &next})
+	if err != nil {
+		return profile.Profile{}, err
+	}
+	if !ok {
+		return profile.Profile{}, errSessionEnded
+	}
+	cur.Session = &next
+	return cur, nil
+}
+
+// Release stops the profile's browser, keeping its data, and ends the
+// session. Members release their own sessions; admins and owners anyone's.
+func (s *Service) Release(ctx context.Context, actor team.Actor, id string) (profile.Profile, error) {
+	if err := actor.Require(team.ActWrite); err != nil {
+		return profile.Profile{}, err
+	}
+	cur, err := s.d.Store.Profiles().ByID(ctx, actor.TeamID, id)
+	if err != nil {
+		return profile.Profile{}, err
+	}
+	if cur.Session == nil {
+		return profile.Profile{}, domain.Conflict("profile is not running")
+	}
+	sess := *cur.Session
+	if err := mayHandle(actor, sess); err != nil {
+		return profile.Profile{}, err
+	}
+	if err := s.d.Runtime.Stop(ctx, id, sess.ID); err != nil {
+		return profile.Profile{}, fmt.Errorf("stop browser of profile %s: %w", id, err)
+	}
+	err = s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
+		ok, err := tx.Profiles().SwapSession(ctx, actor.TeamID, id, ports.SessionSwap{ExpectSessionID: sess.ID})
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return domain.Conflict("profile is not running")
+		}
+		return s.emit(ctx, tx, cur, event.ProfileStopped, stopData(sess, profile.StopReleased))
+	})
+	if err != nil {
+		return profile.Profile{}, err
+	}
+	cur.Session = nil
+	return cur, nil
+}
+
+// ReapExpired ends every session whose lease ran out, stopping its browser
+// and emitting profile.stopped with reason expired. Every instance may run
+// it: the compare-and-set lets one instance end each session. It returns how
+// many sessions this call ended.
+func (s *Service) ReapExpired(ctx context.Context) (int, error) {
+	now := s.d.Clock.Now()
+	reaped := 0
+	seen := map[string]bool{}
+	for {
+		batch, err := s.d.Store.Profiles().ListExpiredSessions(ctx, now, s.d.Policy.ReapBatch)
+		if err != nil {
+			return reaped, err
+		}
+		progress := false
+		var errs []error
+		for _, p := range batch {
+			if seen[p.Session.ID] {
+				continue
+			}
+			seen[p.Session.ID] = true
+			progress = true
+			ok, err := s.reap(ctx, p, now)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if ok {
+				reaped++
+			}
+		}
+		if len(errs) > 0 {
+			return reaped, errors.Join(errs...)
+		}
+		if len(batch) < s.d.Policy.ReapBatch || !progress {
+			return reaped, nil
+		}
+	}
+}
+
+func (s *Service) reap(ctx context.Context, p profile.Profile, now time.Time) (bool, error) {
+	sess := *p.Session
+	var ok bool
+	err := s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
+		var err error
+		ok, err = tx.Profiles().SwapSession(ctx, p.TeamID, p.ID, ports.SessionSwap{ExpectSessionID: sess.ID, ExpiredBy: &now})
+		if err != nil || !ok {
+			return err
+		}
+		return s.emit(ctx, tx, p, event.ProfileStopped, stopData(sess, profile.StopExpired))
+	})
+	if domain.IsKind(err, domain.KindNotFound) {
+		return false, nil
+	}
+	if ok {
+		// After the lease has ended, not before: a heartbeat that won the
+		// race keeps its browser.
+		s.stopBrowser(ctx, p.ID, sess.ID)
+	}
+	return ok, err
+}

@@ -1,0 +1,228 @@
+// Package profile owns browser profiles: their settings, the fingerprint
+// they present, the built-in fingerprint templates, and the exclusive
+// session (lease) under which one profile runs at most once.
+package profile
+
+import (
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/profilesvc/profilesvc/domain"
+)
+
+// Limits of a profile's settings.
+const (
+	MaxNameRunes  = 200
+	MaxNotesRunes = 10_000
+	MaxTags       = 20
+	MaxTagRunes   = 50
+)
+
+// Status is what a profile is doing; it follows from its session.
+type Status string
+
+// Profile states.
+const (
+	StatusIdle    Status = "idle"
+	StatusRunning Status = "running"
+)
+
+// ParseStatus reads a status filter value.
+func ParseStatus(s string) (Status, bool) {
+	switch Status(s) {
+	case StatusIdle, StatusRunning:
+		return Status(s), true
+	}
+	return "", false
+}
+
+// Profile is one browser identity of a team.
+type Profile struct {
+	ID          string
+	TeamID      string
+	Name        string
+	TemplateID  string
+	Browser     string
+	Fingerprint Fingerprint
+	// ProxyID names a stored proxy of the team, or is empty for none.
+	ProxyID   string
+	Tags      []string
+	Notes     string
+	Session   *Session
+	Version   int
+	CreatedBy string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Status is running while the profile holds a session.
+func (p Profile) Status() Status {
+	if p.Session != nil {
+		return StatusRunning
+	}
+	return StatusIdle
+}
+
+// Session is the exclusive lease under which a profile runs. It ends when
+// released or when ExpiresAt passes without a heartbeat.
+type Session struct {
+	ID         string
+	StartedAt  time.Time
+	ExpiresAt  time.Time
+	LaunchedBy string // user id
+	Headless   bool
+	// CDPURL is where a browser run by the service listens for the Chrome
+	// DevTools Protocol; empty when the client runs the browser itself.
+	CDPURL string
+}
+
+// Expired reports whether the lease has run out at now.
+func (s Session) Expired(now time.Time) bool { return !now.Before(s.ExpiresAt) }
+
+// StopReason says why a session ended.
+type StopReason string
+
+// Reasons a session ends.
+const (
+	StopReleased StopReason = "released"
+	StopExpired  StopReason = "expired"
+	// StopFailed ends a session whose browser could not be started.
+	StopFailed StopReason = "failed"
+)
+
+// Settings are what a client sets on create; every field is validated.
+type Settings struct {
+	Name        string
+	TemplateID  string
+	Fingerprint FingerprintPatch
+	ProxyID     string
+	Tags        []string
+	Notes       string
+}
+
+// New builds a profile from settings: the fingerprint starts from the
+// template and takes the validated overrides.
+func New(id, teamID, createdBy string, s Settings, now time.Time) (Profile, error) {
+	v := &domain.Validation{}
+	name := checkName(v, s.Name)
+	tpl, ok := TemplateByID(s.TemplateID)
+	if !ok {
+		v.Add("templateId", "must name a template from GET /api/v1/templates")
+	}
+	tags := checkTags(v, s.Tags)
+	checkNotes(v, s.Notes)
+	fp := tpl.Fingerprint()
+	if ok {
+		fp = s.Fingerprint.applyTo(v, fp)
+	}
+	if err := v.Err(); err != nil {
+		return Profile{}, err
+	}
+	now = now.UTC()
+	return Profile{
+		ID: id, TeamID: teamID, Name: name, TemplateID: tpl.ID, Browser: tpl.Browser,
+		Fingerprint: fp, ProxyID: s.ProxyID, Tags: tags, Notes: s.Notes,
+		Version: 1, CreatedBy: createdBy, CreatedAt: now, UpdatedAt: now,
+	}, nil
+}
+
+// Patch is a partial update: nil fields stay as they are.
+type Patch struct {
+	Name       *string
+	TemplateID *string
+	// Fingerprint overrides fields of the fingerprint; with TemplateID, it
+	// applies on top of the new template's fingerprint.
+	Fingerprint *FingerprintPatch
+	// ProxyID: nil keeps the proxy, "" removes it.
+	ProxyID *string
+	Tags    *[]string
+	Notes   *string
+}
+
+// Empty reports whether the patch changes nothing.
+func (p Patch) Empty() bool {
+	return p.Name == nil && p.TemplateID == nil && p.Fingerprint == nil && p.ProxyID == nil && p.Tags == nil && p.Notes == nil
+}
+
+// Apply returns the profile with the patch applied, its version raised and
+// UpdatedAt set to now.
+func (p Profile) Apply(patch Patch, now time.Time) (Profile, error) {
+	v := &domain.Validation{}
+	next := p
+	if patch.Name != nil {
+		next.Name = checkName(v, *patch.Name)
+	}
+	if patch.TemplateID != nil {
+		tpl, ok := TemplateByID(*patch.TemplateID)
+		if !ok {
+			v.Add("templateId", "must name a template from GET /api/v1/templates")
+		} else if tpl.ID != p.TemplateID {
+			next.TemplateID, next.Browser, next.Fingerprint = tpl.ID, tpl.Browser, tpl.Fingerprint()
+		}
+	}
+	if patch.Fingerprint != nil {
+		next.Fingerprint = patch.Fingerprint.applyTo(v, next.Fingerprint)
+	}
+	if patch.ProxyID != nil {
+		next.ProxyID = *patch.ProxyID
+	}
+	if patch.Tags != nil {
+		next.Tags = checkTags(v, *patch.Tags)
+	}
+	if patch.Notes != nil {
+		checkNotes(v, *patch.Notes)
+		next.Notes = *patch.Notes
+	}
+	if err := v.Err(); err != nil {
+		return Profile{}, err
+	}
+	next.Version = p.Version + 1
+	next.UpdatedAt = now.UTC()
+	return next, nil
+}
+
+func checkName(v *domain.Validation, name string) string {
+	name = strings.TrimSpace(name)
+	if name == "" || utf8.RuneCountInString(name) > MaxNameRunes || hasControl(name) {
+		v.Add("name", "must be 1 to 200 characters without control characters")
+	}
+	return name
+}
+
+func checkNotes(v *domain.Validation, notes string) {
+	if utf8.RuneCountInString(notes) > MaxNotesRunes {
+		v.Add("notes", "must be at most 10000 characters")
+	}
+}
+
+// checkTags trims the tags, drops duplicates (keeping first-seen order) and
+// validates each.
+func checkTags(v *domain.Validation, tags []string) []string {
+	out := make([]string, 0, len(tags))
+	for _, t := range tags {
+		t = strings.TrimSpace(t)
+		if t == "" || utf8.RuneCountInString(t) > MaxTagRunes || hasControl(t) {
+			v.Add("tags", "each tag must be 1 to 50 characters without control characters")
+			return nil
+		}
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	if len(out) > MaxTags {
+		v.Add("tags", "at most 20 tags")
+		return nil
+	}
+	return out
+}
+
+func hasControl(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,121 @@
+package profile_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/profile"
+)
+
+var now = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func fields(t *testing.T, err error) []string {
+	t.Helper()
+	var de *domain.Error
+	if !errors.As(err, &de) || de.Kind != domain.KindValidation {
+		t.Fatalf("want a validation error, got %v", err)
+	}
+	var out []string
+	for _, f := range de.Fields {
+		out = append(out, f.Field)
+	}
+	return out
+}
+
+func TestEveryTemplateIsValidAndUnique(t *testing.T) {
+	seen := map[string]bool{}
+	for _, tpl := range profile.Templates() {
+		if seen[tpl.ID] {
+			t.Errorf("duplicate template id %s", tpl.ID)
+		}
+		seen[tpl.ID] = true
+		fp := tpl.Fingerprint()
+		// A template must pass the checks a client's override would.
+		_, err := profile.New("prf_1", "team_1", "usr_1", profile.Settings{
+			Name: "x", TemplateID: tpl.ID,
+			Fingerprint: profile.FingerprintPatch{UserAgent: &fp.UserAgent, Platform: &fp.Platform, Locale: &fp.Locale, Timezone: &fp.Timezone, Screen: &fp.Screen},
+		}, now)
+		if err != nil {
+			t.Errorf("template %s does not pass its own checks: %v", tpl.ID, err)
+		}
+	}
+	if len(seen) < 8 {
+		t.Fatalf("%d templates, want at least 8", len(seen))
+	}
+}
+
+func TestNewStartsFromTheTemplate(t *testing.T) {
+	tz := "Europe/Paris"
+	p, err := profile.New("prf_1", "team_1", "usr_1", profile.Settings{
+		Name: "  Shop  ", TemplateID: "tpl_chrome_mac_us", Tags: []string{"a", " a ", "b"},
+		Fingerprint: profile.FingerprintPatch{Timezone: &tz},
+	}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl, _ := profile.TemplateByID("tpl_chrome_mac_us")
+	if p.Name != "Shop" || p.Fingerprint.Timezone != tz || p.Fingerprint.UserAgent != tpl.UserAgent ||
+		p.Version != 1 || p.Status() != profile.StatusIdle || !slices.Equal(p.Tags, []string{"a", "b"}) || p.Browser != profile.BrowserChromium {
+		t.Fatalf("unexpected profile %+v", p)
+	}
+}
+
+func TestNewNamesEveryBadField(t *testing.T) {
+	bad := "Bad/Zone"
+	_, err := profile.New("prf_1", "team_1", "usr_1", profile.Settings{
+		Name: "", TemplateID: "tpl_nope", Tags: []string{""}, Fingerprint: profile.FingerprintPatch{Timezone: &bad},
+	}, now)
+	got := fields(t, err)
+	for _, f := range []string{"name", "templateId", "tags"} {
+		if !slices.Contains(got, f) {
+			t.Errorf("%s not named in %v", f, got)
+		}
+	}
+}
+
+func TestTimezones(t *testing.T) {
+	for tz, ok := range map[string]bool{"UTC": true, "Asia/Tokyo": true, "America/Argentina/Buenos_Aires": true,
+		"Local": false, "": false, "../etc/passwd": false, "Mars/Olympus": false, "EST": false} {
+		_, err := profile.New("prf_1", "t", "u", profile.Settings{Name: "x", TemplateID: "tpl_chrome_win_us",
+			Fingerprint: profile.FingerprintPatch{Timezone: &tz}}, now)
+		if (err == nil) != ok {
+			t.Errorf("timezone %q: err = %v, want ok = %v", tz, err, ok)
+		}
+	}
+}
+
+func TestApplyIsPartialAndRaisesTheVersion(t *testing.T) {
+	p, err := profile.New("prf_1", "team_1", "usr_1", profile.Settings{Name: "A", TemplateID: "tpl_chrome_win_us", Notes: "n"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "B"
+	later := now.Add(time.Minute)
+	next, err := p.Apply(profile.Patch{Name: &name}, later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Name != "B" || next.Notes != "n" || next.Version != 2 || !next.UpdatedAt.Equal(later) || !next.CreatedAt.Equal(now) {
+		t.Fatalf("unexpected %+v", next)
+	}
+	if p.Name != "A" || p.Version != 1 {
+		t.Fatal("Apply changed the original")
+	}
+	tooMany := make([]string, profile.MaxTags+1)
+	for i := range tooMany {
+		tooMany[i] = string(rune('a' + i))
+	}
+	if _, err := p.Apply(profile.Patch{Tags: &tooMany}, later); !slices.Contains(fields(t, err), "tags") {
+		t.Fatal("21 tags accepted")
+	}
+}
+
+func TestSessionExpiry(t *testing.T) {
+	s := profile.Session{ExpiresAt: now}
+	if s.Expired(now.Add(-time.Nanosecond)) || !s.Expired(now) {
+		t.Fatal("a lease ends exactly at ExpiresAt")
+	}
+}
