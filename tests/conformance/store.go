@@ -14,8 +14,9 @@ type NewStore func(t *testing.T) ports.Store
 
 // RunStore checks that a ports.Store honours the contracts of ports/store.go:
 // every repository method, the not-found and conflict kinds, atomic token
-// consumption, outbox ordering, and a unit of work that commits all of its
-// writes or none of them, even under concurrency.
+// consumption, profile paging and filters, session swaps with one winner
+// among concurrent callers, outbox ordering, and a unit of work that commits
+// all of its writes or none of them, even under concurrency.
 //
 // Times: the suite writes times with nanoseconds, some in a non-UTC zone, and
 // requires that they come back in UTC and within a millisecond of what was
@@ -37,6 +38,7 @@ func RunStore(t *testing.T, newStore NewStore) {
 	t.Run("api keys", func(t *testing.T) { runAPIKeyRepository(t, newStore) })
 	t.Run("refresh tokens", func(t *testing.T) { runRefreshTokenRepository(t, newStore) })
 	t.Run("reset tokens", func(t *testing.T) { runResetTokenRepository(t, newStore) })
+	t.Run("profiles", func(t *testing.T) { runProfileRepository(t, newStore) })
 	t.Run("outbox", func(t *testing.T) { runOutbox(t, newStore) })
 	t.Run("unit of work", func(t *testing.T) { runUnitOfWork(t, newStore) })
 }

@@ -153,4 +153,5 @@ func (r repositories) RefreshTokens() ports.RefreshTokenRepository {
 	return refreshTokenRepository(r)
 }
 func (r repositories) ResetTokens() ports.ResetTokenRepository { return resetTokenRepository(r) }
+func (r repositories) Profiles() ports.ProfileRepository       { return profileRepository(r) }
 func (r repositories) Outbox() ports.Outbox                    { return outbox(r) }

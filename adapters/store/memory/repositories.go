@@ -4,12 +4,15 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/account"
 	"github.com/profilesvc/profilesvc/domain/event"
+	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/domain/team"
+	"github.com/profilesvc/profilesvc/ports"
 )
 
 // Each repository is bound to a unit of work when tx is set, and makes each
@@ -317,6 +320,174 @@ func (r resetTokens) Consume(ctx context.Context, id string, at time.Time) (bool
 		return nil
 	})
 	return consumed, err
+}
+
+type profiles struct {
+	s  *Store
+	tx *txn
+}
+
+func (r profiles) Create(ctx context.Context, p profile.Profile) error {
+	return r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+		if _, taken := st.profiles[p.ID]; taken {
+			return domain.Conflict("a profile with this id already exists")
+		}
+		put(undo, st.profiles, p.ID, cloneProfile(p))
+		st.addProfileID(undo, p.TeamID, p.ID)
+		return nil
+	})
+}
+
+// profileOf finds the team's profile: another team's is not found.
+func (st *state) profileOf(teamID, id string) (profile.Profile, error) {
+	p, ok := st.profiles[id]
+	if !ok || p.TeamID != teamID {
+		return profile.Profile{}, domain.NotFound("profile")
+	}
+	return p, nil
+}
+
+func (r profiles) ByID(ctx context.Context, teamID, id string) (profile.Profile, error) {
+	var p profile.Profile
+	err := r.s.read(ctx, r.tx, func(st *state) error {
+		found, err := st.profileOf(teamID, id)
+		if err != nil {
+			return err
+		}
+		p = cloneProfile(found)
+		return nil
+	})
+	return p, err
+}
+
+// List walks the team's sorted ids down from the cursor. A limit below one
+// returns nothing, as outbox.ListAfter does.
+func (r profiles) List(ctx context.Context, teamID string, f ports.ProfileFilter) ([]profile.Profile, error) {
+	var out []profile.Profile
+	err := r.s.read(ctx, r.tx, func(st *state) error {
+		out = []profile.Profile{}
+		if f.Limit < 1 {
+			return nil
+		}
+		ids := st.profilesOf[teamID]
+		end := len(ids)
+		if f.BeforeID != "" {
+			end, _ = slices.BinarySearch(ids, f.BeforeID)
+		}
+		query := strings.ToLower(f.Query)
+		for i := end - 1; i >= 0 && len(out) < f.Limit; i-- {
+			p := st.profiles[ids[i]]
+			if profileMatches(p, f, query) {
+				out = append(out, cloneProfile(p))
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// profileMatches applies the filter's conditions; query is f.Query lowered.
+// A status other than idle or running matches nothing.
+func profileMatches(p profile.Profile, f ports.ProfileFilter, query string) bool {
+	if query != "" && !strings.Contains(strings.ToLower(p.Name), query) {
+		return false
+	}
+	if f.Status != "" && p.Status() != f.Status {
+		return false
+	}
+	if f.Tag != "" && !slices.Contains(p.Tags, f.Tag) {
+		return false
+	}
+	return true
+}
+
+// Update keeps the stored session, creator and creation time: only the
+// settings, version and UpdatedAt come from p.
+func (r profiles) Update(ctx context.Context, p profile.Profile, expectVersion int) error {
+	return r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+		cur, err := st.profileOf(p.TeamID, p.ID)
+		if err != nil {
+			return err
+		}
+		if cur.Version != expectVersion {
+			return domain.PreconditionFailed("the profile was changed since it was read")
+		}
+		next := cur
+		next.Name, next.TemplateID, next.Browser = p.Name, p.TemplateID, p.Browser
+		next.Fingerprint, next.ProxyID, next.Tags, next.Notes = p.Fingerprint, p.ProxyID, p.Tags, p.Notes
+		next.Version, next.UpdatedAt = p.Version, p.UpdatedAt
+		put(undo, st.profiles, p.ID, cloneProfile(next))
+		return nil
+	})
+}
+
+func (r profiles) Delete(ctx context.Context, teamID, id string) error {
+	return r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+		cur, err := st.profileOf(teamID, id)
+		if err != nil {
+			return err
+		}
+		if cur.Session != nil {
+			return domain.Conflict("profile is running; release it before deleting")
+		}
+		remove(undo, st.profiles, id)
+		st.removeProfileID(undo, teamID, id)
+		return nil
+	})
+}
+
+func (r profiles) SwapSession(ctx context.Context, teamID, id string, s ports.SessionSwap) (bool, error) {
+	swapped := false
+	err := r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+		cur, err := st.profileOf(teamID, id)
+		if err != nil {
+			return err
+		}
+		if !sessionMatches(cur.Session, s) {
+			return nil
+		}
+		cur.Session = cloneSession(s.Next)
+		put(undo, st.profiles, id, cloneProfile(cur))
+		swapped = true
+		return nil
+	})
+	return swapped, err
+}
+
+// sessionMatches is the condition of a swap, as SQL evaluates it: an idle
+// profile has no expiry, so a swap with ExpiredBy never matches it.
+func sessionMatches(cur *profile.Session, s ports.SessionSwap) bool {
+	if cur == nil {
+		return s.ExpectSessionID == "" && s.ExpiredBy == nil
+	}
+	if cur.ID != s.ExpectSessionID {
+		return false
+	}
+	return s.ExpiredBy == nil || !cur.ExpiresAt.After(*s.ExpiredBy)
+}
+
+func (r profiles) ListExpiredSessions(ctx context.Context, now time.Time, limit int) ([]profile.Profile, error) {
+	var out []profile.Profile
+	err := r.s.read(ctx, r.tx, func(st *state) error {
+		out = []profile.Profile{}
+		if limit < 1 {
+			return nil
+		}
+		for _, p := range st.profiles {
+			if p.Session != nil && !p.Session.ExpiresAt.After(now) {
+				out = append(out, p)
+			}
+		}
+		slices.SortFunc(out, func(a, b profile.Profile) int {
+			return cmp.Or(a.Session.ExpiresAt.Compare(b.Session.ExpiresAt), cmp.Compare(a.ID, b.ID))
+		})
+		out = out[:min(limit, len(out))]
+		for i := range out {
+			out[i] = cloneProfile(out[i])
+		}
+		return nil
+	})
+	return out, err
 }
 
 type outbox struct {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/profilesvc/profilesvc/domain/account"
 	"github.com/profilesvc/profilesvc/domain/event"
+	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/domain/team"
 )
 
@@ -22,7 +23,9 @@ type state struct {
 	apiKeys     map[string]account.APIKey
 	refresh     map[string]account.RefreshToken
 	resets      map[string]account.ResetToken
-	outbox      []event.Event // sorted by ID, as ListAfter reads it
+	profiles    map[string]profile.Profile // by id; ids are unique across teams
+	profilesOf  map[string][]string        // team id -> its profile ids, sorted
+	outbox      []event.Event              // sorted by ID, as ListAfter reads it
 }
 
 type memberKey struct{ teamID, userID string }
@@ -37,6 +40,8 @@ func newState() state {
 		apiKeys:     map[string]account.APIKey{},
 		refresh:     map[string]account.RefreshToken{},
 		resets:      map[string]account.ResetToken{},
+		profiles:    map[string]profile.Profile{},
+		profilesOf:  map[string][]string{},
 	}
 }
 
@@ -97,9 +102,32 @@ func (st *state) appendEvent(undo *undoLog, e event.Event) bool {
 	return true
 }
 
+// addProfileID and removeProfileID store a new sorted slice of the team's
+// profile ids rather than changing the stored one, which the undo log keeps.
+func (st *state) addProfileID(undo *undoLog, teamID, id string) {
+	ids := st.profilesOf[teamID]
+	i, found := slices.BinarySearch(ids, id)
+	if found {
+		return
+	}
+	put(undo, st.profilesOf, teamID, slices.Insert(slices.Clone(ids), i, id))
+}
+
+func (st *state) removeProfileID(undo *undoLog, teamID, id string) {
+	ids := st.profilesOf[teamID]
+	i, found := slices.BinarySearch(ids, id)
+	switch {
+	case !found:
+	case len(ids) == 1:
+		remove(undo, st.profilesOf, teamID)
+	default:
+		put(undo, st.profilesOf, teamID, slices.Delete(slices.Clone(ids), i, i+1))
+	}
+}
+
 // The clone functions copy everything a caller could change through a value:
-// byte slices and time pointers. Times are stored in UTC without a monotonic
-// reading, as a database would return them.
+// byte slices, tag slices, time and session pointers. Times are stored in UTC
+// without a monotonic reading, as a database would return them.
 
 func utcPtr(t *time.Time) *time.Time {
 	if t == nil {
@@ -150,4 +178,23 @@ func cloneEvent(e event.Event) event.Event {
 	e.Data = slices.Clone(e.Data)
 	e.OccurredAt = e.OccurredAt.UTC()
 	return e
+}
+
+func cloneProfile(p profile.Profile) profile.Profile {
+	p.Tags = slices.Clone(p.Tags)
+	if p.Tags == nil {
+		p.Tags = []string{}
+	}
+	p.Session = cloneSession(p.Session)
+	p.CreatedAt, p.UpdatedAt = p.CreatedAt.UTC(), p.UpdatedAt.UTC()
+	return p
+}
+
+func cloneSession(s *profile.Session) *profile.Session {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	c.StartedAt, c.ExpiresAt = c.StartedAt.UTC(), c.ExpiresAt.UTC()
+	return &c
 }

@@ -103,6 +103,9 @@ func (s *Store) RefreshTokens() ports.RefreshTokenRepository { return refreshTok
 // ResetTokens returns the reset token repository, each call on its own.
 func (s *Store) ResetTokens() ports.ResetTokenRepository { return resetTokens{s: s} }
 
+// Profiles returns the profile repository, each call on its own.
+func (s *Store) Profiles() ports.ProfileRepository { return profiles{s: s} }
+
 // Outbox returns the outbox, each call on its own.
 func (s *Store) Outbox() ports.Outbox { return outbox{s: s} }
 
@@ -120,6 +123,7 @@ func (r repositories) RefreshTokens() ports.RefreshTokenRepository {
 	return refreshTokens(r)
 }
 func (r repositories) ResetTokens() ports.ResetTokenRepository { return resetTokens(r) }
+func (r repositories) Profiles() ports.ProfileRepository       { return profiles(r) }
 func (r repositories) Outbox() ports.Outbox                    { return outbox(r) }
 
 func (s *Store) refuseInsideUnit(ctx context.Context) error {

@@ -1,0 +1,413 @@
+package bunstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/profile"
+	"github.com/profilesvc/profilesvc/ports"
+)
+
+// profileRow is a profile with its fingerprint in columns of its own. The
+// session columns are all NULL while the profile is idle.
+type profileRow struct {
+	bun.BaseModel `bun:"table:profiles,alias:p"`
+
+	ID           string    `bun:"id,pk"`
+	TeamID       string    `bun:"team_id"`
+	Name         string    `bun:"name"`
+	TemplateID   string    `bun:"template_id"`
+	Browser      string    `bun:"browser"`
+	UserAgent    string    `bun:"user_agent"`
+	Platform     string    `bun:"platform"`
+	Locale       string    `bun:"locale"`
+	Timezone     string    `bun:"timezone"`
+	ScreenWidth  int       `bun:"screen_width"`
+	ScreenHeight int       `bun:"screen_height"`
+	ProxyID      string    `bun:"proxy_id,nullzero"` // "" (no proxy) is NULL
+	Notes        string    `bun:"notes"`
+	Version      int       `bun:"version"`
+	CreatedBy    string    `bun:"created_by"`
+	CreatedAt    time.Time `bun:"created_at"`
+	UpdatedAt    time.Time `bun:"updated_at"`
+
+	SessionID         *string    `bun:"session_id"`
+	SessionStartedAt  *time.Time `bun:"session_started_at"`
+	SessionExpiresAt  *time.Time `bun:"session_expires_at"`
+	SessionLaunchedBy *string    `bun:"session_launched_by"`
+	SessionHeadless   *bool      `bun:"session_headless"`
+	SessionCDPURL     *string    `bun:"session_cdp_url"`
+}
+
+// profileSettingsColumns are what Update replaces: everything but the
+// identity, the creation and the session.
+var profileSettingsColumns = []string{
+	"name", "template_id", "browser", "user_agent", "platform", "locale", "timezone",
+	"screen_width", "screen_height", "proxy_id", "notes", "version", "updated_at",
+}
+
+// profileSessionColumns are what SwapSession sets.
+var profileSessionColumns = []string{
+	"session_id", "session_started_at", "session_expires_at",
+	"session_launched_by", "session_headless", "session_cdp_url",
+}
+
+func newProfileRow(p profile.Profile) *profileRow {
+	row := &profileRow{
+		ID:           p.ID,
+		TeamID:       p.TeamID,
+		Name:         p.Name,
+		TemplateID:   p.TemplateID,
+		Browser:      p.Browser,
+		UserAgent:    p.Fingerprint.UserAgent,
+		Platform:     p.Fingerprint.Platform,
+		Locale:       p.Fingerprint.Locale,
+		Timezone:     p.Fingerprint.Timezone,
+		ScreenWidth:  p.Fingerprint.Screen.Width,
+		ScreenHeight: p.Fingerprint.Screen.Height,
+		ProxyID:      p.ProxyID,
+		Notes:        p.Notes,
+		Version:      p.Version,
+		CreatedBy:    p.CreatedBy,
+		CreatedAt:    utc(p.CreatedAt),
+		UpdatedAt:    utc(p.UpdatedAt),
+	}
+	row.setSession(p.Session)
+	return row
+}
+
+// setSession fills the session columns from s, or sets them NULL for nil.
+func (r *profileRow) setSession(s *profile.Session) {
+	if s == nil {
+		r.SessionID, r.SessionStartedAt, r.SessionExpiresAt = nil, nil, nil
+		r.SessionLaunchedBy, r.SessionHeadless, r.SessionCDPURL = nil, nil, nil
+		return
+	}
+	id, launchedBy, headless, cdpURL := s.ID, s.LaunchedBy, s.Headless, s.CDPURL
+	r.SessionID = &id
+	r.SessionStartedAt = utcPtr(&s.StartedAt)
+	r.SessionExpiresAt = utcPtr(&s.ExpiresAt)
+	r.SessionLaunchedBy = &launchedBy
+	r.SessionHeadless = &headless
+	r.SessionCDPURL = &cdpURL
+}
+
+// profile converts the row; tags are loaded separately.
+func (r *profileRow) profile(tags []string) profile.Profile {
+	if tags == nil {
+		tags = []string{}
+	}
+	return profile.Profile{
+		ID:         r.ID,
+		TeamID:     r.TeamID,
+		Name:       r.Name,
+		TemplateID: r.TemplateID,
+		Browser:    r.Browser,
+		Fingerprint: profile.Fingerprint{
+			UserAgent: r.UserAgent,
+			Platform:  r.Platform,
+			Locale:    r.Locale,
+			Timezone:  r.Timezone,
+			Screen:    profile.Screen{Width: r.ScreenWidth, Height: r.ScreenHeight},
+		},
+		ProxyID:   r.ProxyID,
+		Tags:      tags,
+		Notes:     r.Notes,
+		Session:   r.session(),
+		Version:   r.Version,
+		CreatedBy: r.CreatedBy,
+		CreatedAt: utc(r.CreatedAt),
+		UpdatedAt: utc(r.UpdatedAt),
+	}
+}
+
+func (r *profileRow) session() *profile.Session {
+	if r.SessionID == nil {
+		return nil
+	}
+	s := &profile.Session{ID: *r.SessionID}
+	if r.SessionStartedAt != nil {
+		s.StartedAt = utc(*r.SessionStartedAt)
+	}
+	if r.SessionExpiresAt != nil {
+		s.ExpiresAt = utc(*r.SessionExpiresAt)
+	}
+	if r.SessionLaunchedBy != nil {
+		s.LaunchedBy = *r.SessionLaunchedBy
+	}
+	if r.SessionHeadless != nil {
+		s.Headless = *r.SessionHeadless
+	}
+	if r.SessionCDPURL != nil {
+		s.CDPURL = *r.SessionCDPURL
+	}
+	return s
+}
+
+// profileTagRow is one tag of a profile; position keeps the profile's order.
+type profileTagRow struct {
+	bun.BaseModel `bun:"table:profile_tags,alias:pt"`
+
+	ProfileID string `bun:"profile_id,pk"`
+	TeamID    string `bun:"team_id"`
+	Tag       string `bun:"tag,pk"`
+	Position  int    `bun:"position"`
+}
+
+type profileRepository struct{ db bun.IDB }
+
+// Create, Update and Delete write the profile and its tags together: in a
+// transaction of their own, or in a savepoint of the caller's unit of work,
+// so that a failure leaves neither half behind.
+
+func (r profileRepository) Create(ctx context.Context, p profile.Profile) error {
+	return r.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.NewInsert().Model(newProfileRow(p)).Exec(ctx); err != nil {
+			return writeErr(err, "profile", "profile already exists")
+		}
+		return insertProfileTags(ctx, tx, p)
+	})
+}
+
+func (r profileRepository) ByID(ctx context.Context, teamID, id string) (profile.Profile, error) {
+	var row profileRow
+	err := r.db.NewSelect().Model(&row).
+		Where("team_id = ?", teamID).
+		Where("id = ?", id).
+		Scan(ctx)
+	if err != nil {
+		return profile.Profile{}, readErr(err, "profile")
+	}
+	tags, err := loadProfileTags(ctx, r.db, []profileRow{row})
+	if err != nil {
+		return profile.Profile{}, err
+	}
+	return row.profile(tags[row.ID]), nil
+}
+
+// List returns nothing for a limit below one: bun reads LIMIT 0 as "no
+// limit". A status other than idle or running matches nothing.
+func (r profileRepository) List(ctx context.Context, teamID string, f ports.ProfileFilter) ([]profile.Profile, error) {
+	if f.Limit < 1 {
+		return []profile.Profile{}, nil
+	}
+	var rows []profileRow
+	q := r.db.NewSelect().Model(&rows).Where("p.team_id = ?", teamID)
+	if f.BeforeID != "" {
+		q = q.Where("p.id < ?", f.BeforeID)
+	}
+	if f.Query != "" {
+		// Both sides are lowered by the database, so that the two agree on
+		// what lower case is.
+		q = q.Where(`lower(p.name) LIKE lower(?) ESCAPE '\'`, "%"+escapeLike(f.Query)+"%")
+	}
+	switch f.Status {
+	case "":
+	case profile.StatusRunning:
+		q = q.Where("p.session_id IS NOT NULL")
+	case profile.StatusIdle:
+		q = q.Where("p.session_id IS NULL")
+	default:
+		return []profile.Profile{}, nil
+	}
+	if f.Tag != "" {
+		q = q.Where("EXISTS (SELECT 1 FROM profile_tags AS pt WHERE pt.profile_id = p.id AND pt.tag = ?)", f.Tag)
+	}
+	if err := q.OrderExpr("p.id DESC").Limit(int64(f.Limit)).Scan(ctx); err != nil {
+		return nil, readErr(err, "profiles")
+	}
+	return profilesWithTags(ctx, r.db, rows)
+}
+
+// escapeLike makes s match itself literally in a LIKE pattern with ESCAPE '\'.
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// Update is one UPDATE conditional on the version, so that of two writers
+// that read one version only one can succeed.
+func (r profileRepository) Update(ctx context.Context, p profile.Profile, expectVersion int) error {
+	return r.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		res, err := tx.NewUpdate().Model(newProfileRow(p)).
+			Column(profileSettingsColumns...).
+			Where("team_id = ?", p.TeamID).
+			Where("id = ?", p.ID).
+			Where("version = ?", expectVersion).
+			Exec(ctx)
+		n, err := rowsAffected(res, err, "profile")
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			if err := profileExists(ctx, tx, p.TeamID, p.ID); err != nil {
+				return err
+			}
+			return domain.PreconditionFailed("the profile was changed since it was read")
+		}
+		if _, err := tx.NewDelete().Model((*profileTagRow)(nil)).Where("profile_id = ?", p.ID).Exec(ctx); err != nil {
+			return fmt.Errorf("bunstore: write profile tags: %w", err)
+		}
+		return insertProfileTags(ctx, tx, p)
+	})
+}
+
+// Delete removes the profile only while it holds no session.
+func (r profileRepository) Delete(ctx context.Context, teamID, id string) error {
+	return r.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		res, err := tx.NewDelete().Model((*profileRow)(nil)).
+			Where("team_id = ?", teamID).
+			Where("id = ?", id).
+			Where("session_id IS NULL").
+			Exec(ctx)
+		n, err := rowsAffected(res, err, "profile")
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			if err := profileExists(ctx, tx, teamID, id); err != nil {
+				return err
+			}
+			return domain.Conflict("profile is running; release it before deleting")
+		}
+		if _, err := tx.NewDelete().Model((*profileTagRow)(nil)).Where("profile_id = ?", id).Exec(ctx); err != nil {
+			return fmt.Errorf("bunstore: write profile tags: %w", err)
+		}
+		return nil
+	})
+}
+
+// SwapSession is one conditional UPDATE, so the database decides which of
+// concurrent swaps applies: PostgreSQL re-evaluates the condition on the row
+// a concurrent swap has changed once that swap commits, and SQLite runs one
+// writer at a time.
+func (r profileRepository) SwapSession(ctx context.Context, teamID, id string, s ports.SessionSwap) (bool, error) {
+	row := &profileRow{}
+	row.setSession(s.Next)
+	q := r.db.NewUpdate().Model(row).
+		Column(profileSessionColumns...).
+		Where("team_id = ?", teamID).
+		Where("id = ?", id)
+	if s.ExpectSessionID == "" {
+		q = q.Where("session_id IS NULL")
+	} else {
+		q = q.Where("session_id = ?", s.ExpectSessionID)
+	}
+	if s.ExpiredBy != nil {
+		q = q.Where("session_expires_at <= ?", utc(*s.ExpiredBy))
+	}
+	res, err := q.Exec(ctx)
+	n, err := rowsAffected(res, err, "profile session")
+	if err != nil {
+		return false, err
+	}
+	if n > 0 {
+		return true, nil
+	}
+	if err := profileExists(ctx, r.db, teamID, id); err != nil {
+		return false, err
+	}
+	return false, nil
+}
+
+// ListExpiredSessions reads the partial index on session_expires_at.
+func (r profileRepository) ListExpiredSessions(ctx context.Context, now time.Time, limit int) ([]profile.Profile, error) {
+	if limit < 1 {
+		return []profile.Profile{}, nil
+	}
+	var rows []profileRow
+	err := r.db.NewSelect().Model(&rows).
+		Where("session_id IS NOT NULL").
+		Where("session_expires_at <= ?", utc(now)).
+		OrderExpr("session_expires_at ASC, id ASC").
+		Limit(int64(limit)).
+		Scan(ctx)
+	if err != nil {
+		return nil, readErr(err, "profiles")
+	}
+	return profilesWithTags(ctx, r.db, rows)
+}
+
+// profileExists returns nil when the team has the profile, and a not-found
+// error when it has not.
+func profileExists(ctx context.Context, db bun.IDB, teamID, id string) error {
+	exists, err := db.NewSelect().Model((*profileRow)(nil)).
+		Where("team_id = ?", teamID).
+		Where("id = ?", id).
+		Exists(ctx)
+	if err != nil {
+		return readErr(err, "profile")
+	}
+	if !exists {
+		return domain.NotFound("profile")
+	}
+	return nil
+}
+
+// rowsAffected reads how many rows a conditional write changed.
+func rowsAffected(res sql.Result, err error, what string) (int64, error) {
+	if err != nil {
+		return 0, fmt.Errorf("bunstore: write %s: %w", what, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("bunstore: write %s: %w", what, err)
+	}
+	return n, nil
+}
+
+func insertProfileTags(ctx context.Context, db bun.IDB, p profile.Profile) error {
+	if len(p.Tags) == 0 {
+		return nil
+	}
+	rows := make([]profileTagRow, len(p.Tags))
+	for i, tag := range p.Tags {
+		rows[i] = profileTagRow{ProfileID: p.ID, TeamID: p.TeamID, Tag: tag, Position: i}
+	}
+	if _, err := db.NewInsert().Model(&rows).Exec(ctx); err != nil {
+		return writeErr(err, "profile tags", "a profile lists a tag twice")
+	}
+	return nil
+}
+
+// loadProfileTags reads the tags of every profile in rows with one query,
+// each profile's in the order they were stored.
+func loadProfileTags(ctx context.Context, db bun.IDB, rows []profileRow) (map[string][]string, error) {
+	tags := make(map[string][]string, len(rows))
+	if len(rows) == 0 {
+		return tags, nil
+	}
+	ids := make([]string, len(rows))
+	for i := range rows {
+		ids[i] = rows[i].ID
+	}
+	var tagRows []profileTagRow
+	err := db.NewSelect().Model(&tagRows).
+		Where("profile_id IN (?)", bun.List(ids)).
+		OrderExpr("profile_id ASC, position ASC").
+		Scan(ctx)
+	if err != nil {
+		return nil, readErr(err, "profile tags")
+	}
+	for _, t := range tagRows {
+		tags[t.ProfileID] = append(tags[t.ProfileID], t.Tag)
+	}
+	return tags, nil
+}
+
+func profilesWithTags(ctx context.Context, db bun.IDB, rows []profileRow) ([]profile.Profile, error) {
+	tags, err := loadProfileTags(ctx, db, rows)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]profile.Profile, 0, len(rows))
+	for i := range rows {
+		out = append(out, rows[i].profile(tags[rows[i].ID]))
+	}
+	return out, nil
+}

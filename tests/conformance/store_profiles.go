@@ -1,0 +1,634 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/profile"
+	"github.com/profilesvc/profilesvc/ports"
+)
+
+// swapRaces is how many goroutines race to start a session on one profile.
+const swapRaces = 50
+
+// profile returns an idle profile of the team with the given name and tags.
+func (f storeFixture) profile(teamID, name string, tags ...string) profile.Profile {
+	return profile.Profile{
+		ID:         storeID("prf"),
+		TeamID:     teamID,
+		Name:       name,
+		TemplateID: "tpl_chrome_win_us",
+		Browser:    profile.BrowserChromium,
+		Fingerprint: profile.Fingerprint{
+			UserAgent: "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
+			Platform:  "Win32",
+			Locale:    "en-US",
+			Timezone:  "America/New_York",
+			Screen:    profile.Screen{Width: 1920, Height: 1080},
+		},
+		Tags:      tags,
+		Notes:     "warm-up: log in weekly",
+		Version:   1,
+		CreatedBy: storeID("usr"),
+		CreatedAt: storeAt(0),
+		UpdatedAt: storeAt(0),
+	}
+}
+
+// session returns a headless lease with a DevTools URL, started at start.
+func (f storeFixture) session(start time.Time, ttl time.Duration) *profile.Session {
+	return &profile.Session{
+		ID:         storeID("ses"),
+		StartedAt:  start,
+		ExpiresAt:  start.Add(ttl),
+		LaunchedBy: storeID("usr"),
+		Headless:   true,
+		CDPURL:     "ws://127.0.0.1:9222/devtools/browser/" + storeID("cdp"),
+	}
+}
+
+// createProfiles stores every profile through the store.
+func (f storeFixture) createProfiles(ps ...profile.Profile) {
+	f.t.Helper()
+	for _, p := range ps {
+		f.must("create profile "+p.ID, f.s.Profiles().Create(f.ctx, p))
+	}
+}
+
+// start gives the profile a session; the swap must apply.
+func (f storeFixture) start(p profile.Profile, s *profile.Session) {
+	f.t.Helper()
+	ok, err := f.s.Profiles().SwapSession(f.ctx, p.TeamID, p.ID, ports.SessionSwap{Next: s})
+	f.must("start session of "+p.ID, err)
+	if !ok {
+		f.t.Fatalf("starting a session on idle profile %s did not apply", p.ID)
+	}
+}
+
+// expectProfile reads the profile back through r and compares it with want.
+func (f storeFixture) expectProfile(r ports.Repositories, want profile.Profile) {
+	f.t.Helper()
+	got, err := r.Profiles().ByID(f.ctx, want.TeamID, want.ID)
+	if err != nil {
+		f.t.Fatalf("ByID %s: %v", want.ID, err)
+	}
+	checkProfile(f.t, got, want)
+}
+
+func checkProfile(t *testing.T, got, want profile.Profile) {
+	t.Helper()
+	checkField(t, "profile.ID", got.ID, want.ID)
+	checkField(t, "profile.TeamID", got.TeamID, want.TeamID)
+	checkField(t, "profile.Name", got.Name, want.Name)
+	checkField(t, "profile.TemplateID", got.TemplateID, want.TemplateID)
+	checkField(t, "profile.Browser", got.Browser, want.Browser)
+	checkField(t, "profile.Fingerprint", got.Fingerprint, want.Fingerprint)
+	checkField(t, "profile.ProxyID", got.ProxyID, want.ProxyID)
+	if !slices.Equal(got.Tags, want.Tags) {
+		t.Errorf("profile.Tags: got %q, want %q in this order", got.Tags, want.Tags)
+	}
+	checkField(t, "profile.Notes", got.Notes, want.Notes)
+	checkField(t, "profile.Version", got.Version, want.Version)
+	checkField(t, "profile.CreatedBy", got.CreatedBy, want.CreatedBy)
+	checkTime(t, "profile.CreatedAt", got.CreatedAt, want.CreatedAt)
+	checkTime(t, "profile.UpdatedAt", got.UpdatedAt, want.UpdatedAt)
+	checkSession(t, got.Session, want.Session)
+}
+
+func checkSession(t *testing.T, got, want *profile.Session) {
+	t.Helper()
+	switch {
+	case got == nil && want == nil:
+	case got == nil:
+		t.Errorf("profile.Session: got nil, want %+v", *want)
+	case want == nil:
+		t.Errorf("profile.Session: got %+v, want nil", *got)
+	default:
+		checkField(t, "session.ID", got.ID, want.ID)
+		checkTime(t, "session.StartedAt", got.StartedAt, want.StartedAt)
+		checkTime(t, "session.ExpiresAt", got.ExpiresAt, want.ExpiresAt)
+		checkField(t, "session.LaunchedBy", got.LaunchedBy, want.LaunchedBy)
+		checkField(t, "session.Headless", got.Headless, want.Headless)
+		checkField(t, "session.CDPURL", got.CDPURL, want.CDPURL)
+	}
+}
+
+func profileIDs(ps []profile.Profile) []string {
+	return ids(ps, func(p profile.Profile) string { return p.ID })
+}
+
+// reversed returns the ids of ps from last to first: newest first, for
+// profiles created in order.
+func reversed(ps ...profile.Profile) []string {
+	out := profileIDs(ps)
+	slices.Reverse(out)
+	return out
+}
+
+func (f storeFixture) list(teamID string, filter ports.ProfileFilter) []profile.Profile {
+	f.t.Helper()
+	got, err := f.s.Profiles().List(f.ctx, teamID, filter)
+	if err != nil {
+		f.t.Fatalf("List %+v: %v", filter, err)
+	}
+	return got
+}
+
+func expectPreconditionFailed(t *testing.T, what string, err error) {
+	t.Helper()
+	expectKind(t, what, err, domain.KindPreconditionFailed, "precondition-failed")
+}
+
+func runProfileRepository(t *testing.T, newStore NewStore) {
+	t.Run("create then ByID", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		teamID := storeID("tm")
+		full := f.profile(teamID, "Shop \u00e9\u4e16 \"quoted\"", "zeta", "alpha", "mid")
+		full.ProxyID = storeID("prx")
+		full.Notes = "line one\nline two \u2014 \u00fcml\u00e4ute"
+		full.Version = 7
+		full.CreatedAt = storeAt(time.Minute).In(storeZone)
+		full.UpdatedAt = storeAt(time.Hour).In(storeZone)
+		bare := f.profile(teamID, "Bare")
+		bare.Notes = ""
+		f.createProfiles(full, bare)
+		f.expectProfile(f.s, full)
+		f.expectProfile(f.s, bare)
+	})
+
+	t.Run("taken id is a conflict", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		p := f.profile(storeID("tm"), "First", "a")
+		f.createProfiles(p)
+		again := f.profile(p.TeamID, "Second", "b")
+		again.ID = p.ID
+		expectConflict(t, "Create with the same id", f.s.Profiles().Create(f.ctx, again))
+		elsewhere := f.profile(storeID("tm"), "Third")
+		elsewhere.ID = p.ID
+		expectConflict(t, "Create with the same id in another team", f.s.Profiles().Create(f.ctx, elsewhere))
+		f.expectProfile(f.s, p)
+	})
+
+	t.Run("missing and another team's profile are not found", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		p := f.profile(storeID("tm"), "Mine")
+		f.createProfiles(p)
+		_, err := f.s.Profiles().ByID(f.ctx, p.TeamID, storeID("prf"))
+		expectNotFound(t, "ByID of an unknown id", err)
+		_, err = f.s.Profiles().ByID(f.ctx, storeID("tm"), p.ID)
+		expectNotFound(t, "ByID from another team", err)
+		if err != nil && err.Error() != domain.NotFound("profile").Error() {
+			t.Errorf("ByID from another team: message %q, want %q", err, domain.NotFound("profile"))
+		}
+	})
+
+	t.Run("returned values are copies", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		p := f.profile(storeID("tm"), "Copy", "a", "b")
+		s := f.session(storeAt(0), time.Hour)
+		want := p
+		want.Tags = slices.Clone(p.Tags)
+		sessCopy := *s
+		want.Session = &sessCopy
+		f.createProfiles(p)
+		f.start(p, s)
+		p.Tags[0] = "changed"
+		s.ID, s.Headless = "changed", false
+
+		got, err := f.s.Profiles().ByID(f.ctx, p.TeamID, p.ID)
+		f.must("ByID", err)
+		got.Tags[1] = "changed"
+		got.Session.ID = "changed"
+		listed := f.list(p.TeamID, ports.ProfileFilter{Limit: 10})
+		listed[0].Tags[0] = "changed"
+		listed[0].Session.CDPURL = "changed"
+
+		f.expectProfile(f.s, want)
+	})
+
+	t.Run("List pages newest first by id", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		teamID, otherTeam := storeID("tm"), storeID("tm")
+		var mine []profile.Profile
+		for i := range 25 {
+			p := f.profile(teamID, fmt.Sprintf("Profile %02d", i), fmt.Sprintf("t%d", i%3))
+			f.createProfiles(p, f.profile(otherTeam, "Not mine"))
+			mine = append(mine, p)
+		}
+		var pages [][]string
+		var all []profile.Profile
+		cursor := ""
+		for range 5 {
+			page := f.list(teamID, ports.ProfileFilter{BeforeID: cursor, Limit: 10})
+			pages = append(pages, profileIDs(page))
+			all = append(all, page...)
+			if len(page) < 10 {
+				break
+			}
+			cursor = page[len(page)-1].ID
+		}
+		sizes := make([]int, len(pages))
+		for i, page := range pages {
+			sizes[i] = len(page)
+		}
+		if fmt.Sprint(sizes) != "[10 10 5]" {
+			t.Fatalf("page sizes %v, want [10 10 5]", sizes)
+		}
+		checkIDs(t, "every page, in order", profileIDs(all), reversed(mine...))
+		// Each listed profile comes with its own tags.
+		byID := map[string]profile.Profile{}
+		for _, p := range mine {
+			byID[p.ID] = p
+		}
+		for _, got := range all {
+			checkProfile(t, got, byID[got.ID])
+		}
+		if rest := f.list(teamID, ports.ProfileFilter{BeforeID: mine[0].ID, Limit: 10}); len(rest) != 0 {
+			t.Fatalf("page before the oldest profile: %v, want none", profileIDs(rest))
+		}
+		if got := f.list(storeID("tm"), ports.ProfileFilter{Limit: 10}); len(got) != 0 {
+			t.Fatalf("List of a team without profiles: %v", profileIDs(got))
+		}
+	})
+
+	t.Run("List filters by name, status and tag", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		teamID := storeID("tm")
+		percent := f.profile(teamID, "100% Shop", "eu")
+		plain := f.profile(teamID, "100 SHOP", "eu-west")
+		underscore := f.profile(teamID, "a_b", "eu", "x")
+		letter := f.profile(teamID, "axb", "Eu")
+		backslash := f.profile(teamID, `back\slash`)
+		noBackslash := f.profile(teamID, "backslash", "eu")
+		running := f.profile(teamID, "Running shop", "x", "eu")
+		other := f.profile(storeID("tm"), "100% Shop", "eu")
+		f.createProfiles(percent, plain, underscore, letter, backslash, noBackslash, running, other)
+		f.start(running, f.session(storeAt(0), time.Hour))
+
+		for _, c := range []struct {
+			name   string
+			filter ports.ProfileFilter
+			want   []string
+		}{
+			{"no filter", ports.ProfileFilter{}, reversed(percent, plain, underscore, letter, backslash, noBackslash, running)},
+			{"name ignoring case", ports.ProfileFilter{Query: "sHoP"}, reversed(percent, plain, running)},
+			{"percent is literal", ports.ProfileFilter{Query: "%"}, reversed(percent)},
+			{"underscore is literal", ports.ProfileFilter{Query: "_"}, reversed(underscore)},
+			{"backslash is literal", ports.ProfileFilter{Query: `\`}, reversed(backslash)},
+			{"no match", ports.ProfileFilter{Query: "nothing"}, nil},
+			{"running", ports.ProfileFilter{Status: profile.StatusRunning}, reversed(running)},
+			{"idle", ports.ProfileFilter{Status: profile.StatusIdle}, reversed(percent, plain, underscore, letter, backslash, noBackslash)},
+			{"exact tag", ports.ProfileFilter{Tag: "eu"}, reversed(percent, underscore, noBackslash, running)},
+			{"tag is case-sensitive", ports.ProfileFilter{Tag: "EU"}, nil},
+			{"second tag", ports.ProfileFilter{Tag: "x"}, reversed(underscore, running)},
+			{"unknown tag", ports.ProfileFilter{Tag: "e"}, nil},
+			{"name and tag", ports.ProfileFilter{Query: "shop", Tag: "eu"}, reversed(percent, running)},
+			{"name, tag and status", ports.ProfileFilter{Query: "shop", Tag: "eu", Status: profile.StatusIdle}, reversed(percent)},
+			{"tag and cursor", ports.ProfileFilter{Tag: "eu", BeforeID: running.ID}, reversed(percent, underscore, noBackslash)},
+			{"tag, cursor and limit", ports.ProfileFilter{Tag: "eu", BeforeID: noBackslash.ID, Limit: 1}, reversed(underscore)},
+			{"limit keeps the newest", ports.ProfileFilter{Status: profile.StatusIdle, Limit: 2}, reversed(backslash, noBackslash)},
+		} {
+			if c.filter.Limit == 0 {
+				c.filter.Limit = 100
+			}
+			checkIDs(t, c.name, profileIDs(f.list(teamID, c.filter)), c.want)
+		}
+	})
+
+	t.Run("Update replaces the settings and keeps the session", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		p := f.profile(storeID("tm"), "Before", "a", "b", "c")
+		p.ProxyID = storeID("prx")
+		sibling := f.profile(p.TeamID, "Sibling", "a", "b")
+		f.createProfiles(p, sibling)
+		s := f.session(storeAt(time.Minute), time.Hour)
+		f.start(p, s)
+
+		next := p
+		next.Name = "After"
+		next.TemplateID = "tpl_chrome_mac_fr"
+		next.Browser = "chromium-next"
+		next.Fingerprint = profile.Fingerprint{
+			UserAgent: "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7)",
+			Platform:  "MacIntel", Locale: "fr-FR", Timezone: "Europe/Paris",
+			Screen: profile.Screen{Width: 1440, Height: 900},
+		}
+		next.ProxyID = ""
+		next.Tags = []string{"c", "new", "a"}
+		next.Notes = "changed"
+		next.Version = 2
+		next.UpdatedAt = storeAt(2 * time.Hour).In(storeZone)
+		// Neither the session nor the creation is Update's to change.
+		next.Session = f.session(storeAt(3*time.Hour), time.Minute)
+		next.CreatedBy = storeID("usr")
+		next.CreatedAt = storeAt(4 * time.Hour)
+		f.must("Update", f.s.Profiles().Update(f.ctx, next, 1))
+
+		want := next
+		want.Session, want.CreatedBy, want.CreatedAt = s, p.CreatedBy, p.CreatedAt
+		f.expectProfile(f.s, want)
+		f.expectProfile(f.s, sibling)
+		checkIDs(t, "profiles tagged b", profileIDs(f.list(p.TeamID, ports.ProfileFilter{Tag: "b", Limit: 10})), []string{sibling.ID})
+		checkIDs(t, "profiles tagged new", profileIDs(f.list(p.TeamID, ports.ProfileFilter{Tag: "new", Limit: 10})), []string{p.ID})
+
+		// The session can still be ended after the update.
+		ok, err := f.s.Profiles().SwapSession(f.ctx, p.TeamID, p.ID, ports.SessionSwap{ExpectSessionID: s.ID})
+		f.must("end session", err)
+		if !ok {
+			t.Fatal("ending the session after an update did not apply")
+		}
+		last := want
+		last.Tags, last.Version, last.Session = nil, 3, nil
+		f.must("Update to no tags", f.s.Profiles().Update(f.ctx, last, 2))
+		last.Tags = []string{}
+		f.expectProfile(f.s, last)
+	})
+
+	t.Run("Update with a stale version is a precondition failure", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		p := f.profile(storeID("tm"), "Versioned", "a")
+		p.Version = 3
+		f.createProfiles(p)
+		for _, expect := range []int{2, 4} {
+			next := p
+			next.Name, next.Tags, next.Version, next.UpdatedAt = "Lost", []string{"b"}, expect+1, storeAt(time.Hour)
+			expectPreconditionFailed(t, fmt.Sprintf("Update expecting version %d", expect), f.s.Profiles().Update(f.ctx, next, expect))
+		}
+		f.expectProfile(f.s, p)
+	})
+
+	t.Run("Update of a missing or another team's profile is not found", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		p := f.profile(storeID("tm"), "Mine", "a")
+		f.createProfiles(p)
+		stranger := p
+		stranger.TeamID, stranger.Name, stranger.Tags, stranger.Version = storeID("tm"), "Theirs", []string{"b"}, 2
+		expectNotFound(t, "Update from another team", f.s.Profiles().Update(f.ctx, stranger, 1))
+		missing := f.profile(p.TeamID, "Missing")
+		expectNotFound(t, "Update of an unknown id", f.s.Profiles().Update(f.ctx, missing, 1))
+		f.expectProfile(f.s, p)
+		_, err := f.s.Profiles().ByID(f.ctx, stranger.TeamID, p.ID)
+		expectNotFound(t, "profile after an Update from another team", err)
+	})
+
+	t.Run("Delete removes an idle profile and its tags", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		p := f.profile(storeID("tm"), "Doomed", "a", "b")
+		keep := f.profile(p.TeamID, "Kept", "a")
+		f.createProfiles(p, keep)
+		f.must("Delete", f.s.Profiles().Delete(f.ctx, p.TeamID, p.ID))
+		_, err := f.s.Profiles().ByID(f.ctx, p.TeamID, p.ID)
+		expectNotFound(t, "ByID after Delete", err)
+		expectNotFound(t, "second Delete", f.s.Profiles().Delete(f.ctx, p.TeamID, p.ID))
+		checkIDs(t, "profiles after Delete", profileIDs(f.list(p.TeamID, ports.ProfileFilter{Limit: 10})), []string{keep.ID})
+		checkIDs(t, "profiles tagged a", profileIDs(f.list(p.TeamID, ports.ProfileFilter{Tag: "a", Limit: 10})), []string{keep.ID})
+		f.expectProfile(f.s, keep)
+
+		// No tag outlives its profile: the id can be stored again afresh.
+		again := f.profile(p.TeamID, "Again", "b", "c")
+		again.ID = p.ID
+		f.createProfiles(again)
+		f.expectProfile(f.s, again)
+	})
+
+	t.Run("Delete of a running profile is a conflict", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		p := f.profile(storeID("tm"), "Busy", "a")
+		f.createProfiles(p)
+		s := f.session(storeAt(0), time.Hour)
+		f.start(p, s)
+		err := f.s.Profiles().Delete(f.ctx, p.TeamID, p.ID)
+		expectConflict(t, "Delete of a running profile", err)
+		want := p
+		want.Session = s
+		f.expectProfile(f.s, want)
+
+		ok, err := f.s.Profiles().SwapSession(f.ctx, p.TeamID, p.ID, ports.SessionSwap{ExpectSessionID: s.ID})
+		f.must("end session", err)
+		if !ok {
+			t.Fatal("ending the session did not apply")
+		}
+		f.must("Delete once idle", f.s.Profiles().Delete(f.ctx, p.TeamID, p.ID))
+	})
+
+	t.Run("Delete of a missing or another team's profile is not found", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		p := f.profile(storeID("tm"), "Mine", "a")
+		f.createProfiles(p)
+		expectNotFound(t, "Delete from another team", f.s.Profiles().Delete(f.ctx, storeID("tm"), p.ID))
+		expectNotFound(t, "Delete of an unknown id", f.s.Profiles().Delete(f.ctx, p.TeamID, storeID("prf")))
+		f.expectProfile(f.s, p)
+	})
+
+	t.Run("SwapSession compares and sets the session", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		p := f.profile(storeID("tm"), "Leased", "a")
+		f.createProfiles(p)
+		repo := f.s.Profiles()
+		swap := func(what string, s ports.SessionSwap, wantOK bool) {
+			t.Helper()
+			ok, err := repo.SwapSession(f.ctx, p.TeamID, p.ID, s)
+			f.must(what, err)
+			if ok != wantOK {
+				t.Fatalf("%s: applied = %v, want %v", what, ok, wantOK)
+			}
+		}
+		want := p
+
+		first := f.session(storeAt(time.Minute).In(storeZone), time.Hour)
+		swap("start", ports.SessionSwap{Next: first}, true)
+		want.Session = first
+		f.expectProfile(f.s, want)
+
+		second := f.session(storeAt(time.Minute), time.Hour)
+		second.Headless, second.CDPURL = false, ""
+		swap("start again while running", ports.SessionSwap{Next: second}, false)
+		swap("swap expecting another session", ports.SessionSwap{ExpectSessionID: second.ID, Next: second}, false)
+		f.expectProfile(f.s, want)
+
+		// A heartbeat extends the lease of the session the profile holds.
+		beat := *first
+		beat.ExpiresAt = first.ExpiresAt.Add(time.Hour)
+		swap("heartbeat", ports.SessionSwap{ExpectSessionID: first.ID, Next: &beat}, true)
+		want.Session = &beat
+		f.expectProfile(f.s, want)
+
+		// A reaper only ends a lease that expired by its clock.
+		early := beat.ExpiresAt.Add(-time.Second)
+		swap("reap before expiry", ports.SessionSwap{ExpectSessionID: first.ID, ExpiredBy: &early}, false)
+		f.expectProfile(f.s, want)
+		atExpiry := beat.ExpiresAt.In(storeZone)
+		swap("reap at expiry", ports.SessionSwap{ExpectSessionID: first.ID, ExpiredBy: &atExpiry}, true)
+		want.Session = nil
+		f.expectProfile(f.s, want)
+		swap("end an ended session", ports.SessionSwap{ExpectSessionID: first.ID}, false)
+		swap("reap an idle profile", ports.SessionSwap{ExpiredBy: &atExpiry, Next: second}, false)
+		f.expectProfile(f.s, want)
+
+		// A session without headless mode or DevTools URL round-trips too.
+		swap("start a headed session", ports.SessionSwap{Next: second}, true)
+		want.Session = second
+		f.expectProfile(f.s, want)
+	})
+
+	t.Run("SwapSession of a missing or another team's profile is not found", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		p := f.profile(storeID("tm"), "Mine")
+		f.createProfiles(p)
+		ok, err := f.s.Profiles().SwapSession(f.ctx, storeID("tm"), p.ID, ports.SessionSwap{Next: f.session(storeAt(0), time.Hour)})
+		expectNotFound(t, "SwapSession from another team", err)
+		if ok {
+			t.Error("SwapSession from another team reported applied")
+		}
+		_, err = f.s.Profiles().SwapSession(f.ctx, p.TeamID, storeID("prf"), ports.SessionSwap{Next: f.session(storeAt(0), time.Hour)})
+		expectNotFound(t, "SwapSession of an unknown id", err)
+		f.expectProfile(f.s, p)
+	})
+
+	t.Run("concurrent SwapSession: exactly one wins", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		p := f.profile(storeID("tm"), "Contended")
+		f.createProfiles(p)
+		sessions := make([]*profile.Session, swapRaces)
+		for i := range sessions {
+			sessions[i] = f.session(storeAt(time.Minute), time.Hour)
+		}
+		applied := make([]bool, swapRaces)
+		storeWithin(t, "concurrent SwapSession", func() {
+			errs := runConcurrently(swapRaces, func(i int) error {
+				ok, err := f.s.Profiles().SwapSession(f.ctx, p.TeamID, p.ID, ports.SessionSwap{Next: sessions[i]})
+				applied[i] = ok // each goroutine writes its own element
+				return err
+			})
+			for i, err := range errs {
+				if err != nil {
+					t.Errorf("swap %d: %v", i, err)
+				}
+			}
+		})
+		winners := []int{}
+		for i, ok := range applied {
+			if ok {
+				winners = append(winners, i)
+			}
+		}
+		if len(winners) != 1 {
+			t.Fatalf("swaps %v of %d applied, want exactly one", winners, swapRaces)
+		}
+		want := p
+		want.Session = sessions[winners[0]]
+		f.expectProfile(f.s, want)
+	})
+
+	t.Run("writes inside a unit of work commit or roll back with it", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		teamID := storeID("tm")
+		leased := f.profile(teamID, "Leased", "a")
+		edited := f.profile(teamID, "Edited", "a", "b")
+		doomed := f.profile(teamID, "Doomed", "c")
+		f.createProfiles(leased, edited, doomed)
+		created := f.profile(teamID, "Created", "d")
+		s := f.session(storeAt(0), time.Hour)
+		next := edited
+		next.Name, next.Tags, next.Version, next.UpdatedAt = "Edited twice", []string{"z"}, 2, storeAt(time.Hour)
+
+		write := func(ctx context.Context, tx ports.Repositories) error {
+			ok, err := tx.Profiles().SwapSession(ctx, teamID, leased.ID, ports.SessionSwap{Next: s})
+			if err != nil || !ok {
+				return fmt.Errorf("swap: %v, %w", ok, err)
+			}
+			if err := tx.Profiles().Update(ctx, next, 1); err != nil {
+				return fmt.Errorf("update: %w", err)
+			}
+			if err := tx.Profiles().Delete(ctx, teamID, doomed.ID); err != nil {
+				return fmt.Errorf("delete: %w", err)
+			}
+			return tx.Profiles().Create(ctx, created)
+		}
+		wantLeased := leased
+		wantLeased.Session = s
+
+		err := f.s.Do(f.ctx, func(ctx context.Context, tx ports.Repositories) error {
+			if err := write(ctx, tx); err != nil {
+				return err
+			}
+			// The unit reads its own writes.
+			f.expectProfile(tx, wantLeased)
+			f.expectProfile(tx, next)
+			f.expectProfile(tx, created)
+			_, err := tx.Profiles().ByID(ctx, teamID, doomed.ID)
+			expectNotFound(t, "deleted profile inside the unit", err)
+			running, err := tx.Profiles().List(ctx, teamID, ports.ProfileFilter{Status: profile.StatusRunning, Limit: 10})
+			if err != nil {
+				return err
+			}
+			checkIDs(t, "running profiles inside the unit", profileIDs(running), []string{leased.ID})
+			return errUnitFailed
+		})
+		if !errors.Is(err, errUnitFailed) {
+			t.Fatalf("Do returned %v, want the error fn returned", err)
+		}
+		f.expectProfile(f.s, leased)
+		f.expectProfile(f.s, edited)
+		f.expectProfile(f.s, doomed)
+		_, err = f.s.Profiles().ByID(f.ctx, teamID, created.ID)
+		expectNotFound(t, "profile created in a failed unit", err)
+		checkIDs(t, "profiles after the failed unit", profileIDs(f.list(teamID, ports.ProfileFilter{Limit: 10})), reversed(leased, edited, doomed))
+		checkIDs(t, "profiles tagged c after the failed unit", profileIDs(f.list(teamID, ports.ProfileFilter{Tag: "c", Limit: 10})), []string{doomed.ID})
+
+		f.must("Do", f.s.Do(f.ctx, write))
+		f.expectProfile(f.s, wantLeased)
+		f.expectProfile(f.s, next)
+		f.expectProfile(f.s, created)
+		_, err = f.s.Profiles().ByID(f.ctx, teamID, doomed.ID)
+		expectNotFound(t, "profile deleted in a committed unit", err)
+	})
+
+	t.Run("ListExpiredSessions spans teams, earliest expiry first", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		now := storeAt(24 * time.Hour)
+		teamA, teamB := storeID("tm"), storeID("tm")
+		long := f.profile(teamA, "Expired long ago", "a", "b")
+		atNow := f.profile(teamB, "Expires now", "c")
+		tied := f.profile(teamB, "Expired long ago too")
+		later := f.profile(teamA, "Expires a millisecond later")
+		idle := f.profile(teamB, "Idle")
+		f.createProfiles(long, atNow, tied, later, idle)
+		sessions := map[string]*profile.Session{
+			long.ID:  f.session(now.Add(-3*time.Hour), time.Hour),
+			atNow.ID: f.session(now.Add(-time.Hour), time.Hour),
+			tied.ID:  f.session(now.Add(-3*time.Hour), time.Hour),
+			later.ID: f.session(now.Add(-time.Hour), time.Hour+time.Millisecond),
+		}
+		sessions[atNow.ID].Headless = false
+		for _, p := range []profile.Profile{atNow, later, tied, long} {
+			f.start(p, sessions[p.ID])
+		}
+
+		got, err := f.s.Profiles().ListExpiredSessions(f.ctx, now.In(storeZone), 10)
+		f.must("ListExpiredSessions", err)
+		checkIDs(t, "expired sessions", profileIDs(got), []string{long.ID, tied.ID, atNow.ID})
+		for _, g := range got {
+			for _, p := range []profile.Profile{long, tied, atNow} {
+				if g.ID == p.ID {
+					p.Session = sessions[p.ID]
+					checkProfile(t, g, p)
+				}
+			}
+		}
+		got, err = f.s.Profiles().ListExpiredSessions(f.ctx, now, 2)
+		f.must("ListExpiredSessions with a limit", err)
+		checkIDs(t, "first two expired sessions", profileIDs(got), []string{long.ID, tied.ID})
+		got, err = f.s.Profiles().ListExpiredSessions(f.ctx, now.Add(-4*time.Hour), 10)
+		f.must("ListExpiredSessions before any expiry", err)
+		checkIDs(t, "sessions expired before any expiry", profileIDs(got), nil)
+		got, err = f.s.Profiles().ListExpiredSessions(f.ctx, now.Add(time.Millisecond), 10)
+		f.must("ListExpiredSessions a millisecond later", err)
+		checkIDs(t, "sessions expired a millisecond later", profileIDs(got), []string{long.ID, tied.ID, atNow.ID, later.ID})
+	})
+}
