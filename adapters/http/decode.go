@@ -80,6 +80,15 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
 	return nil
 }
 
+// decodeOptionalJSON is decodeJSON for actions whose body may be left out:
+// a request without a body leaves dst as it is.
+func decodeOptionalJSON(w http.ResponseWriter, r *http.Request, dst any) error {
+	if r.ContentLength == 0 && len(r.TransferEncoding) == 0 {
+		return nil
+	}
+	return decodeJSON(w, r, dst)
+}
+
 func checkJSONContentType(header string) error {
 	if header == "" {
 		return &transportError{kind: kindUnsupportedMediaType, message: "Content-Type must be application/json"}

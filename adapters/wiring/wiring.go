@@ -32,6 +32,7 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		Security,
 		Mail,
 		Accounts,
+		Profiles,
 		HTTP,
 		fx.Options(extra...),
 	)

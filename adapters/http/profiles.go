@@ -1,0 +1,390 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gorilla/mux"
+
+	"github.com/profilesvc/profilesvc/application/profiles"
+	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/profile"
+)
+
+// ProfileHandlers serves templates, profiles and their sessions.
+type ProfileHandlers struct{ svc *profiles.Service }
+
+// NewProfileHandlers returns the profile endpoints of svc.
+func NewProfileHandlers(svc *profiles.Service) *ProfileHandlers { return &ProfileHandlers{svc: svc} }
+
+// Routes lists the profile endpoints.
+func (h *ProfileHandlers) Routes() []Route {
+	return []Route{
+		{Method: http.MethodGet, Path: "/api/v1/templates", Handler: h.listTemplates, Name: "templates.list"},
+		{Method: http.MethodGet, Path: "/api/v1/templates/{id}", Handler: h.getTemplate, Name: "templates.read"},
+		{Method: http.MethodGet, Path: "/api/v1/profiles", Handler: h.list, Name: "profiles.list"},
+		{Method: http.MethodPost, Path: "/api/v1/profiles", Handler: h.create, Name: "profiles.create"},
+		{Method: http.MethodGet, Path: "/api/v1/profiles/{id}", Handler: h.get, Name: "profiles.read"},
+		{Method: http.MethodPatch, Path: "/api/v1/profiles/{id}", Handler: h.update, Name: "profiles.update"},
+		{Method: http.MethodDelete, Path: "/api/v1/profiles/{id}", Handler: h.delete, Name: "profiles.delete"},
+		{Method: http.MethodPost, Path: "/api/v1/profiles/{id}/launch", Handler: h.launch, Name: "profiles.launch"},
+		{Method: http.MethodPost, Path: "/api/v1/profiles/{id}/heartbeat", Handler: h.heartbeat, Name: "profiles.heartbeat"},
+		{Method: http.MethodPost, Path: "/api/v1/profiles/{id}/release", Handler: h.release, Name: "profiles.release"},
+	}
+}
+
+type screenDTO struct {
+	Width  int `json:"width"`
+	Height int `json:"height"`
+}
+
+type templateDTO struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Browser   string    `json:"browser"`
+	OS        string    `json:"os"`
+	UserAgent string    `json:"userAgent"`
+	Platform  string    `json:"platform"`
+	Locale    string    `json:"locale"`
+	Timezone  string    `json:"timezone"`
+	Screen    screenDTO `json:"screen"`
+}
+
+func toTemplateDTO(t profile.Template) templateDTO {
+	return templateDTO{
+		ID: t.ID, Name: t.Name, Browser: t.Browser, OS: t.OS, UserAgent: t.UserAgent,
+		Platform: t.Platform, Locale: t.Locale, Timezone: t.Timezone, Screen: screenDTO(t.Screen),
+	}
+}
+
+type fingerprintDTO struct {
+	UserAgent string    `json:"userAgent"`
+	Platform  string    `json:"platform"`
+	Locale    string    `json:"locale"`
+	Timezone  string    `json:"timezone"`
+	Screen    screenDTO `json:"screen"`
+}
+
+type proxyRefDTO struct {
+	ID string `json:"id"`
+}
+
+type sessionDTOOut struct {
+	ID         string  `json:"id"`
+	StartedAt  int64   `json:"startedAt"`
+	ExpiresAt  int64   `json:"expiresAt"`
+	LaunchedBy string  `json:"launchedBy"`
+	Headless   bool    `json:"headless"`
+	CDPURL     *string `json:"cdpUrl"`
+}
+
+func toSessionOut(s profile.Session) sessionDTOOut {
+	d := sessionDTOOut{
+		ID: s.ID, StartedAt: s.StartedAt.UnixMilli(), ExpiresAt: s.ExpiresAt.UnixMilli(),
+		LaunchedBy: s.LaunchedBy, Headless: s.Headless,
+	}
+	if s.CDPURL != "" {
+		d.CDPURL = &s.CDPURL
+	}
+	return d
+}
+
+type profileDTO struct {
+	ID          string         `json:"id"`
+	Name        string         `json:"name"`
+	TemplateID  string         `json:"templateId"`
+	Browser     string         `json:"browser"`
+	Fingerprint fingerprintDTO `json:"fingerprint"`
+	Proxy       *proxyRefDTO   `json:"proxy"`
+	Tags        []string       `json:"tags"`
+	Notes       string         `json:"notes"`
+	Status      string         `json:"status"`
+	Session     *sessionDTOOut `json:"session"`
+	Version     int            `json:"version"`
+	CreatedAt   int64          `json:"createdAt"`
+	UpdatedAt   int64          `json:"updatedAt"`
+}
+
+func toProfileDTO(p profile.Profile) profileDTO {
+	fp := p.Fingerprint
+	d := profileDTO{
+		ID: p.ID, Name: p.Name, TemplateID: p.TemplateID, Browser: p.Browser,
+		Fingerprint: fingerprintDTO{UserAgent: fp.UserAgent, Platform: fp.Platform, Locale: fp.Locale, Timezone: fp.Timezone, Screen: screenDTO(fp.Screen)},
+		Tags:        p.Tags, Notes: p.Notes, Status: string(p.Status()), Version: p.Version,
+		CreatedAt: p.CreatedAt.UnixMilli(), UpdatedAt: p.UpdatedAt.UnixMilli(),
+	}
+	if d.Tags == nil {
+		d.Tags = []string{}
+	}
+	if p.ProxyID != "" {
+		d.Proxy = &proxyRefDTO{ID: p.ProxyID}
+	}
+	if p.Session != nil {
+		s := toSessionOut(*p.Session)
+		d.Session = &s
+	}
+	return d
+}
+
+// fingerprintPatchDTO overrides some fingerprint fields; absent ones keep
+// the template's (or the profile's) value.
+type fingerprintPatchDTO struct {
+	UserAgent *string    `json:"userAgent"`
+	Platform  *string    `json:"platform"`
+	Locale    *string    `json:"locale"`
+	Timezone  *string    `json:"timezone"`
+	Screen    *screenDTO `json:"screen"`
+}
+
+func (f *fingerprintPatchDTO) patch() profile.FingerprintPatch {
+	if f == nil {
+		return profile.FingerprintPatch{}
+	}
+	p := profile.FingerprintPatch{UserAgent: f.UserAgent, Platform: f.Platform, Locale: f.Locale, Timezone: f.Timezone}
+	if f.Screen != nil {
+		s := profile.Screen(*f.Screen)
+		p.Screen = &s
+	}
+	return p
+}
+
+type createProfileRequest struct {
+	Name        string               `json:"name"`
+	TemplateID  string               `json:"templateId"`
+	Proxy       json.RawMessage      `json:"proxy"`
+	Fingerprint *fingerprintPatchDTO `json:"fingerprint"`
+	Tags        []string             `json:"tags"`
+	Notes       string               `json:"notes"`
+}
+
+func (createProfileRequest) readOnlyFields() []string { return profileReadOnly }
+
+var profileReadOnly = []string{"browser", "session"}
+
+// proxyID reads the proxy field: absent or null is no proxy, {"id": ...} a
+// stored proxy of the team.
+func proxyID(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return "", nil
+	}
+	var ref map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &ref); err != nil {
+		return "", domain.Invalid("proxy", `must be null or {"id": "prx_..."}`)
+	}
+	var id string
+	if len(ref) != 1 || json.Unmarshal(ref["id"], &id) != nil || id == "" {
+		return "", domain.Invalid("proxy", `must be null or {"id": "prx_..."} naming a stored proxy`)
+	}
+	return id, nil
+}
+
+func (h *ProfileHandlers) listTemplates(w http.ResponseWriter, r *http.Request) {
+	ts, err := h.svc.Templates(actorFrom(r.Context()))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	out := make([]templateDTO, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, toTemplateDTO(t))
+	}
+	writeList(w, out, nil, len(out))
+}
+
+func (h *ProfileHandlers) getTemplate(w http.ResponseWriter, r *http.Request) {
+	t, err := h.svc.Template(actorFrom(r.Context()), mux.Vars(r)["id"])
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toTemplateDTO(t))
+}
+
+func (h *ProfileHandlers) create(w http.ResponseWriter, r *http.Request) {
+	var in createProfileRequest
+	if err := decodeJSON(w, r, &in); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	proxy, err := proxyID(in.Proxy)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	p, err := h.svc.Create(r.Context(), actorFrom(r.Context()), profile.Settings{
+		Name: in.Name, TemplateID: in.TemplateID, Fingerprint: in.Fingerprint.patch(),
+		ProxyID: proxy, Tags: in.Tags, Notes: in.Notes,
+	})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeProfile(w, http.StatusCreated, p)
+}
+
+// writeProfile answers with a profile and its version as the ETag, for
+// If-Match on the next PATCH.
+func writeProfile(w http.ResponseWriter, status int, p profile.Profile) {
+	w.Header().Set("ETag", strconv.Quote(strconv.Itoa(p.Version)))
+	writeJSON(w, status, toProfileDTO(p))
+}
+
+func (h *ProfileHandlers) get(w http.ResponseWriter, r *http.Request) {
+	p, err := h.svc.Get(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"])
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeProfile(w, http.StatusOK, p)
+}
+
+func (h *ProfileHandlers) list(w http.ResponseWriter, r *http.Request) {
+	limit, cursor, err := pageParams(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	page, err := h.svc.List(r.Context(), actorFrom(r.Context()), profiles.ListInput{
+		Query: q.Get("q"), Status: q.Get("status"), Tag: q.Get("tag"), Cursor: cursor, Limit: limit,
+	})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	out := make([]profileDTO, 0, len(page.Items))
+	for _, p := range page.Items {
+		out = append(out, toProfileDTO(p))
+	}
+	var next *string
+	if page.NextCursor != "" {
+		next = &page.NextCursor
+	}
+	writeList(w, out, next, page.Limit)
+}
+
+type updateProfileRequest struct {
+	Name        *string              `json:"name"`
+	TemplateID  *string              `json:"templateId"`
+	Proxy       json.RawMessage      `json:"proxy"`
+	Fingerprint *fingerprintPatchDTO `json:"fingerprint"`
+	Tags        *[]string            `json:"tags"`
+	Notes       *string              `json:"notes"`
+}
+
+func (updateProfileRequest) readOnlyFields() []string { return profileReadOnly }
+
+// ifMatch reads If-Match: a version number, quoted or not (a weak ETag
+// too); "*" or no header means any version.
+func ifMatch(r *http.Request) (*int, error) {
+	v := strings.TrimSpace(r.Header.Get("If-Match"))
+	if v == "" || v == "*" {
+		return nil, nil
+	}
+	v = strings.Trim(strings.TrimPrefix(v, "W/"), `"`)
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return nil, domain.BadRequest("If-Match must be the profile's version, as in its ETag")
+	}
+	return &n, nil
+}
+
+func (h *ProfileHandlers) update(w http.ResponseWriter, r *http.Request) {
+	version, err := ifMatch(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	var in updateProfileRequest
+	if err := decodeJSON(w, r, &in); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	patch := profile.Patch{Name: in.Name, TemplateID: in.TemplateID, Tags: in.Tags, Notes: in.Notes}
+	if in.Fingerprint != nil {
+		fp := in.Fingerprint.patch()
+		patch.Fingerprint = &fp
+	}
+	if in.Proxy != nil {
+		id, err := proxyID(in.Proxy)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		patch.ProxyID = &id
+	}
+	p, err := h.svc.Update(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"], patch, version)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeProfile(w, http.StatusOK, p)
+}
+
+func (h *ProfileHandlers) delete(w http.ResponseWriter, r *http.Request) {
+	if err := h.svc.Delete(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"]); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeNoContent(w)
+}
+
+type launchRequest struct {
+	Headless   bool `json:"headless"`
+	TTLSeconds *int `json:"ttlSeconds"`
+}
+
+type sessionEnvelope struct {
+	Session sessionDTOOut `json:"session"`
+}
+
+func (h *ProfileHandlers) launch(w http.ResponseWriter, r *http.Request) {
+	var in launchRequest
+	if err := decodeOptionalJSON(w, r, &in); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	p, err := h.svc.Launch(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"], profiles.LaunchInput(in))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sessionEnvelope{Session: toSessionOut(*p.Session)})
+}
+
+type heartbeatRequest struct {
+	SessionID  string `json:"sessionId"`
+	TTLSeconds *int   `json:"ttlSeconds"`
+}
+
+func (h *ProfileHandlers) heartbeat(w http.ResponseWriter, r *http.Request) {
+	var in heartbeatRequest
+	if err := decodeJSON(w, r, &in); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	p, err := h.svc.Heartbeat(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"], in.SessionID, in.TTLSeconds)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sessionEnvelope{Session: toSessionOut(*p.Session)})
+}
+
+func (h *ProfileHandlers) release(w http.ResponseWriter, r *http.Request) {
+	var none struct{}
+	if err := decodeOptionalJSON(w, r, &none); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	p, err := h.svc.Release(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"])
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeProfile(w, http.StatusOK, p)
+}

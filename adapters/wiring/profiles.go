@@ -1,0 +1,97 @@
+package wiring
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.uber.org/fx"
+
+	"github.com/profilesvc/profilesvc/adapters/browser"
+	httpapi "github.com/profilesvc/profilesvc/adapters/http"
+	"github.com/profilesvc/profilesvc/application/profiles"
+	"github.com/profilesvc/profilesvc/config"
+	"github.com/profilesvc/profilesvc/ports"
+)
+
+// ReaperInterval is how often each instance looks for sessions whose lease
+// ran out. Tests replace it (fx.Decorate) to see the reaper act at once.
+type ReaperInterval time.Duration
+
+// defaultReaperInterval bounds how long an expired lease can outlive its
+// expiresAt: a few seconds, for a query on an index.
+const defaultReaperInterval = ReaperInterval(5 * time.Second)
+
+// ProfileDeps are the ports of the profile use cases.
+type ProfileDeps struct {
+	fx.In
+	Store   ports.Store
+	Runtime ports.BrowserRuntime
+	Clock   ports.Clock
+	IDs     ports.IDs
+	Log     *slog.Logger
+	Config  config.Config
+}
+
+// Profiles provides the profile use cases, the browser runtime, their
+// routes and the session reaper.
+var Profiles = fx.Module("profiles",
+	fx.Provide(
+		newBrowserRuntime,
+		func(d ProfileDeps) *profiles.Service {
+			return profiles.New(profiles.Deps{
+				Store: d.Store, Runtime: d.Runtime, Clock: d.Clock, IDs: d.IDs, Log: d.Log,
+				Policy: profiles.Policy{SessionTTLDefault: d.Config.SessionTTLDefault, SessionTTLMax: d.Config.SessionTTLMax},
+			})
+		},
+		func() ReaperInterval { return defaultReaperInterval },
+		fx.Annotate(func(svc *profiles.Service) Routes { return httpapi.NewProfileHandlers(svc).Routes() }, fx.ResultTags(`group:"routes"`)),
+	),
+	fx.Invoke(startReaper),
+)
+
+// newBrowserRuntime picks the runtime of BROWSER_RUNTIME. Until a Chromium
+// runtime is built in, "auto" finds none and leases only.
+func newBrowserRuntime(cfg config.Config) (ports.BrowserRuntime, error) {
+	switch cfg.BrowserRuntime {
+	case "none", "auto":
+		return browser.LeaseOnly{}, nil
+	}
+	return nil, fmt.Errorf("BROWSER_RUNTIME: %q is not available in this build; use auto or none", cfg.BrowserRuntime)
+}
+
+// startReaper runs the reaper on every instance: at start, so that leases
+// that ran out while the service was down end at once, and then every
+// interval until the app stops.
+func startReaper(lc fx.Lifecycle, svc *profiles.Service, every ReaperInterval, log *slog.Logger) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			wg.Go(func() {
+				tick := time.NewTicker(time.Duration(every))
+				defer tick.Stop()
+				for {
+					if n, err := svc.ReapExpired(ctx); err != nil && ctx.Err() == nil {
+						log.ErrorContext(ctx, "session reaper", "error", err.Error(), "ended", n)
+					} else if n > 0 {
+						log.InfoContext(ctx, "session reaper ended expired sessions", "ended", n)
+					}
+					select {
+					case <-ctx.Done():
+						return
+					case <-tick.C:
+					}
+				}
+			})
+			return nil
+		},
+		OnStop: func(context.Context) error {
+			cancel()
+			wg.Wait()
+			return nil
+		},
+	})
+}
