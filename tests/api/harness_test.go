@@ -47,9 +47,14 @@ func backends() []backend {
 
 // eachBackend runs fn once per storage adapter, each with its own service.
 func eachBackend(t *testing.T, fn func(t *testing.T, h *harness)) {
+	eachBackendWith(t, nil, fn)
+}
+
+// eachBackendWith is eachBackend with extra fx options for every service.
+func eachBackendWith(t *testing.T, extra []fx.Option, fn func(t *testing.T, h *harness)) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
-			fn(t, start(t, options{databaseURL: b.url(t)}))
+			fn(t, start(t, options{databaseURL: b.url(t), extra: extra}))
 		})
 	}
 }
@@ -69,6 +74,11 @@ type harness struct {
 	logs   *observer.ObservedLogs
 	clock  *clock.Fake
 	client *http.Client
+	// store is the service's own store, for arranging what the API cannot
+	// yet (memberships of other roles) and for reading the outbox.
+	store ports.Store
+	// stop stops the service (again: a no-op).
+	stop func()
 	// bodies keeps every response body, so tests can look for leaked secrets.
 	mu     sync.Mutex
 	bodies [][]byte
@@ -97,15 +107,17 @@ func start(t *testing.T, o options) *harness {
 	core, logs := observer.New(zapcore.DebugLevel)
 	fake := clock.NewFake(time.Now().UTC())
 	var srv *httpapi.Server
+	var store ports.Store
 	opts := append([]fx.Option{
 		fx.Replace(zap.New(core)),
 		fx.Decorate(func() ports.Clock { return fake }),
-		fx.Populate(&srv),
+		fx.Populate(&srv, &store),
 	}, o.extra...)
 	app := fxtest.New(t, wiring.Options(cfg, opts...))
 	app.RequireStart()
-	t.Cleanup(app.RequireStop)
-	h := &harness{t: t, base: "http://" + srv.Addr(), logs: logs, clock: fake}
+	h := &harness{t: t, base: "http://" + srv.Addr(), logs: logs, clock: fake, store: store}
+	h.stop = sync.OnceFunc(app.RequireStop)
+	t.Cleanup(h.stop)
 	h.client = &http.Client{Transport: &validatingTransport{h: h, next: http.DefaultTransport}, Timeout: 30 * time.Second}
 	return h
 }
