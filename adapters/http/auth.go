@@ -297,11 +297,7 @@ func (h *AuthHandlers) listAPIKeys(w http.ResponseWriter, r *http.Request) {
 	for _, k := range page.Items {
 		out = append(out, toAPIKeyDTO(k))
 	}
-	var next *string
-	if page.NextCursor != "" {
-		next = &page.NextCursor
-	}
-	writeList(w, out, next, page.Limit)
+	writeList(w, out, page.NextCursor, page.Limit)
 }
 
 func (h *AuthHandlers) deleteAPIKey(w http.ResponseWriter, r *http.Request) {

@@ -182,12 +182,17 @@ func writeJSON(w http.ResponseWriter, status int, data any) {
 }
 
 // writeList answers 200 with a page of items; a nil slice is sent as [] so
-// that clients can always iterate data.
-func writeList(w http.ResponseWriter, data any, nextCursor *string, limit int) {
+// that clients can always iterate data, and an empty cursor (the last page)
+// as null.
+func writeList(w http.ResponseWriter, data any, nextCursor string, limit int) {
 	if v := reflect.ValueOf(data); !v.IsValid() || (v.Kind() == reflect.Slice && v.IsNil()) {
 		data = []struct{}{}
 	}
-	writeBody(w, http.StatusOK, listEnvelope{Success: true, Data: data, Meta: listMeta{NextCursor: nextCursor, Limit: limit}})
+	meta := listMeta{Limit: limit}
+	if nextCursor != "" {
+		meta.NextCursor = &nextCursor
+	}
+	writeBody(w, http.StatusOK, listEnvelope{Success: true, Data: data, Meta: meta})
 }
 
 // writeNoContent answers 204 with no body.

@@ -149,14 +149,14 @@ func TestWriteJSONAndList(t *testing.T) {
 
 	next := "c2"
 	w = httptest.NewRecorder()
-	writeList(w, []int{1, 2}, &next, 2)
+	writeList(w, []int{1, 2}, next, 2)
 	if w.Body.String() != `{"success":true,"data":[1,2],"meta":{"nextCursor":"c2","limit":2}}`+"\n" {
 		t.Fatalf("writeList: %s", w.Body.Bytes())
 	}
 
 	w = httptest.NewRecorder()
 	var none []string
-	writeList(w, none, nil, 50)
+	writeList(w, none, "", 50)
 	if w.Body.String() != `{"success":true,"data":[],"meta":{"nextCursor":null,"limit":50}}`+"\n" {
 		t.Fatalf("writeList of nothing: %s", w.Body.Bytes())
 	}

@@ -192,7 +192,7 @@ func (h *ProfileHandlers) listTemplates(w http.ResponseWriter, r *http.Request) 
 	for _, t := range ts {
 		out = append(out, toTemplateDTO(t))
 	}
-	writeList(w, out, nil, len(out))
+	writeList(w, out, "", len(out))
 }
 
 func (h *ProfileHandlers) getTemplate(w http.ResponseWriter, r *http.Request) {
@@ -260,11 +260,7 @@ func (h *ProfileHandlers) list(w http.ResponseWriter, r *http.Request) {
 	for _, p := range page.Items {
 		out = append(out, toProfileDTO(p))
 	}
-	var next *string
-	if page.NextCursor != "" {
-		next = &page.NextCursor
-	}
-	writeList(w, out, next, page.Limit)
+	writeList(w, out, page.NextCursor, page.Limit)
 }
 
 type updateProfileRequest struct {

@@ -33,6 +33,7 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		Mail,
 		Accounts,
 		Profiles,
+		Teams,
 		HTTP,
 		fx.Options(extra...),
 	)

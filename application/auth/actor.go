@@ -101,7 +101,7 @@ func (s *Service) apiKey(ctx context.Context, presented string) (cachedKey, erro
 			}
 		}
 	}
-	if subtle.ConstantTimeCompare(k.Hash, digest(secret)) != 1 {
+	if subtle.ConstantTimeCompare(k.Hash, account.Digest(secret)) != 1 {
 		return cachedKey{}, errBadAPIKey
 	}
 	return k, nil
@@ -141,10 +141,10 @@ func (s *Service) CreateAPIKey(ctx context.Context, actor team.Actor, name strin
 	}
 	id := s.d.IDs.New("key")
 	idPart := strings.TrimPrefix(id, "key_")
-	secret := randomHex(32)
+	secret := account.NewSecret(32)
 	k := account.APIKey{
 		ID: id, TeamID: actor.TeamID, UserID: actor.UserID, Name: name,
-		Prefix: apiKeyPrefix + idPart, Hash: digest(secret), CreatedAt: s.d.Clock.Now().UTC(),
+		Prefix: apiKeyPrefix + idPart, Hash: account.Digest(secret), CreatedAt: s.d.Clock.Now().UTC(),
 	}
 	if err := s.d.Store.APIKeys().Create(ctx, k); err != nil {
 		return NewAPIKey{}, err

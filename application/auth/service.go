@@ -5,14 +5,10 @@ package auth
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"log/slog"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/profilesvc/profilesvc/domain"
@@ -76,7 +72,7 @@ type Service struct {
 // New returns the service. It hashes one throw-away password so that unknown
 // emails can be answered in the same time as wrong passwords.
 func New(ctx context.Context, d Deps) (*Service, error) {
-	h, err := d.Hasher.Hash(ctx, "not-a-real-password-"+randomHex(8))
+	h, err := d.Hasher.Hash(ctx, "not-a-real-password-"+account.NewSecret(8))
 	if err != nil {
 		return nil, err
 	}
@@ -255,10 +251,10 @@ func (s *Service) issue(ctx context.Context, tx ports.Repositories, u account.Us
 	if err != nil {
 		return Tokens{}, err
 	}
-	secret := randomHex(32)
+	secret := account.NewSecret(32)
 	rt := account.RefreshToken{
 		ID: s.d.IDs.New("rt"), FamilyID: familyID, UserID: u.ID, TeamID: u.DefaultTeamID,
-		Hash: digest(secret), IssuedAt: now, ExpiresAt: now.Add(s.d.Policy.RefreshTTL),
+		Hash: account.Digest(secret), IssuedAt: now, ExpiresAt: now.Add(s.d.Policy.RefreshTTL),
 	}
 	if err := tx.RefreshTokens().Create(ctx, rt); err != nil {
 		return Tokens{}, err
@@ -276,7 +272,7 @@ var errBadRefresh = domain.Unauthorized("invalid, expired or revoked refresh tok
 // single-use: presenting one that was already used revokes its whole family,
 // since either the client or a thief holds a copy.
 func (s *Service) Refresh(ctx context.Context, refreshToken string) (Session, error) {
-	id, secret, ok := splitToken(refreshToken)
+	id, secret, ok := account.SplitToken(refreshToken)
 	if !ok {
 		return Session{}, errBadRefresh
 	}
@@ -287,7 +283,7 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string) (Session, er
 	if err != nil {
 		return Session{}, err
 	}
-	if subtle.ConstantTimeCompare(rt.Hash, digest(secret)) != 1 {
+	if subtle.ConstantTimeCompare(rt.Hash, account.Digest(secret)) != 1 {
 		return Session{}, errBadRefresh
 	}
 	now := s.d.Clock.Now().UTC()
@@ -365,8 +361,8 @@ func (s *Service) ForgotPassword(ctx context.Context, email string) error {
 		return err
 	}
 	now := s.d.Clock.Now().UTC()
-	secret := randomHex(32)
-	t := account.ResetToken{ID: s.d.IDs.New("rst"), UserID: u.ID, Hash: digest(secret), CreatedAt: now, ExpiresAt: now.Add(s.d.Policy.ResetTTL)}
+	secret := account.NewSecret(32)
+	t := account.ResetToken{ID: s.d.IDs.New("rst"), UserID: u.ID, Hash: account.Digest(secret), CreatedAt: now, ExpiresAt: now.Add(s.d.Policy.ResetTTL)}
 	if err := s.d.Store.ResetTokens().Create(ctx, t); err != nil {
 		return err
 	}
@@ -394,7 +390,7 @@ func (s *Service) ResetPassword(ctx context.Context, token, password string) err
 	if err := account.ValidatePassword(password, s.d.Hasher.MaxBytes()); err != nil {
 		return err
 	}
-	id, secret, ok := splitToken(token)
+	id, secret, ok := account.SplitToken(token)
 	if !ok {
 		return errBadReset
 	}
@@ -406,7 +402,7 @@ func (s *Service) ResetPassword(ctx context.Context, token, password string) err
 		return err
 	}
 	now := s.d.Clock.Now().UTC()
-	if subtle.ConstantTimeCompare(rt.Hash, digest(secret)) != 1 || !rt.Usable(now) {
+	if subtle.ConstantTimeCompare(rt.Hash, account.Digest(secret)) != 1 || !rt.Usable(now) {
 		return errBadReset
 	}
 	hash, err := s.d.Hasher.Hash(ctx, password)
@@ -426,24 +422,6 @@ func (s *Service) ResetPassword(ctx context.Context, token, password string) err
 		}
 		return tx.RefreshTokens().RevokeUser(ctx, rt.UserID, now)
 	})
-}
-
-func splitToken(s string) (id, secret string, ok bool) {
-	id, secret, ok = strings.Cut(s, ".")
-	return id, secret, ok && id != "" && secret != "" && len(s) <= 256
-}
-
-func digest(secret string) []byte {
-	h := sha256.Sum256([]byte(secret))
-	return h[:]
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic("crypto/rand failed: " + err.Error())
-	}
-	return hex.EncodeToString(b)
 }
 
 func fieldsOf(err error) []domain.FieldIssue {

@@ -262,20 +262,27 @@ var resetTokenPattern = regexp.MustCompile(`Reset token: (\S+)`)
 // mailedResetToken reads the token from the log mail transport's message.
 func (h *harness) mailedResetToken(t *testing.T, email string) string {
 	t.Helper()
+	return h.mailedToken(t, email, resetTokenPattern)
+}
+
+// mailedToken reads the newest token matching pattern from the messages
+// the log mail transport wrote for email.
+func (h *harness) mailedToken(t *testing.T, email string, pattern *regexp.Regexp) string {
+	t.Helper()
 	var token string
 	for _, e := range h.logs.All() {
 		fields := e.ContextMap()
-		if fields["to"] != email {
+		if !strings.EqualFold(str(fields["to"]), email) {
 			continue
 		}
 		for _, v := range fields {
-			if m := resetTokenPattern.FindStringSubmatch(str(v)); m != nil {
+			if m := pattern.FindStringSubmatch(str(v)); m != nil {
 				token = m[1]
 			}
 		}
 	}
 	if token == "" {
-		t.Fatalf("no reset mail to %s in the log", email)
+		t.Fatalf("no mail to %s matching %s in the log", email, pattern)
 	}
 	return token
 }

@@ -77,6 +77,8 @@ type harness struct {
 	// store is the service's own store, for arranging what the API cannot
 	// yet (memberships of other roles) and for reading the outbox.
 	store ports.Store
+	// routes is the service's route table.
+	routes wiring.RouteTable
 	// stop stops the service (again: a no-op).
 	stop func()
 	// bodies keeps every response body, so tests can look for leaked secrets.
@@ -108,14 +110,15 @@ func start(t *testing.T, o options) *harness {
 	fake := clock.NewFake(time.Now().UTC())
 	var srv *httpapi.Server
 	var store ports.Store
+	var routes wiring.RouteTable
 	opts := append([]fx.Option{
 		fx.Replace(zap.New(core)),
 		fx.Decorate(func() ports.Clock { return fake }),
-		fx.Populate(&srv, &store),
+		fx.Populate(&srv, &store, &routes),
 	}, o.extra...)
 	app := fxtest.New(t, wiring.Options(cfg, opts...))
 	app.RequireStart()
-	h := &harness{t: t, base: "http://" + srv.Addr(), logs: logs, clock: fake, store: store}
+	h := &harness{t: t, base: "http://" + srv.Addr(), logs: logs, clock: fake, store: store, routes: routes}
 	h.stop = sync.OnceFunc(app.RequireStop)
 	t.Cleanup(h.stop)
 	h.client = &http.Client{Transport: &validatingTransport{h: h, next: http.DefaultTransport}, Timeout: 30 * time.Second}

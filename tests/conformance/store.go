@@ -14,9 +14,11 @@ type NewStore func(t *testing.T) ports.Store
 
 // RunStore checks that a ports.Store honours the contracts of ports/store.go:
 // every repository method, the not-found and conflict kinds, atomic token
-// consumption, profile paging and filters, session swaps with one winner
-// among concurrent callers, outbox ordering, and a unit of work that commits
-// all of its writes or none of them, even under concurrency.
+// and invitation consumption, membership and profile paging, profile
+// filters, a team lock that serialises units counting the team's owners,
+// session swaps with one winner among concurrent callers, outbox ordering,
+// and a unit of work that commits all of its writes or none of them, even
+// under concurrency.
 //
 // Times: the suite writes times with nanoseconds, some in a non-UTC zone, and
 // requires that they come back in UTC and within a millisecond of what was
@@ -35,6 +37,9 @@ func RunStore(t *testing.T, newStore NewStore) {
 	t.Run("users", func(t *testing.T) { runUserRepository(t, newStore) })
 	t.Run("teams", func(t *testing.T) { runTeamRepository(t, newStore) })
 	t.Run("memberships", func(t *testing.T) { runMembershipRepository(t, newStore) })
+	t.Run("team memberships", func(t *testing.T) { runTeamMemberships(t, newStore) })
+	t.Run("team lock", func(t *testing.T) { runTeamLock(t, newStore) })
+	t.Run("invitations", func(t *testing.T) { runInvitationRepository(t, newStore) })
 	t.Run("api keys", func(t *testing.T) { runAPIKeyRepository(t, newStore) })
 	t.Run("refresh tokens", func(t *testing.T) { runRefreshTokenRepository(t, newStore) })
 	t.Run("reset tokens", func(t *testing.T) { runResetTokenRepository(t, newStore) })

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -94,6 +95,30 @@ func runUserRepository(t *testing.T, newStore NewStore) {
 		f := newStoreFixture(t, newStore)
 		err := f.s.Users().UpdatePassword(f.ctx, storeID("usr"), "$argon2id$new", storeAt(0))
 		expectNotFound(t, "UpdatePassword of an unknown id", err)
+	})
+
+	t.Run("ListByIDs returns the users that exist", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		a, b, c := f.user(""), f.user(""), f.user("")
+		for _, u := range []account.User{a, b, c} {
+			f.must("Create", f.s.Users().Create(f.ctx, u))
+		}
+		got, err := f.s.Users().ListByIDs(f.ctx, []string{c.ID, storeID("usr"), a.ID, c.ID})
+		f.must("ListByIDs", err)
+		slices.SortFunc(got, func(x, y account.User) int { return strings.Compare(x.ID, y.ID) })
+		checkIDs(t, "ListByIDs", ids(got, func(u account.User) string { return u.ID }), []string{a.ID, c.ID})
+		if len(got) == 2 {
+			checkUser(t, got[0], a)
+			checkUser(t, got[1], c)
+		}
+
+		for _, none := range [][]string{nil, {}, {storeID("usr")}} {
+			got, err := f.s.Users().ListByIDs(f.ctx, none)
+			f.must("ListByIDs without known ids", err)
+			if len(got) != 0 {
+				t.Fatalf("ListByIDs(%q) returned %d users, want none", none, len(got))
+			}
+		}
 	})
 
 	t.Run("times written in another zone come back in UTC", func(t *testing.T) {

@@ -90,6 +90,36 @@ func (f storeFixture) team() team.Team {
 	return tm
 }
 
+// owner returns an active owner membership of the team for a new user.
+func (f storeFixture) owner(teamID string) team.Member {
+	userID := storeID("usr")
+	return team.NewOwner(storeID("mem"), teamID, userID, userID+"@example.com", storeAt(0))
+}
+
+// member returns a membership of the team for a new user with the role and
+// status; only an active one has JoinedAt.
+func (f storeFixture) member(teamID string, role team.Role, status team.Status) team.Member {
+	userID := storeID("usr")
+	m := team.NewInvited(storeID("mem"), teamID, userID, userID+"@example.com", role, storeAt(0))
+	m.Status = status
+	if status == team.StatusActive {
+		m.JoinedAt = storePtr(storeAt(time.Minute))
+	}
+	return m
+}
+
+// invited returns the membership of an invited email that no account has.
+func (f storeFixture) invited(teamID, email string) team.Member {
+	return team.NewInvited(storeID("mem"), teamID, "", email, team.RoleMember, storeAt(time.Second))
+}
+
+func (f storeFixture) invitation(teamID, memberID, email string) team.Invitation {
+	return team.Invitation{
+		ID: storeID("inv"), TeamID: teamID, MemberID: memberID, Email: email,
+		Hash: storeHash(17), CreatedAt: storeAt(0), ExpiresAt: storeAt(7 * 24 * time.Hour),
+	}
+}
+
 func (f storeFixture) apiKey(teamID, userID string, created time.Time) account.APIKey {
 	return account.APIKey{
 		ID: storeID("key"), TeamID: teamID, UserID: userID, Name: "ci deploys",
@@ -218,6 +248,18 @@ func checkMember(t *testing.T, got, want team.Member) {
 	checkField(t, "member.Status", got.Status, want.Status)
 	checkTime(t, "member.InvitedAt", got.InvitedAt, want.InvitedAt)
 	checkTimePtr(t, "member.JoinedAt", got.JoinedAt, want.JoinedAt)
+}
+
+func checkInvitation(t *testing.T, got, want team.Invitation) {
+	t.Helper()
+	checkField(t, "invitation.ID", got.ID, want.ID)
+	checkField(t, "invitation.TeamID", got.TeamID, want.TeamID)
+	checkField(t, "invitation.MemberID", got.MemberID, want.MemberID)
+	checkField(t, "invitation.Email", got.Email, want.Email)
+	checkBytes(t, "invitation.Hash", got.Hash, want.Hash)
+	checkTime(t, "invitation.CreatedAt", got.CreatedAt, want.CreatedAt)
+	checkTime(t, "invitation.ExpiresAt", got.ExpiresAt, want.ExpiresAt)
+	checkTimePtr(t, "invitation.UsedAt", got.UsedAt, want.UsedAt)
 }
 
 func checkAPIKey(t *testing.T, got, want account.APIKey) {

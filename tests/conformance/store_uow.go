@@ -20,6 +20,7 @@ type unitRows struct {
 	user    account.User
 	team    team.Team
 	member  team.Member
+	invite  team.Invitation
 	key     account.APIKey
 	refresh account.RefreshToken
 	reset   account.ResetToken
@@ -31,10 +32,12 @@ func (f storeFixture) unitRows() unitRows {
 	u := f.user("")
 	tm := f.team()
 	u.DefaultTeamID = tm.ID
+	member := team.NewOwner(storeID("mem"), tm.ID, u.ID, u.Email, storeAt(0))
 	return unitRows{
 		user:    u,
 		team:    tm,
-		member:  team.NewOwner(storeID("mem"), tm.ID, u.ID, u.Email, storeAt(0)),
+		member:  member,
+		invite:  f.invitation(tm.ID, member.ID, u.Email),
 		key:     f.apiKey(tm.ID, u.ID, storeAt(0)),
 		refresh: f.refreshToken(storeID("fam"), u.ID, tm.ID),
 		reset:   f.resetToken(u.ID),
@@ -51,6 +54,7 @@ func (w unitRows) write(ctx context.Context, r ports.Repositories) error {
 		{"create user", func() error { return r.Users().Create(ctx, w.user) }},
 		{"create team", func() error { return r.Teams().Create(ctx, w.team) }},
 		{"create membership", func() error { return r.Memberships().Create(ctx, w.member) }},
+		{"create invitation", func() error { return r.Invitations().Create(ctx, w.invite) }},
 		{"create api key", func() error { return r.APIKeys().Create(ctx, w.key) }},
 		{"create refresh token", func() error { return r.RefreshTokens().Create(ctx, w.refresh) }},
 		{"create reset token", func() error { return r.ResetTokens().Create(ctx, w.reset) }},
@@ -85,6 +89,27 @@ func (w unitRows) expectPresent(t *testing.T, ctx context.Context, r ports.Repos
 		t.Fatalf("membership: %v", err)
 	}
 	checkMember(t, m, w.member)
+	if m, err = r.Memberships().ByID(ctx, w.team.ID, w.member.ID); err != nil {
+		t.Fatalf("membership by id: %v", err)
+	}
+	checkMember(t, m, w.member)
+	if m, err = r.Memberships().ByEmail(ctx, w.team.ID, w.member.Email); err != nil {
+		t.Fatalf("membership by email: %v", err)
+	}
+	checkMember(t, m, w.member)
+	list, err := r.Memberships().List(ctx, w.team.ID, "", 10)
+	if err != nil {
+		t.Fatalf("list memberships: %v", err)
+	}
+	checkIDs(t, "memberships of the team", memberIDs(list), []string{w.member.ID})
+	if active, owners, err := r.Memberships().Count(ctx, w.team.ID); err != nil || active != 1 || owners != 1 {
+		t.Fatalf("Count = %d active, %d owners, %v; want 1, 1", active, owners, err)
+	}
+	inv, err := r.Invitations().ByID(ctx, w.invite.ID)
+	if err != nil {
+		t.Fatalf("invitation %s: %v", w.invite.ID, err)
+	}
+	checkInvitation(t, inv, w.invite)
 	k, err := r.APIKeys().ByID(ctx, w.key.ID)
 	if err != nil {
 		t.Fatalf("api key %s: %v", w.key.ID, err)
@@ -128,6 +153,19 @@ func (w unitRows) expectAbsent(t *testing.T, ctx context.Context, r ports.Reposi
 	if err != nil || len(ms) != 0 {
 		t.Fatalf("memberships left behind: %d, %v", len(ms), err)
 	}
+	_, err = r.Memberships().ByID(ctx, w.team.ID, w.member.ID)
+	expectNotFound(t, "membership by id left behind", err)
+	_, err = r.Memberships().ByEmail(ctx, w.team.ID, w.member.Email)
+	expectNotFound(t, "membership by email left behind", err)
+	ms, err = r.Memberships().List(ctx, w.team.ID, "", 10)
+	if err != nil || len(ms) != 0 {
+		t.Fatalf("memberships of the team left behind: %d, %v", len(ms), err)
+	}
+	if active, owners, err := r.Memberships().Count(ctx, w.team.ID); err != nil || active != 0 || owners != 0 {
+		t.Fatalf("Count = %d active, %d owners, %v; want 0, 0", active, owners, err)
+	}
+	_, err = r.Invitations().ByID(ctx, w.invite.ID)
+	expectNotFound(t, "invitation left behind", err)
 	_, err = r.APIKeys().ByID(ctx, w.key.ID)
 	expectNotFound(t, "api key left behind", err)
 	_, err = r.RefreshTokens().ByID(ctx, w.refresh.ID)
@@ -152,6 +190,8 @@ type mutations struct {
 	otherFam  account.RefreshToken
 	newHash   string
 	changedAt time.Time
+	// movedTo is the user id the membership is moved to.
+	movedTo string
 }
 
 func (f storeFixture) committedRows() mutations {
@@ -159,7 +199,7 @@ func (f storeFixture) committedRows() mutations {
 	rows := f.unitRows()
 	f.must("commit rows", rows.write(f.ctx, f.s))
 	m := mutations{rows: rows, otherFam: f.refreshToken(storeID("fam"), rows.user.ID, rows.team.ID),
-		newHash: "$argon2id$changed", changedAt: storeAt(time.Hour)}
+		newHash: "$argon2id$changed", changedAt: storeAt(time.Hour), movedTo: storeID("usr")}
 	f.must("create token", f.s.RefreshTokens().Create(f.ctx, m.otherFam))
 	return m
 }
@@ -184,12 +224,22 @@ func (m mutations) apply(ctx context.Context, r ports.Repositories) error {
 	if ok, err := r.ResetTokens().Consume(ctx, rows.reset.ID, m.changedAt); err != nil || !ok {
 		return fmt.Errorf("consume reset token: %v, %w", ok, err)
 	}
+	moved := rows.member
+	moved.UserID, moved.Role = m.movedTo, team.RoleAdmin
+	if err := r.Memberships().Update(ctx, moved); err != nil {
+		return fmt.Errorf("update membership: %w", err)
+	}
+	if ok, err := r.Invitations().Consume(ctx, rows.invite.ID, m.changedAt); err != nil || !ok {
+		return fmt.Errorf("consume invitation: %v, %w", ok, err)
+	}
 	return nil
 }
 
 func (m mutations) expectUnchanged(t *testing.T, ctx context.Context, r ports.Repositories) {
 	t.Helper()
 	m.rows.expectPresent(t, ctx, r)
+	_, err := r.Memberships().ByUser(ctx, m.rows.team.ID, m.movedTo)
+	expectNotFound(t, "membership under the user id it was moved to", err)
 	got, err := r.RefreshTokens().ByID(ctx, m.otherFam.ID)
 	if err != nil {
 		t.Fatalf("refresh token %s: %v", m.otherFam.ID, err)
@@ -247,6 +297,19 @@ func runUnitOfWork(t *testing.T, newStore NewStore) {
 				return err
 			}
 			checkTimePtr(t, "consumed refresh token UsedAt inside the unit", rt.UsedAt, &before.changedAt)
+			moved, err := tx.Memberships().ByUser(ctx, before.rows.team.ID, before.movedTo)
+			if err != nil {
+				return fmt.Errorf("moved membership inside the unit: %w", err)
+			}
+			checkField(t, "moved membership inside the unit", moved.ID, before.rows.member.ID)
+			checkField(t, "moved membership role inside the unit", moved.Role, team.RoleAdmin)
+			_, err = tx.Memberships().ByUser(ctx, before.rows.team.ID, before.rows.user.ID)
+			expectNotFound(t, "membership under the user id it was moved from, inside the unit", err)
+			inv, err := tx.Invitations().ByID(ctx, before.rows.invite.ID)
+			if err != nil {
+				return err
+			}
+			checkTimePtr(t, "consumed invitation UsedAt inside the unit", inv.UsedAt, &before.changedAt)
 			if ok, err := tx.RefreshTokens().Consume(ctx, rows.refresh.ID, storeAt(time.Minute)); err != nil || !ok {
 				t.Errorf("Consume of a token created in the unit: %v, %v", ok, err)
 			}

@@ -148,6 +148,7 @@ type repositories struct{ db bun.IDB }
 func (r repositories) Users() ports.UserRepository             { return userRepository(r) }
 func (r repositories) Teams() ports.TeamRepository             { return teamRepository(r) }
 func (r repositories) Memberships() ports.MembershipRepository { return membershipRepository(r) }
+func (r repositories) Invitations() ports.InvitationRepository { return invitationRepository(r) }
 func (r repositories) APIKeys() ports.APIKeyRepository         { return apiKeyRepository(r) }
 func (r repositories) RefreshTokens() ports.RefreshTokenRepository {
 	return refreshTokenRepository(r)

@@ -78,3 +78,19 @@ func (r userRepository) UpdatePassword(ctx context.Context, id, passwordHash str
 		Exec(ctx)
 	return touchedOne(res, err, "user")
 }
+
+// ListByIDs reads every user of ids with one query; no ids need no query.
+func (r userRepository) ListByIDs(ctx context.Context, ids []string) ([]account.User, error) {
+	if len(ids) == 0 {
+		return []account.User{}, nil
+	}
+	var rows []userRow
+	if err := r.db.NewSelect().Model(&rows).Where("id IN (?)", bun.List(ids)).Scan(ctx); err != nil {
+		return nil, readErr(err, "users")
+	}
+	users := make([]account.User, 0, len(rows))
+	for i := range rows {
+		users = append(users, rows[i].user())
+	}
+	return users, nil
+}

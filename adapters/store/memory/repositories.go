@@ -76,6 +76,25 @@ func (r users) UpdatePassword(ctx context.Context, id, passwordHash string, at t
 	})
 }
 
+// ListByIDs skips unknown ids and returns a user named twice once.
+func (r users) ListByIDs(ctx context.Context, ids []string) ([]account.User, error) {
+	var out []account.User
+	err := r.s.read(ctx, r.tx, func(st *state) error {
+		out = make([]account.User, 0, len(ids))
+		seen := make(map[string]bool, len(ids))
+		for _, id := range ids {
+			u, ok := st.users[id]
+			if !ok || seen[id] {
+				continue
+			}
+			seen[id] = true
+			out = append(out, cloneUser(u))
+		}
+		return nil
+	})
+	return out, err
+}
+
 type teams struct {
 	s  *Store
 	tx *txn
@@ -104,26 +123,49 @@ func (r teams) ByID(ctx context.Context, id string) (team.Team, error) {
 	return t, err
 }
 
+// Lock only checks that the team exists: the unit of work already holds the
+// store's write lock, so no other unit runs until it ends.
+func (r teams) Lock(ctx context.Context, id string) error {
+	return r.s.read(ctx, r.tx, func(st *state) error {
+		if _, ok := st.teams[id]; !ok {
+			return domain.NotFound("team")
+		}
+		return nil
+	})
+}
+
 type memberships struct {
 	s  *Store
 	tx *txn
 }
 
+// Create indexes a membership by user only when it has a user id: members
+// invited by an email without an account share the empty one.
 func (r memberships) Create(ctx context.Context, m team.Member) error {
 	return r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
 		key := memberKey{m.TeamID, m.UserID}
-		if _, taken := st.memberOf[key]; taken {
+		if _, taken := st.memberOf[key]; taken && m.UserID != "" {
 			return domain.Conflict("the user is already a member of this team")
+		}
+		emailKey := memberEmailKey{m.TeamID, account.NormalizeEmail(m.Email)}
+		if _, taken := st.memberByEmail[emailKey]; taken {
+			return domain.Conflict("the email is already a member of this team")
 		}
 		if _, taken := st.members[m.ID]; taken {
 			return domain.Conflict("a membership with this id already exists")
 		}
 		put(undo, st.members, m.ID, cloneMember(m))
-		put(undo, st.memberOf, key, m.ID)
+		if m.UserID != "" {
+			put(undo, st.memberOf, key, m.ID)
+		}
+		put(undo, st.memberByEmail, emailKey, m.ID)
+		st.addMemberID(undo, m.TeamID, m.ID)
 		return nil
 	})
 }
 
+// ByUser finds no membership for the empty user id: that is the user id of
+// every member still waiting for an account, not a user.
 func (r memberships) ByUser(ctx context.Context, teamID, userID string) (team.Member, error) {
 	var m team.Member
 	err := r.s.read(ctx, r.tx, func(st *state) error {
@@ -137,10 +179,14 @@ func (r memberships) ByUser(ctx context.Context, teamID, userID string) (team.Me
 	return m, err
 }
 
+// ListByUser lists nothing for the empty user id, as ByUser finds nothing.
 func (r memberships) ListByUser(ctx context.Context, userID string) ([]team.Member, error) {
 	var out []team.Member
 	err := r.s.read(ctx, r.tx, func(st *state) error {
 		out = []team.Member{}
+		if userID == "" {
+			return nil
+		}
 		for _, m := range st.members {
 			if m.UserID == userID {
 				out = append(out, cloneMember(m))
@@ -153,6 +199,154 @@ func (r memberships) ListByUser(ctx context.Context, userID string) ([]team.Memb
 		return nil
 	})
 	return out, err
+}
+
+// memberOfTeam finds the team's membership: another team's is not found.
+func (st *state) memberOfTeam(teamID, id string) (team.Member, error) {
+	m, ok := st.members[id]
+	if !ok || m.TeamID != teamID {
+		return team.Member{}, domain.NotFound("membership")
+	}
+	return m, nil
+}
+
+func (r memberships) ByID(ctx context.Context, teamID, id string) (team.Member, error) {
+	var m team.Member
+	err := r.s.read(ctx, r.tx, func(st *state) error {
+		found, err := st.memberOfTeam(teamID, id)
+		if err != nil {
+			return err
+		}
+		m = cloneMember(found)
+		return nil
+	})
+	return m, err
+}
+
+func (r memberships) ByEmail(ctx context.Context, teamID, email string) (team.Member, error) {
+	var m team.Member
+	err := r.s.read(ctx, r.tx, func(st *state) error {
+		id, ok := st.memberByEmail[memberEmailKey{teamID, account.NormalizeEmail(email)}]
+		if !ok {
+			return domain.NotFound("membership")
+		}
+		m = cloneMember(st.members[id])
+		return nil
+	})
+	return m, err
+}
+
+// List walks the team's sorted ids down from the cursor, as profiles.List
+// does. A limit below one returns nothing.
+func (r memberships) List(ctx context.Context, teamID, beforeID string, limit int) ([]team.Member, error) {
+	var out []team.Member
+	err := r.s.read(ctx, r.tx, func(st *state) error {
+		out = []team.Member{}
+		if limit < 1 {
+			return nil
+		}
+		ids := st.membersOf[teamID]
+		end := len(ids)
+		if beforeID != "" {
+			end, _ = slices.BinarySearch(ids, beforeID)
+		}
+		for i := end - 1; i >= 0 && len(out) < limit; i-- {
+			out = append(out, cloneMember(st.members[ids[i]]))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Update keeps the stored email and invitation time: only the user id, role,
+// status and JoinedAt come from m.
+func (r memberships) Update(ctx context.Context, m team.Member) error {
+	return r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+		cur, err := st.memberOfTeam(m.TeamID, m.ID)
+		if err != nil {
+			return err
+		}
+		key := memberKey{m.TeamID, m.UserID}
+		if holder, taken := st.memberOf[key]; taken && m.UserID != "" && holder != m.ID {
+			return domain.Conflict("the user is already a member of this team")
+		}
+		if cur.UserID != m.UserID {
+			if cur.UserID != "" {
+				remove(undo, st.memberOf, memberKey{cur.TeamID, cur.UserID})
+			}
+			if m.UserID != "" {
+				put(undo, st.memberOf, key, m.ID)
+			}
+		}
+		next := cur
+		next.UserID, next.Role, next.Status, next.JoinedAt = m.UserID, m.Role, m.Status, m.JoinedAt
+		put(undo, st.members, m.ID, cloneMember(next))
+		return nil
+	})
+}
+
+func (r memberships) Count(ctx context.Context, teamID string) (active, owners int, err error) {
+	err = r.s.read(ctx, r.tx, func(st *state) error {
+		for _, id := range st.membersOf[teamID] {
+			m := st.members[id]
+			if m.Status != team.StatusActive {
+				continue
+			}
+			active++
+			if m.Role == team.RoleOwner {
+				owners++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	return active, owners, nil
+}
+
+type invitations struct {
+	s  *Store
+	tx *txn
+}
+
+func (r invitations) Create(ctx context.Context, inv team.Invitation) error {
+	return r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+		if _, taken := st.invitations[inv.ID]; taken {
+			return domain.Conflict("an invitation with this id already exists")
+		}
+		put(undo, st.invitations, inv.ID, cloneInvitation(inv))
+		return nil
+	})
+}
+
+func (r invitations) ByID(ctx context.Context, id string) (team.Invitation, error) {
+	var inv team.Invitation
+	err := r.s.read(ctx, r.tx, func(st *state) error {
+		found, ok := st.invitations[id]
+		if !ok {
+			return domain.NotFound("invitation")
+		}
+		inv = cloneInvitation(found)
+		return nil
+	})
+	return inv, err
+}
+
+// Consume reports an unknown id as false, as refreshTokens.Consume does.
+func (r invitations) Consume(ctx context.Context, id string, at time.Time) (bool, error) {
+	consumed := false
+	err := r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+		inv, ok := st.invitations[id]
+		if !ok || inv.UsedAt != nil {
+			return nil
+		}
+		inv.UsedAt = utcPtr(&at)
+		put(undo, st.invitations, id, inv)
+		consumed = true
+		return nil
+	})
+	return consumed, err
 }
 
 type apiKeys struct {

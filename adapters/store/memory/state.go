@@ -15,33 +15,41 @@ import (
 // a write stores a new value (sharing only what no one changes, such as a
 // hash), so the undo log can keep the old value as it was.
 type state struct {
-	users       map[string]account.User
-	userByEmail map[string]string // normalised email -> user id
-	teams       map[string]team.Team
-	members     map[string]team.Member
-	memberOf    map[memberKey]string // team and user -> membership id
-	apiKeys     map[string]account.APIKey
-	refresh     map[string]account.RefreshToken
-	resets      map[string]account.ResetToken
-	profiles    map[string]profile.Profile // by id; ids are unique across teams
-	profilesOf  map[string][]string        // team id -> its profile ids, sorted
-	outbox      []event.Event              // sorted by ID, as ListAfter reads it
+	users         map[string]account.User
+	userByEmail   map[string]string // normalised email -> user id
+	teams         map[string]team.Team
+	members       map[string]team.Member
+	memberOf      map[memberKey]string      // team and non-empty user id -> membership id
+	memberByEmail map[memberEmailKey]string // team and normalised email -> membership id
+	membersOf     map[string][]string       // team id -> its membership ids, sorted
+	invitations   map[string]team.Invitation
+	apiKeys       map[string]account.APIKey
+	refresh       map[string]account.RefreshToken
+	resets        map[string]account.ResetToken
+	profiles      map[string]profile.Profile // by id; ids are unique across teams
+	profilesOf    map[string][]string        // team id -> its profile ids, sorted
+	outbox        []event.Event              // sorted by ID, as ListAfter reads it
 }
 
 type memberKey struct{ teamID, userID string }
 
+type memberEmailKey struct{ teamID, email string }
+
 func newState() state {
 	return state{
-		users:       map[string]account.User{},
-		userByEmail: map[string]string{},
-		teams:       map[string]team.Team{},
-		members:     map[string]team.Member{},
-		memberOf:    map[memberKey]string{},
-		apiKeys:     map[string]account.APIKey{},
-		refresh:     map[string]account.RefreshToken{},
-		resets:      map[string]account.ResetToken{},
-		profiles:    map[string]profile.Profile{},
-		profilesOf:  map[string][]string{},
+		users:         map[string]account.User{},
+		userByEmail:   map[string]string{},
+		teams:         map[string]team.Team{},
+		members:       map[string]team.Member{},
+		memberOf:      map[memberKey]string{},
+		memberByEmail: map[memberEmailKey]string{},
+		membersOf:     map[string][]string{},
+		invitations:   map[string]team.Invitation{},
+		apiKeys:       map[string]account.APIKey{},
+		refresh:       map[string]account.RefreshToken{},
+		resets:        map[string]account.ResetToken{},
+		profiles:      map[string]profile.Profile{},
+		profilesOf:    map[string][]string{},
 	}
 }
 
@@ -105,12 +113,22 @@ func (st *state) appendEvent(undo *undoLog, e event.Event) bool {
 // addProfileID and removeProfileID store a new sorted slice of the team's
 // profile ids rather than changing the stored one, which the undo log keeps.
 func (st *state) addProfileID(undo *undoLog, teamID, id string) {
-	ids := st.profilesOf[teamID]
+	addSortedID(undo, st.profilesOf, teamID, id)
+}
+
+// addMemberID adds a membership to its team's sorted ids, as addProfileID
+// does. Memberships are never deleted, so nothing removes one.
+func (st *state) addMemberID(undo *undoLog, teamID, id string) {
+	addSortedID(undo, st.membersOf, teamID, id)
+}
+
+func addSortedID(undo *undoLog, index map[string][]string, key, id string) {
+	ids := index[key]
 	i, found := slices.BinarySearch(ids, id)
 	if found {
 		return
 	}
-	put(undo, st.profilesOf, teamID, slices.Insert(slices.Clone(ids), i, id))
+	put(undo, index, key, slices.Insert(slices.Clone(ids), i, id))
 }
 
 func (st *state) removeProfileID(undo *undoLog, teamID, id string) {
@@ -151,6 +169,13 @@ func cloneMember(m team.Member) team.Member {
 	m.InvitedAt = m.InvitedAt.UTC()
 	m.JoinedAt = utcPtr(m.JoinedAt)
 	return m
+}
+
+func cloneInvitation(inv team.Invitation) team.Invitation {
+	inv.Hash = slices.Clone(inv.Hash)
+	inv.CreatedAt, inv.ExpiresAt = inv.CreatedAt.UTC(), inv.ExpiresAt.UTC()
+	inv.UsedAt = utcPtr(inv.UsedAt)
+	return inv
 }
 
 func cloneAPIKey(k account.APIKey) account.APIKey {

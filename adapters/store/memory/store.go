@@ -94,6 +94,9 @@ func (s *Store) Teams() ports.TeamRepository { return teams{s: s} }
 // Memberships returns the membership repository, each call on its own.
 func (s *Store) Memberships() ports.MembershipRepository { return memberships{s: s} }
 
+// Invitations returns the invitation repository, each call on its own.
+func (s *Store) Invitations() ports.InvitationRepository { return invitations{s: s} }
+
 // APIKeys returns the API key repository, each call on its own.
 func (s *Store) APIKeys() ports.APIKeyRepository { return apiKeys{s: s} }
 
@@ -118,6 +121,7 @@ type repositories struct {
 func (r repositories) Users() ports.UserRepository             { return users(r) }
 func (r repositories) Teams() ports.TeamRepository             { return teams(r) }
 func (r repositories) Memberships() ports.MembershipRepository { return memberships(r) }
+func (r repositories) Invitations() ports.InvitationRepository { return invitations(r) }
 func (r repositories) APIKeys() ports.APIKeyRepository         { return apiKeys(r) }
 func (r repositories) RefreshTokens() ports.RefreshTokenRepository {
 	return refreshTokens(r)

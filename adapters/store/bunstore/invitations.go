@@ -1,0 +1,76 @@
+package bunstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/profilesvc/profilesvc/domain/team"
+)
+
+type invitationRow struct {
+	bun.BaseModel `bun:"table:invitations,alias:inv"`
+
+	ID        string     `bun:"id,pk"`
+	TeamID    string     `bun:"team_id"`
+	MemberID  string     `bun:"member_id"`
+	Email     string     `bun:"email"`
+	Hash      []byte     `bun:"hash"`
+	CreatedAt time.Time  `bun:"created_at"`
+	ExpiresAt time.Time  `bun:"expires_at"`
+	UsedAt    *time.Time `bun:"used_at"`
+}
+
+func newInvitationRow(inv team.Invitation) *invitationRow {
+	return &invitationRow{
+		ID:        inv.ID,
+		TeamID:    inv.TeamID,
+		MemberID:  inv.MemberID,
+		Email:     inv.Email,
+		Hash:      inv.Hash,
+		CreatedAt: utc(inv.CreatedAt),
+		ExpiresAt: utc(inv.ExpiresAt),
+		UsedAt:    utcPtr(inv.UsedAt),
+	}
+}
+
+func (r *invitationRow) invitation() team.Invitation {
+	return team.Invitation{
+		ID:        r.ID,
+		TeamID:    r.TeamID,
+		MemberID:  r.MemberID,
+		Email:     r.Email,
+		Hash:      r.Hash,
+		CreatedAt: utc(r.CreatedAt),
+		ExpiresAt: utc(r.ExpiresAt),
+		UsedAt:    utcPtr(r.UsedAt),
+	}
+}
+
+type invitationRepository struct{ db bun.IDB }
+
+func (r invitationRepository) Create(ctx context.Context, inv team.Invitation) error {
+	if _, err := r.db.NewInsert().Model(newInvitationRow(inv)).Exec(ctx); err != nil {
+		return writeErr(err, "invitation", "invitation already exists")
+	}
+	return nil
+}
+
+func (r invitationRepository) ByID(ctx context.Context, id string) (team.Invitation, error) {
+	var row invitationRow
+	if err := r.db.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); err != nil {
+		return team.Invitation{}, readErr(err, "invitation")
+	}
+	return row.invitation(), nil
+}
+
+// Consume: see refreshTokenRepository.Consume.
+func (r invitationRepository) Consume(ctx context.Context, id string, at time.Time) (bool, error) {
+	res, err := r.db.NewUpdate().Model((*invitationRow)(nil)).
+		Set("used_at = ?", utc(at)).
+		Where("id = ?", id).
+		Where("used_at IS NULL").
+		Exec(ctx)
+	return consumed(ctx, r.db, res, err, (*invitationRow)(nil), id, "invitation")
+}

@@ -1,0 +1,31 @@
+package wiring
+
+import (
+	"log/slog"
+
+	"go.uber.org/fx"
+
+	httpapi "github.com/profilesvc/profilesvc/adapters/http"
+	"github.com/profilesvc/profilesvc/application/teams"
+	"github.com/profilesvc/profilesvc/ports"
+)
+
+// TeamDeps are the ports of the team use cases.
+type TeamDeps struct {
+	fx.In
+	Store  ports.Store
+	Mailer ports.Mailer
+	Clock  ports.Clock
+	IDs    ports.IDs
+	Log    *slog.Logger
+}
+
+// Teams provides the team use cases and their routes.
+var Teams = fx.Module("teams",
+	fx.Provide(
+		func(d TeamDeps) *teams.Service {
+			return teams.New(teams.Deps{Store: d.Store, Mailer: d.Mailer, Clock: d.Clock, IDs: d.IDs, Log: d.Log, Policy: teams.DefaultPolicy()})
+		},
+		fx.Annotate(func(svc *teams.Service) Routes { return httpapi.NewTeamHandlers(svc).Routes() }, fx.ResultTags(`group:"routes"`)),
+	),
+)

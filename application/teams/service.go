@@ -1,0 +1,371 @@
+// Package teams owns the team use cases: the caller's teams, invitations
+// sent through the mail port and accepted by the invitee, the member list,
+// and role changes and removals under the rule that a team keeps an owner.
+package teams
+
+import (
+	"context"
+	"crypto/subtle"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/account"
+	"github.com/profilesvc/profilesvc/domain/event"
+	"github.com/profilesvc/profilesvc/domain/team"
+	"github.com/profilesvc/profilesvc/ports"
+)
+
+// Policy holds the lifetime of invitations.
+type Policy struct {
+	InvitationTTL time.Duration
+}
+
+// DefaultPolicy is the policy of a production service.
+func DefaultPolicy() Policy { return Policy{InvitationTTL: 7 * 24 * time.Hour} }
+
+// Deps are the ports the service needs.
+type Deps struct {
+	Store  ports.Store
+	Mailer ports.Mailer
+	Clock  ports.Clock
+	IDs    ports.IDs
+	Log    *slog.Logger
+	Policy Policy
+}
+
+// Service runs the team use cases.
+type Service struct{ d Deps }
+
+// New returns the service.
+func New(d Deps) *Service { return &Service{d: d} }
+
+// TeamView is a team as one of its members sees it.
+type TeamView struct {
+	Team        team.Team
+	Role        team.Role
+	MemberCount int
+}
+
+// MemberView is a membership with the name of its user ("" while the
+// invited email has no account).
+type MemberView struct {
+	Member team.Member
+	Name   string
+}
+
+// Page is one page of a list, newest first; NextCursor is "" on the last.
+type Page[T any] struct {
+	Items      []T
+	NextCursor string
+	Limit      int
+}
+
+// ListTeams returns every team the actor is an active member of, oldest
+// membership first.
+func (s *Service) ListTeams(ctx context.Context, actor team.Actor) ([]TeamView, error) {
+	if err := actor.Require(team.ActRead); err != nil {
+		return nil, err
+	}
+	ms, err := s.d.Store.Memberships().ListByUser(ctx, actor.UserID)
+	if err != nil {
+		return nil, err
+	}
+	out := []TeamView{}
+	for _, m := range ms {
+		if m.Status != team.StatusActive {
+			continue
+		}
+		t, err := s.d.Store.Teams().ByID(ctx, m.TeamID)
+		if err != nil {
+			return nil, err
+		}
+		active, _, err := s.d.Store.Memberships().Count(ctx, m.TeamID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, TeamView{Team: t, Role: m.Role, MemberCount: active})
+	}
+	return out, nil
+}
+
+// Invite makes email an invited member of the actor's team with role and
+// mails it a single-use token. Inviting an email again while the invitation
+// is open, or after removal, sends a new token; an active member is a
+// conflict.
+func (s *Service) Invite(ctx context.Context, actor team.Actor, email, role string) (MemberView, error) {
+	v := &domain.Validation{}
+	email = account.NormalizeEmail(email)
+	if err := account.ValidateEmail(email); err != nil {
+		v.Add("email", "must be an email address")
+	}
+	r, ok := team.ParseRole(role)
+	if !ok {
+		v.Add("role", "must be owner, admin, member or viewer")
+	}
+	if err := v.Err(); err != nil {
+		return MemberView{}, err
+	}
+	if err := actor.MayInvite(r); err != nil {
+		return MemberView{}, err
+	}
+	now := s.d.Clock.Now().UTC()
+	secret := account.NewSecret(32)
+	var view MemberView
+	var t team.Team
+	var inv team.Invitation
+	err := s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
+		if err := tx.Teams().Lock(ctx, actor.TeamID); err != nil {
+			return err
+		}
+		var err error
+		if t, err = tx.Teams().ByID(ctx, actor.TeamID); err != nil {
+			return err
+		}
+		userID, name := "", ""
+		if u, err := tx.Users().ByEmail(ctx, email); err == nil {
+			userID, name = u.ID, u.Name
+		} else if !domain.IsKind(err, domain.KindNotFound) {
+			return err
+		}
+		m, err := tx.Memberships().ByEmail(ctx, actor.TeamID, email)
+		switch {
+		case domain.IsKind(err, domain.KindNotFound):
+			m = team.NewInvited(s.d.IDs.New("mem"), actor.TeamID, userID, email, r, now)
+			if err := tx.Memberships().Create(ctx, m); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		case m.Status == team.StatusActive:
+			return domain.Conflict("this email is already an active member of the team")
+		default:
+			if m.Role == team.RoleOwner {
+				if err := actor.MayInvite(team.RoleOwner); err != nil {
+					return err
+				}
+			}
+			m.UserID, m.Role, m.Status, m.InvitedAt, m.JoinedAt = userID, r, team.StatusInvited, now, nil
+			if err := tx.Memberships().Update(ctx, m); err != nil {
+				return err
+			}
+		}
+		inv = team.Invitation{ID: s.d.IDs.New("inv"), TeamID: actor.TeamID, MemberID: m.ID, Email: email,
+			Hash: account.Digest(secret), CreatedAt: now, ExpiresAt: now.Add(s.d.Policy.InvitationTTL)}
+		if err := tx.Invitations().Create(ctx, inv); err != nil {
+			return err
+		}
+		view = MemberView{Member: m, Name: name}
+		return s.emit(ctx, tx, t, m, event.TeamMemberAdded)
+	})
+	if err != nil {
+		return MemberView{}, err
+	}
+	msg := ports.Mail{
+		To:      email,
+		Subject: "You are invited to " + t.Name + " on profilesvc",
+		Text: "You are invited to the team " + t.Name + " as " + string(r) + ".\n\n" +
+			"Invitation token: " + inv.ID + "." + secret + "\n\n" +
+			"Sign in (or register) with this email and POST the token to /api/v1/teams/invitations/accept within " +
+			s.d.Policy.InvitationTTL.String() + ".\n",
+	}
+	if err := s.d.Mailer.Send(ctx, msg); err != nil {
+		// The membership stands; the admin can invite again to resend.
+		s.d.Log.ErrorContext(ctx, "sending invitation mail failed", "member_id", view.Member.ID, "error", err.Error())
+	}
+	return view, nil
+}
+
+var errBadInvitation = domain.Invalid("token", "is not a valid, unused and unexpired invitation token")
+
+// Accept makes the actor an active member of the team that invited the
+// actor's email. The token is single-use.
+func (s *Service) Accept(ctx context.Context, actor team.Actor, token string) (TeamView, error) {
+	id, secret, ok := account.SplitToken(strings.TrimSpace(token))
+	if !ok {
+		return TeamView{}, errBadInvitation
+	}
+	var out TeamView
+	err := s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
+		inv, err := tx.Invitations().ByID(ctx, id)
+		if domain.IsKind(err, domain.KindNotFound) {
+			return errBadInvitation
+		}
+		if err != nil {
+			return err
+		}
+		now := s.d.Clock.Now()
+		if subtle.ConstantTimeCompare(inv.Hash, account.Digest(secret)) != 1 || inv.UsedAt != nil || !now.Before(inv.ExpiresAt) {
+			return errBadInvitation
+		}
+		u, err := tx.Users().ByID(ctx, actor.UserID)
+		if err != nil {
+			return err
+		}
+		if account.NormalizeEmail(u.Email) != account.NormalizeEmail(inv.Email) {
+			return domain.Forbidden("this invitation was sent to another email; sign in with that email to accept it")
+		}
+		if err := tx.Teams().Lock(ctx, inv.TeamID); err != nil {
+			return err
+		}
+		m, err := tx.Memberships().ByID(ctx, inv.TeamID, inv.MemberID)
+		if err != nil {
+			return err
+		}
+		if m, err = m.Accept(u.ID, now); err != nil {
+			return err
+		}
+		used, err := tx.Invitations().Consume(ctx, inv.ID, now)
+		if err != nil {
+			return err
+		}
+		if !used {
+			return errBadInvitation
+		}
+		if err := tx.Memberships().Update(ctx, m); err != nil {
+			return err
+		}
+		t, err := tx.Teams().ByID(ctx, inv.TeamID)
+		if err != nil {
+			return err
+		}
+		active, _, err := tx.Memberships().Count(ctx, inv.TeamID)
+		if err != nil {
+			return err
+		}
+		out = TeamView{Team: t, Role: m.Role, MemberCount: active}
+		return nil
+	})
+	return out, err
+}
+
+// ListMembers returns a page of the actor's team's members, newest first.
+func (s *Service) ListMembers(ctx context.Context, actor team.Actor, cursor string, limit int) (Page[MemberView], error) {
+	if err := actor.Require(team.ActRead); err != nil {
+		return Page[MemberView]{}, err
+	}
+	if cursor != "" && (!strings.HasPrefix(cursor, "mem_") || len(cursor) > 64) {
+		return Page[MemberView]{}, domain.BadRequest("cursor is not one this service issued")
+	}
+	ms, err := s.d.Store.Memberships().List(ctx, actor.TeamID, cursor, limit+1)
+	if err != nil {
+		return Page[MemberView]{}, err
+	}
+	page := Page[MemberView]{Limit: limit}
+	if len(ms) > limit {
+		ms = ms[:limit]
+		page.NextCursor = ms[limit-1].ID
+	}
+	page.Items, err = s.withNames(ctx, s.d.Store, ms)
+	return page, err
+}
+
+// withNames pairs memberships with their users' names, in one read.
+func (s *Service) withNames(ctx context.Context, repos ports.Repositories, ms []team.Member) ([]MemberView, error) {
+	var ids []string
+	for _, m := range ms {
+		if m.UserID != "" {
+			ids = append(ids, m.UserID)
+		}
+	}
+	users, err := repos.Users().ListByIDs(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	names := make(map[string]string, len(users))
+	for _, u := range users {
+		names[u.ID] = u.Name
+	}
+	out := make([]MemberView, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, MemberView{Member: m, Name: names[m.UserID]})
+	}
+	return out, nil
+}
+
+// UpdateInput changes a member: a new role, removal ("removed"), or both.
+type UpdateInput struct {
+	Role   *string
+	Status *string
+}
+
+// UpdateMember changes a member's role or removes them. The team is locked
+// for the unit of work, so two changes that would each leave one owner
+// cannot together leave none. A removed member loses access on their next
+// request: authentication reads the membership every time.
+func (s *Service) UpdateMember(ctx context.Context, actor team.Actor, id string, in UpdateInput) (MemberView, error) {
+	v := &domain.Validation{}
+	var ch team.MemberChange
+	if in.Role != nil {
+		r, ok := team.ParseRole(*in.Role)
+		if !ok {
+			v.Add("role", "must be owner, admin, member or viewer")
+		}
+		ch.Role = &r
+	}
+	if in.Status != nil {
+		if *in.Status != string(team.StatusRemoved) {
+			v.Add("status", `can only be set to "removed"`)
+		}
+		ch.Remove = true
+	}
+	if in.Role == nil && in.Status == nil {
+		v.Add("role", "send role, status or both")
+	}
+	if err := v.Err(); err != nil {
+		return MemberView{}, err
+	}
+	if err := actor.Require(team.ActAdminister); err != nil {
+		return MemberView{}, err
+	}
+	var out []MemberView
+	err := s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
+		if err := tx.Teams().Lock(ctx, actor.TeamID); err != nil {
+			return err
+		}
+		m, err := tx.Memberships().ByID(ctx, actor.TeamID, id)
+		if err != nil {
+			return err
+		}
+		_, owners, err := tx.Memberships().Count(ctx, actor.TeamID)
+		if err != nil {
+			return err
+		}
+		next, err := m.Change(actor, ch, owners, s.d.Clock.Now())
+		if err != nil {
+			return err
+		}
+		if err := tx.Memberships().Update(ctx, next); err != nil {
+			return err
+		}
+		if out, err = s.withNames(ctx, tx, []team.Member{next}); err != nil {
+			return err
+		}
+		if !ch.Remove {
+			return nil
+		}
+		t, err := tx.Teams().ByID(ctx, actor.TeamID)
+		if err != nil {
+			return err
+		}
+		return s.emit(ctx, tx, t, m, event.TeamMemberRemoved)
+	})
+	if err != nil {
+		return MemberView{}, err
+	}
+	return out[0], nil
+}
+
+// emit appends a team event with API.md's data.team and data.member.
+func (s *Service) emit(ctx context.Context, tx ports.Repositories, t team.Team, m team.Member, typ event.Type) error {
+	data := map[string]any{
+		"team":   map[string]string{"id": t.ID, "name": t.Name},
+		"member": map[string]string{"id": m.ID, "email": m.Email, "role": string(m.Role)},
+	}
+	e, err := event.New(s.d.IDs.New("evt"), t.ID, typ, s.d.Clock.Now(), data)
+	if err != nil {
+		return err
+	}
+	return tx.Outbox().Append(ctx, e)
+}

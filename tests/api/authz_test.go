@@ -1,0 +1,194 @@
+package api_test
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/profilesvc/profilesvc/domain/team"
+)
+
+// authzFixture is a team with one account per role, and a stranger who is
+// an owner of another team.
+type authzFixture struct {
+	h        *harness
+	owner    account
+	accounts map[string]account // by role name, plus "stranger"
+}
+
+// as returns the headers that make a the actor in the fixture's team.
+func (f *authzFixture) as(a account) []string { return inTeam(a, f.owner.teamID) }
+
+// authzCase builds the request one route answers for actor: whatever the
+// route needs is set up first by the owner, or by the actor when the route
+// acts on the actor's own things (sessions, API keys).
+type authzCase struct {
+	// min is the weakest role allowed; "" means any authenticated member.
+	min team.Role
+	// ok is the status an allowed role gets.
+	ok    int
+	build func(t *testing.T, f *authzFixture, actor account, role team.Role) req
+}
+
+var roleOrder = []team.Role{team.RoleViewer, team.RoleMember, team.RoleAdmin, team.RoleOwner}
+
+func allowed(role, min team.Role) bool {
+	return min == "" || (role != "" && team.Role(role).Can(actionOf(min)))
+}
+
+// actionOf is the action whose weakest role is min.
+func actionOf(min team.Role) team.Action {
+	switch min {
+	case team.RoleViewer:
+		return team.ActRead
+	case team.RoleMember:
+		return team.ActWrite
+	case team.RoleAdmin:
+		return team.ActAdminister
+	}
+	return team.ActManageOwners
+}
+
+// holder is who launches the session a session route acts on: the actor
+// when the actor may launch, so members act on their own sessions.
+func holder(f *authzFixture, actor account, role team.Role) account {
+	if role != "" && role.Can(team.ActWrite) {
+		return actor
+	}
+	return f.owner
+}
+
+func (f *authzFixture) profile(t *testing.T) string {
+	return f.h.createProfile(t, f.owner, nil)
+}
+
+func (f *authzFixture) launched(t *testing.T, by account) (string, string) {
+	id := f.profile(t)
+	r := f.h.post("/api/v1/profiles/"+id+"/launch", nil, f.as(by)...)
+	expect(t, r, http.StatusOK)
+	return id, str(r.data()["session"].(map[string]any)["id"])
+}
+
+var inviteSeq int
+
+// authzCases has one entry per authenticated route of the service. A route
+// without an entry fails TestEveryRouteEnforcesRoles: every new endpoint
+// must state who may call it.
+var authzCases = map[string]authzCase{
+	"me.read": {team.RoleViewer, 200, func(_ *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return req{method: "GET", path: "/api/v1/me", headers: pairs(f.as(a))}
+	}},
+	"api_keys.list": {team.RoleViewer, 200, func(_ *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return req{method: "GET", path: "/api/v1/api-keys", headers: pairs(f.as(a))}
+	}},
+	"api_keys.create": {team.RoleViewer, 201, func(_ *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return req{method: "POST", path: "/api/v1/api-keys", body: map[string]any{"name": "k"}, headers: pairs(f.as(a))}
+	}},
+	"api_keys.delete": {team.RoleAdmin, 204, func(t *testing.T, f *authzFixture, a account, _ team.Role) req {
+		// Another member's key: one's own is any role's to delete.
+		r := f.h.post("/api/v1/api-keys", map[string]any{"name": "k"}, f.as(f.owner)...)
+		expect(t, r, http.StatusCreated)
+		return req{method: "DELETE", path: "/api/v1/api-keys/" + str(r.data()["id"]), headers: pairs(f.as(a))}
+	}},
+	"templates.list": {team.RoleViewer, 200, func(_ *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return req{method: "GET", path: "/api/v1/templates", headers: pairs(f.as(a))}
+	}},
+	"templates.read": {team.RoleViewer, 200, func(_ *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return req{method: "GET", path: "/api/v1/templates/" + windowsTemplate, headers: pairs(f.as(a))}
+	}},
+	"profiles.list": {team.RoleViewer, 200, func(_ *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return req{method: "GET", path: "/api/v1/profiles", headers: pairs(f.as(a))}
+	}},
+	"profiles.read": {team.RoleViewer, 200, func(t *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return req{method: "GET", path: "/api/v1/profiles/" + f.profile(t), headers: pairs(f.as(a))}
+	}},
+	"profiles.create": {team.RoleMember, 201, func(_ *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return req{method: "POST", path: "/api/v1/profiles", body: map[string]any{"name": "p", "templateId": windowsTemplate, "proxy": nil}, headers: pairs(f.as(a))}
+	}},
+	"profiles.update": {team.RoleMember, 200, func(t *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return req{method: "PATCH", path: "/api/v1/profiles/" + f.profile(t), body: map[string]any{"notes": "n"}, headers: pairs(f.as(a))}
+	}},
+	"profiles.delete": {team.RoleAdmin, 204, func(t *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return req{method: "DELETE", path: "/api/v1/profiles/" + f.profile(t), headers: pairs(f.as(a))}
+	}},
+	"profiles.launch": {team.RoleMember, 200, func(t *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return req{method: "POST", path: "/api/v1/profiles/" + f.profile(t) + "/launch", headers: pairs(f.as(a))}
+	}},
+	"profiles.heartbeat": {team.RoleMember, 200, func(t *testing.T, f *authzFixture, a account, role team.Role) req {
+		id, sid := f.launched(t, holder(f, a, role))
+		return req{method: "POST", path: "/api/v1/profiles/" + id + "/heartbeat", body: map[string]any{"sessionId": sid}, headers: pairs(f.as(a))}
+	}},
+	"profiles.release": {team.RoleMember, 200, func(t *testing.T, f *authzFixture, a account, role team.Role) req {
+		id, _ := f.launched(t, holder(f, a, role))
+		return req{method: "POST", path: "/api/v1/profiles/" + id + "/release", headers: pairs(f.as(a))}
+	}},
+	"teams.list": {team.RoleViewer, 200, func(_ *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return req{method: "GET", path: "/api/v1/teams", headers: pairs(f.as(a))}
+	}},
+	"teams.invite": {team.RoleAdmin, 201, func(_ *testing.T, f *authzFixture, a account, _ team.Role) req {
+		inviteSeq++
+		return req{method: "POST", path: "/api/v1/teams/invite", body: map[string]any{"email": fmt.Sprintf("authz%d@example.com", inviteSeq), "role": "member"}, headers: pairs(f.as(a))}
+	}},
+	// Accepting needs no role in the team (the invitee has none yet); a
+	// token that is not one is refused alike for everyone in the team.
+	"teams.accept": {"", 422, func(_ *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return req{method: "POST", path: "/api/v1/teams/invitations/accept", body: map[string]any{"token": "inv_x.y"}, headers: pairs(f.as(a))}
+	}},
+	"teams.members.list": {team.RoleViewer, 200, func(_ *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return req{method: "GET", path: "/api/v1/teams/members", headers: pairs(f.as(a))}
+	}},
+	"teams.members.update": {team.RoleAdmin, 200, func(t *testing.T, f *authzFixture, a account, _ team.Role) req {
+		inviteSeq++
+		r := f.h.post("/api/v1/teams/invite", map[string]any{"email": fmt.Sprintf("authz%d@example.com", inviteSeq), "role": "member"}, f.as(f.owner)...)
+		expect(t, r, http.StatusCreated)
+		return req{method: "PATCH", path: "/api/v1/teams/members/" + str(r.data()["id"]), body: map[string]any{"role": "viewer"}, headers: pairs(f.as(a))}
+	}},
+}
+
+// TestEveryRouteEnforcesRoles calls every authenticated route of the route
+// table as each role of a team and as a stranger naming that team: roles
+// below the route's minimum get 403, the others the route's success, and the
+// stranger 404 (the team's existence is not revealed).
+func TestEveryRouteEnforcesRoles(t *testing.T) {
+	h := start(t, options{databaseURL: "memory://"})
+	f := &authzFixture{h: h, owner: h.register(t), accounts: map[string]account{}}
+	f.accounts[string(team.RoleOwner)] = f.owner
+	for _, role := range []team.Role{team.RoleViewer, team.RoleMember, team.RoleAdmin} {
+		a := h.register(t)
+		h.member(t, f.owner, a, role)
+		f.accounts[string(role)] = a
+	}
+	f.accounts["stranger"] = h.register(t)
+
+	covered := 0
+	for _, route := range h.routes {
+		if route.Public {
+			continue
+		}
+		c, ok := authzCases[route.Name]
+		if !ok {
+			t.Errorf("route %s %s (%s) has no authorisation rule in authzCases", route.Method, route.Path, route.Name)
+			continue
+		}
+		covered++
+		t.Run(route.Name, func(t *testing.T) {
+			for _, role := range append(roleOrder, "stranger") {
+				a := f.accounts[string(role)]
+				want := http.StatusForbidden
+				switch {
+				case role == "stranger":
+					want = http.StatusNotFound
+				case allowed(role, c.min):
+					want = c.ok
+				}
+				r := h.do(c.build(t, f, a, role))
+				if r.status != want {
+					t.Errorf("%s as %s: status %d, want %d: %s", route.Name, role, r.status, want, truncate(r.raw))
+				}
+			}
+		})
+	}
+	if covered != len(authzCases) {
+		t.Errorf("authzCases has %d entries, the route table %d authenticated routes: remove rules of routes that are gone", len(authzCases), covered)
+	}
+}
