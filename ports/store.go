@@ -164,6 +164,13 @@ type Outbox interface {
 	// ListAfter returns up to limit events with an id greater than afterID
 	// ("" for the first), in id order.
 	ListAfter(ctx context.Context, afterID string, limit int) ([]event.Event, error)
+	// ClaimUndispatched returns up to limit events not yet fanned out to
+	// webhook deliveries, lowest id first, locked for the caller's unit of
+	// work: concurrent units (other instances) skip them (PostgreSQL:
+	// FOR UPDATE SKIP LOCKED) and see them again if the unit rolls back.
+	ClaimUndispatched(ctx context.Context, limit int) ([]event.Event, error)
+	// MarkDispatched records that the events have been fanned out.
+	MarkDispatched(ctx context.Context, ids []string, at time.Time) error
 }
 
 // Repositories is the set of repositories, either bound to a transaction (inside
@@ -177,6 +184,8 @@ type Repositories interface {
 	RefreshTokens() RefreshTokenRepository
 	ResetTokens() ResetTokenRepository
 	Profiles() ProfileRepository
+	WebhookEndpoints() WebhookEndpointRepository
+	Deliveries() DeliveryRepository
 	Outbox() Outbox
 }
 

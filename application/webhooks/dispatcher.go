@@ -1,0 +1,284 @@
+package webhooks
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/event"
+	"github.com/profilesvc/profilesvc/domain/webhook"
+	"github.com/profilesvc/profilesvc/ports"
+)
+
+// Waker wakes the dispatcher when there may be work: an event committed, a
+// test or retry queued, an attempt finished. Wakes while it is busy
+// collapse into one.
+type Waker struct{ ch chan struct{} }
+
+// NewWaker returns a waker.
+func NewWaker() *Waker { return &Waker{ch: make(chan struct{}, 1)} }
+
+// Wake signals the dispatcher without blocking.
+func (w *Waker) Wake() {
+	select {
+	case w.ch <- struct{}{}:
+	default:
+	}
+}
+
+// Run fans out and delivers until ctx ends, then waits for the attempts in
+// flight. Every instance runs it: claims and leases share the work.
+func (s *Service) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	inflight := map[string]int{} // endpoint id -> attempts in flight
+	var mu sync.Mutex
+	slots := make(chan struct{}, s.d.Policy.Workers)
+	for ctx.Err() == nil {
+		if err := s.fanOutAll(ctx); err != nil && ctx.Err() == nil {
+			s.d.Log.ErrorContext(ctx, "webhook fan-out", "error", err.Error())
+		}
+		s.claimAndStart(ctx, &wg, &mu, inflight, slots)
+		wait := s.d.Policy.PollInterval
+		if next, oldest, ok, err := s.d.Store.Deliveries().Pending(ctx); err == nil {
+			now := s.d.Clock.Now()
+			if ok {
+				s.d.Metrics.OldestPending(now.Sub(oldest))
+				if until := next.Sub(now); until < wait {
+					wait = max(until, time.Millisecond)
+				}
+			} else {
+				s.d.Metrics.OldestPending(0)
+			}
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-s.d.Waker.ch:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// fanOutAll turns committed outbox events into deliveries until none is
+// left.
+func (s *Service) fanOutAll(ctx context.Context) error {
+	for {
+		n, err := s.FanOut(ctx)
+		if err != nil || n < s.d.Policy.FanOutBatch {
+			return err
+		}
+	}
+}
+
+// FanOut takes one batch of undispatched outbox events and, in the same
+// transaction, creates one delivery per enabled endpoint of the event's
+// team that wants it, and marks the events dispatched. A crash before the
+// commit leaves the events for the next fan-out; nothing is lost or
+// doubled.
+func (s *Service) FanOut(ctx context.Context) (int, error) {
+	n := 0
+	err := s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
+		events, err := tx.Outbox().ClaimUndispatched(ctx, s.d.Policy.FanOutBatch)
+		if err != nil || len(events) == 0 {
+			return err
+		}
+		n = len(events)
+		now := s.d.Clock.Now().UTC()
+		endpoints := map[string][]webhook.Endpoint{}
+		ids := make([]string, 0, len(events))
+		for _, e := range events {
+			ids = append(ids, e.ID)
+			eps, seen := endpoints[e.TeamID]
+			if !seen {
+				if eps, err = tx.WebhookEndpoints().ListEnabled(ctx, e.TeamID); err != nil {
+					return err
+				}
+				endpoints[e.TeamID] = eps
+			}
+			var payload []byte
+			for _, ep := range eps {
+				if !ep.Wants(e.Type) {
+					continue
+				}
+				if payload == nil {
+					if payload, err = webhook.Payload(e); err != nil {
+						return err
+					}
+				}
+				d := webhook.NewDelivery(s.d.IDs.New("dlv"), ep, e, payload, s.d.Policy.Schedule, now)
+				if err := tx.Deliveries().Create(ctx, d); err != nil {
+					return err
+				}
+			}
+		}
+		return tx.Outbox().MarkDispatched(ctx, ids, now)
+	})
+	return n, err
+}
+
+// claimAndStart claims as many due deliveries as there are free workers
+// and starts an attempt for each.
+func (s *Service) claimAndStart(ctx context.Context, wg *sync.WaitGroup, mu *sync.Mutex, inflight map[string]int, slots chan struct{}) {
+	free := cap(slots) - len(slots)
+	if free == 0 {
+		return
+	}
+	mu.Lock()
+	var busy []string
+	for id, n := range inflight {
+		if n >= s.d.Policy.PerEndpoint {
+			busy = append(busy, id)
+		}
+	}
+	mu.Unlock()
+	now := s.d.Clock.Now()
+	claimed, err := s.d.Store.Deliveries().Claim(ctx, ports.DeliveryClaim{
+		Owner: s.owner, Now: now, LeaseUntil: now.Add(s.d.Policy.LeaseTTL),
+		Limit: free, PerEndpoint: s.d.Policy.PerEndpoint, ExcludeEndpoints: busy,
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			s.d.Log.ErrorContext(ctx, "webhook claim", "error", err.Error())
+		}
+		return
+	}
+	for _, d := range claimed {
+		slots <- struct{}{}
+		mu.Lock()
+		inflight[d.EndpointID]++
+		mu.Unlock()
+		wg.Go(func() {
+			defer func() {
+				mu.Lock()
+				if inflight[d.EndpointID]--; inflight[d.EndpointID] <= 0 {
+					delete(inflight, d.EndpointID)
+				}
+				mu.Unlock()
+				<-slots
+				s.d.Waker.Wake()
+			}()
+			s.attempt(context.WithoutCancel(ctx), d)
+		})
+	}
+}
+
+// Sign is the X-Service-Signature of body: hex HMAC-SHA256 keyed with the
+// endpoint's secret.
+func Sign(secret, body []byte) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write(body)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// attempt makes one attempt of d and records it.
+func (s *Service) attempt(ctx context.Context, d webhook.Delivery) {
+	log := s.d.Log.With("delivery_id", d.ID, "endpoint_id", d.EndpointID, "event_id", d.EventID)
+	ep, err := s.d.Store.WebhookEndpoints().ByID(ctx, d.TeamID, d.EndpointID)
+	if domain.IsKind(err, domain.KindNotFound) {
+		return // deleted with its deliveries
+	}
+	if err != nil {
+		log.ErrorContext(ctx, "webhook attempt: read endpoint", "error", err.Error())
+		return
+	}
+	a := webhook.Attempt{At: s.d.Clock.Now().UTC()}
+	var resp ports.WebhookResponse
+	if !ep.Enabled {
+		a.Error = "endpoint is disabled"
+	} else if secret, err := s.d.Box.Open(ep.SecretSealed); err != nil {
+		a.Error = "endpoint secret cannot be read"
+		log.ErrorContext(ctx, "webhook attempt: open secret", "error", err.Error())
+	} else {
+		n := len(d.Attempts) + 1
+		began := time.Now()
+		resp, err = s.d.Sender.Send(ctx, ports.WebhookRequest{URL: ep.URL, Body: d.Payload, Headers: map[string]string{
+			"Content-Type":               "application/json",
+			"X-Service-Signature":        Sign(secret, d.Payload),
+			"X-Service-Event-Id":         d.EventID,
+			"X-Service-Event-Type":       string(d.EventType),
+			"X-Service-Delivery-Attempt": strconv.Itoa(n),
+		}})
+		if err != nil {
+			// A time-out or refused connection took time too: record it.
+			resp.Latency = time.Since(began)
+			a.Error = err.Error()
+		}
+		a.StatusCode, a.LatencyMs = resp.StatusCode, resp.Latency.Milliseconds()
+	}
+	next := d.Record(a, s.d.Policy.Schedule, s.d.Clock.Now())
+	ok, err := s.d.Store.Deliveries().Complete(ctx, next, s.owner)
+	if err != nil {
+		log.ErrorContext(ctx, "webhook attempt: record", "error", err.Error())
+		return
+	}
+	if !ok {
+		log.WarnContext(ctx, "webhook attempt outlived its lease; another dispatcher took the delivery")
+		return
+	}
+	outcome := "retry"
+	switch next.Status {
+	case webhook.StatusSucceeded:
+		outcome = "succeeded"
+	case webhook.StatusFailed:
+		outcome = "failed"
+	}
+	s.d.Metrics.Attempt(outcome, resp.Latency)
+}
+
+// NotifyingStore wraps a store so that every commit that appended to the
+// outbox wakes the dispatcher at once, rather than at its next poll.
+func NotifyingStore(inner ports.Store, w *Waker) ports.Store {
+	return notifyingStore{Store: inner, w: w}
+}
+
+type notifyingStore struct {
+	ports.Store
+	w *Waker
+}
+
+func (s notifyingStore) Do(ctx context.Context, fn func(ctx context.Context, tx ports.Repositories) error) error {
+	var appended atomic.Bool
+	err := s.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
+		return fn(ctx, notifyingRepos{Repositories: tx, appended: &appended})
+	})
+	if err == nil && appended.Load() {
+		s.w.Wake()
+	}
+	return err
+}
+
+func (s notifyingStore) Outbox() ports.Outbox {
+	return notifyingOutbox{Outbox: s.Store.Outbox(), wake: s.w.Wake}
+}
+
+type notifyingRepos struct {
+	ports.Repositories
+	appended *atomic.Bool
+}
+
+func (r notifyingRepos) Outbox() ports.Outbox {
+	return notifyingOutbox{Outbox: r.Repositories.Outbox(), wake: func() { r.appended.Store(true) }}
+}
+
+// notifyingOutbox calls wake after each successful append: inside a unit of
+// work it only marks the unit, whose commit wakes the dispatcher.
+type notifyingOutbox struct {
+	ports.Outbox
+	wake func()
+}
+
+func (o notifyingOutbox) Append(ctx context.Context, e event.Event) error {
+	if err := o.Outbox.Append(ctx, e); err != nil {
+		return err
+	}
+	o.wake()
+	return nil
+}

@@ -1,0 +1,332 @@
+// Package webhooks owns the webhook use cases: a team's endpoints (with
+// their secrets sealed at rest), the fan-out of committed outbox events to
+// deliveries, and the dispatcher that attempts deliveries on SPEC's
+// schedule, signs every body, and records every attempt.
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/event"
+	"github.com/profilesvc/profilesvc/domain/team"
+	"github.com/profilesvc/profilesvc/domain/webhook"
+	"github.com/profilesvc/profilesvc/ports"
+)
+
+// Policy holds the delivery schedule and the dispatcher's limits.
+type Policy struct {
+	// Schedule is the delay before each attempt (SPEC: 0s, 5s, 25s, 125s).
+	Schedule webhook.Schedule
+	// AllowPrivateTargets admits http:// URLs (the sender separately admits
+	// private addresses).
+	AllowPrivateTargets bool
+	// LeaseTTL is how long a claimed delivery stays with its dispatcher; a
+	// dispatcher that dies lets it lapse and another attempts it.
+	LeaseTTL time.Duration
+	// Workers bounds the attempts in flight in one process, PerEndpoint
+	// those to one endpoint, so a slow receiver does not hold up the rest.
+	Workers     int
+	PerEndpoint int
+	// FanOutBatch is how many outbox events one fan-out unit takes.
+	FanOutBatch int
+	// PollInterval bounds how long the dispatcher sleeps without a wake-up:
+	// work committed by other instances is seen within it.
+	PollInterval time.Duration
+}
+
+// Deps are the ports the service needs.
+type Deps struct {
+	Store   ports.Store
+	Sender  ports.WebhookSender
+	Box     ports.SecretBox
+	Metrics ports.WebhookMetrics
+	Clock   ports.Clock
+	IDs     ports.IDs
+	Log     *slog.Logger
+	Waker   *Waker
+	Policy  Policy
+}
+
+// Service runs the webhook use cases and the delivery pipeline.
+type Service struct {
+	d     Deps
+	owner string
+}
+
+// New returns the service.
+func New(d Deps) *Service {
+	p := &d.Policy
+	if p.Workers <= 0 {
+		p.Workers = 16
+	}
+	if p.PerEndpoint <= 0 {
+		p.PerEndpoint = 4
+	}
+	if p.FanOutBatch <= 0 {
+		p.FanOutBatch = 200
+	}
+	if p.PollInterval <= 0 {
+		p.PollInterval = time.Second
+	}
+	if p.LeaseTTL <= 0 {
+		p.LeaseTTL = time.Minute
+	}
+	if d.Waker == nil {
+		d.Waker = NewWaker()
+	}
+	return &Service{d: d, owner: d.IDs.New("dsp")}
+}
+
+// Page is one page of a list, newest first; NextCursor is "" on the last.
+type Page[T any] struct {
+	Items      []T
+	NextCursor string
+	Limit      int
+}
+
+// CreateInput is a new endpoint.
+type CreateInput struct {
+	URL    string
+	Events []string
+	Secret string
+}
+
+func (s *Service) checkTarget(ctx context.Context, v *domain.Validation, url string) {
+	if err := s.d.Sender.CheckTarget(ctx, url); err != nil {
+		v.Add("url", err.Error())
+	}
+}
+
+// Create stores an endpoint; its secret is sealed and never shown again.
+func (s *Service) Create(ctx context.Context, actor team.Actor, in CreateInput) (webhook.Endpoint, error) {
+	if err := actor.Require(team.ActAdminister); err != nil {
+		return webhook.Endpoint{}, err
+	}
+	v := &domain.Validation{}
+	url := webhook.CheckURL(v, in.URL, s.d.Policy.AllowPrivateTargets)
+	events := webhook.CheckEvents(v, in.Events)
+	webhook.CheckSecret(v, in.Secret)
+	if v.Err() == nil {
+		s.checkTarget(ctx, v, url)
+	}
+	if err := v.Err(); err != nil {
+		return webhook.Endpoint{}, err
+	}
+	sealed, err := s.d.Box.Seal([]byte(in.Secret))
+	if err != nil {
+		return webhook.Endpoint{}, err
+	}
+	now := s.d.Clock.Now().UTC()
+	ep := webhook.Endpoint{ID: s.d.IDs.New("whk"), TeamID: actor.TeamID, URL: url, Events: events, SecretSealed: sealed, Enabled: true, CreatedAt: now, UpdatedAt: now}
+	if err := s.d.Store.WebhookEndpoints().Create(ctx, ep); err != nil {
+		return webhook.Endpoint{}, err
+	}
+	return ep, nil
+}
+
+// Get returns an endpoint of the actor's team.
+func (s *Service) Get(ctx context.Context, actor team.Actor, id string) (webhook.Endpoint, error) {
+	if err := actor.Require(team.ActAdminister); err != nil {
+		return webhook.Endpoint{}, err
+	}
+	return s.d.Store.WebhookEndpoints().ByID(ctx, actor.TeamID, id)
+}
+
+func checkCursor(cursor, prefix string) error {
+	if cursor != "" && (!strings.HasPrefix(cursor, prefix) || len(cursor) > 64) {
+		return domain.BadRequest("cursor is not one this service issued")
+	}
+	return nil
+}
+
+// List returns a page of the team's endpoints, newest first.
+func (s *Service) List(ctx context.Context, actor team.Actor, cursor string, limit int) (Page[webhook.Endpoint], error) {
+	if err := actor.Require(team.ActAdminister); err != nil {
+		return Page[webhook.Endpoint]{}, err
+	}
+	if err := checkCursor(cursor, "whk_"); err != nil {
+		return Page[webhook.Endpoint]{}, err
+	}
+	eps, err := s.d.Store.WebhookEndpoints().List(ctx, actor.TeamID, cursor, limit+1)
+	if err != nil {
+		return Page[webhook.Endpoint]{}, err
+	}
+	return page(eps, limit, func(e webhook.Endpoint) string { return e.ID }), nil
+}
+
+func page[T any](items []T, limit int, id func(T) string) Page[T] {
+	p := Page[T]{Items: items, Limit: limit}
+	if len(items) > limit {
+		p.Items = items[:limit]
+		p.NextCursor = id(p.Items[limit-1])
+	}
+	return p
+}
+
+// UpdateInput is a partial update: nil fields stay.
+type UpdateInput struct {
+	URL     *string
+	Events  *[]string
+	Secret  *string
+	Enabled *bool
+}
+
+// Update changes an endpoint.
+func (s *Service) Update(ctx context.Context, actor team.Actor, id string, in UpdateInput) (webhook.Endpoint, error) {
+	if err := actor.Require(team.ActAdminister); err != nil {
+		return webhook.Endpoint{}, err
+	}
+	ep, err := s.d.Store.WebhookEndpoints().ByID(ctx, actor.TeamID, id)
+	if err != nil {
+		return webhook.Endpoint{}, err
+	}
+	v := &domain.Validation{}
+	if in.URL != nil {
+		ep.URL = webhook.CheckURL(v, *in.URL, s.d.Policy.AllowPrivateTargets)
+		if v.Err() == nil {
+			s.checkTarget(ctx, v, ep.URL)
+		}
+	}
+	if in.Events != nil {
+		ep.Events = webhook.CheckEvents(v, *in.Events)
+	}
+	if in.Secret != nil {
+		webhook.CheckSecret(v, *in.Secret)
+	}
+	if err := v.Err(); err != nil {
+		return webhook.Endpoint{}, err
+	}
+	if in.Secret != nil {
+		if ep.SecretSealed, err = s.d.Box.Seal([]byte(*in.Secret)); err != nil {
+			return webhook.Endpoint{}, err
+		}
+	}
+	if in.Enabled != nil {
+		ep.Enabled = *in.Enabled
+	}
+	ep.UpdatedAt = s.d.Clock.Now().UTC()
+	if err := s.d.Store.WebhookEndpoints().Update(ctx, ep); err != nil {
+		return webhook.Endpoint{}, err
+	}
+	return ep, nil
+}
+
+// Delete removes an endpoint and its deliveries.
+func (s *Service) Delete(ctx context.Context, actor team.Actor, id string) error {
+	if err := actor.Require(team.ActAdminister); err != nil {
+		return err
+	}
+	return s.d.Store.WebhookEndpoints().Delete(ctx, actor.TeamID, id)
+}
+
+// sampleData is the data of a test event of each type, in the shapes the
+// real events have.
+func sampleData(t event.Type, teamID string, now time.Time) map[string]any {
+	profile := map[string]any{"id": "prf_sample", "name": "Sample profile", "browser": "chromium",
+		"fingerprint_template": "Chrome 131 on Windows (US)", "created_at": now.Format(time.RFC3339Nano)}
+	switch {
+	case strings.HasPrefix(string(t), "profile."):
+		d := map[string]any{"profile": profile}
+		if t == event.ProfileStopped {
+			d["reason"] = "released"
+		}
+		return d
+	case strings.HasPrefix(string(t), "proxy."):
+		d := map[string]any{"proxy": map[string]any{"id": "prx_sample", "name": "Sample proxy", "type": "http", "host": "proxy.example.com", "port": 8080}}
+		if t == event.ProxyAssigned {
+			d["profile"] = profile
+		}
+		return d
+	}
+	return map[string]any{"team": map[string]any{"id": teamID, "name": "Sample team"},
+		"member": map[string]any{"id": "mem_sample", "email": "member@example.com", "role": "member"}}
+}
+
+// Test sends a sample event of eventType to the endpoint through the real
+// pipeline and returns its delivery id.
+func (s *Service) Test(ctx context.Context, actor team.Actor, id, eventType string) (string, error) {
+	if err := actor.Require(team.ActAdminister); err != nil {
+		return "", err
+	}
+	t := event.Type(eventType)
+	if !event.Known(t) {
+		return "", domain.Invalid("event_type", "must be one of the event types")
+	}
+	ep, err := s.d.Store.WebhookEndpoints().ByID(ctx, actor.TeamID, id)
+	if err != nil {
+		return "", err
+	}
+	now := s.d.Clock.Now().UTC()
+	data, err := json.Marshal(sampleData(t, actor.TeamID, now))
+	if err != nil {
+		return "", err
+	}
+	e := event.Event{ID: s.d.IDs.New("evt"), TeamID: actor.TeamID, Type: t, OccurredAt: now, Data: data}
+	payload, err := webhook.Payload(e)
+	if err != nil {
+		return "", err
+	}
+	d := webhook.NewDelivery(s.d.IDs.New("dlv"), ep, e, payload, s.d.Policy.Schedule, now)
+	if err := s.d.Store.Deliveries().Create(ctx, d); err != nil {
+		return "", err
+	}
+	s.d.Waker.Wake()
+	return d.ID, nil
+}
+
+// ListDeliveries returns a page of an endpoint's deliveries, newest first.
+func (s *Service) ListDeliveries(ctx context.Context, actor team.Actor, endpointID, status, cursor string, limit int) (Page[webhook.Delivery], error) {
+	if err := actor.Require(team.ActAdminister); err != nil {
+		return Page[webhook.Delivery]{}, err
+	}
+	f := ports.DeliveryFilter{BeforeID: cursor, Limit: limit + 1}
+	if status != "" {
+		st, ok := webhook.ParseStatus(status)
+		if !ok {
+			return Page[webhook.Delivery]{}, domain.BadRequest("status must be pending, succeeded or failed")
+		}
+		f.Status = st
+	}
+	if err := checkCursor(cursor, "dlv_"); err != nil {
+		return Page[webhook.Delivery]{}, err
+	}
+	if _, err := s.d.Store.WebhookEndpoints().ByID(ctx, actor.TeamID, endpointID); err != nil {
+		return Page[webhook.Delivery]{}, err
+	}
+	ds, err := s.d.Store.Deliveries().List(ctx, actor.TeamID, endpointID, f)
+	if err != nil {
+		return Page[webhook.Delivery]{}, err
+	}
+	return page(ds, limit, func(d webhook.Delivery) string { return d.ID }), nil
+}
+
+// Retry queues a failed delivery again for a new round of the schedule.
+func (s *Service) Retry(ctx context.Context, actor team.Actor, endpointID, deliveryID string) (webhook.Delivery, error) {
+	if err := actor.Require(team.ActAdminister); err != nil {
+		return webhook.Delivery{}, err
+	}
+	d, err := s.d.Store.Deliveries().ByID(ctx, actor.TeamID, deliveryID)
+	if err != nil {
+		return webhook.Delivery{}, err
+	}
+	if d.EndpointID != endpointID {
+		return webhook.Delivery{}, domain.NotFound("delivery")
+	}
+	next, ok := d.Retry(s.d.Clock.Now())
+	if !ok {
+		return webhook.Delivery{}, domain.Conflict("only a failed delivery can be retried; this one is " + string(d.Status))
+	}
+	if ok, err = s.d.Store.Deliveries().Requeue(ctx, next); err != nil {
+		return webhook.Delivery{}, err
+	}
+	if !ok {
+		return webhook.Delivery{}, domain.Conflict("the delivery is no longer failed")
+	}
+	s.d.Waker.Wake()
+	return next, nil
+}

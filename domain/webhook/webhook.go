@@ -1,0 +1,98 @@
+// Package webhook owns webhook endpoints (where a team wants its events
+// pushed), deliveries (one event to one endpoint, with every attempt) and
+// the rules of both: which events an endpoint takes, the retry schedule, and
+// what counts as success.
+package webhook
+
+import (
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/event"
+)
+
+// Limits of an endpoint's settings.
+const (
+	MinSecretLength = 32
+	MaxSecretLength = 256
+	MaxURLLength    = 2048
+	// AllEvents subscribes an endpoint to every event type.
+	AllEvents = "*"
+)
+
+// Endpoint is a customer's URL that receives a team's events. The secret
+// is kept encrypted (SecretSealed); it is never shown again.
+type Endpoint struct {
+	ID           string
+	TeamID       string
+	URL          string
+	Events       []string
+	SecretSealed []byte
+	Enabled      bool
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// Wants reports whether the endpoint takes events of type t.
+func (e Endpoint) Wants(t event.Type) bool {
+	return e.Enabled && (slices.Contains(e.Events, AllEvents) || slices.Contains(e.Events, string(t)))
+}
+
+// CheckURL validates an endpoint address: https, or http too when private
+// targets are allowed (development and tests). Where it may connect is the
+// delivery adapter's check, made after DNS resolution.
+func CheckURL(v *domain.Validation, raw string, allowHTTP bool) string {
+	raw = strings.TrimSpace(raw)
+	u, err := url.Parse(raw)
+	switch {
+	case raw == "" || len(raw) > MaxURLLength || err != nil || u.Host == "" || u.Hostname() == "":
+		v.Add("url", "must be an absolute https URL")
+	case u.User != nil:
+		v.Add("url", "must not carry credentials")
+	case u.Fragment != "":
+		v.Add("url", "must not carry a fragment")
+	case u.Scheme == "https":
+	case u.Scheme == "http" && allowHTTP:
+	default:
+		v.Add("url", "must use https")
+	}
+	return raw
+}
+
+// CheckEvents validates a subscription: known event types or "*", at least
+// one, no duplicates kept.
+func CheckEvents(v *domain.Validation, events []string) []string {
+	if len(events) == 0 {
+		v.Add("events", `must name at least one event type, or "*" for all`)
+		return nil
+	}
+	out := make([]string, 0, len(events))
+	for _, e := range events {
+		if e != AllEvents && !event.Known(event.Type(e)) {
+			v.Add("events", "unknown event type "+quote(e))
+			return nil
+		}
+		if !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// CheckSecret validates a signing secret: 32 to 256 characters.
+func CheckSecret(v *domain.Validation, secret string) {
+	if n := utf8.RuneCountInString(secret); n < MinSecretLength || len(secret) > MaxSecretLength {
+		v.Add("secret", "must be 32 to 256 characters")
+	}
+}
+
+func quote(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	return `"` + s + `"`
+}

@@ -1,0 +1,121 @@
+package webhook_test
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/event"
+	"github.com/profilesvc/profilesvc/domain/webhook"
+)
+
+var (
+	t0       = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	schedule = webhook.Schedule{0, 5 * time.Second, 25 * time.Second, 125 * time.Second}
+)
+
+func TestScheduleAndOutcomes(t *testing.T) {
+	ep := webhook.Endpoint{ID: "whk_1", TeamID: "team_1", Events: []string{"*"}, Enabled: true}
+	e := event.Event{ID: "evt_1", TeamID: "team_1", Type: event.ProfileCreated, OccurredAt: t0}
+	d := webhook.NewDelivery("dlv_1", ep, e, []byte(`{}`), schedule, t0)
+	if d.Status != webhook.StatusPending || !d.NextAttemptAt.Equal(t0) {
+		t.Fatalf("new delivery %+v", d)
+	}
+	at := t0
+	var gaps []time.Duration
+	for i := range 4 {
+		d = d.Record(webhook.Attempt{At: at, StatusCode: 500}, schedule, at)
+		if i < 3 {
+			gaps = append(gaps, d.NextAttemptAt.Sub(at))
+			at = d.NextAttemptAt
+		}
+	}
+	if !slices.Equal(gaps, []time.Duration{5 * time.Second, 25 * time.Second, 125 * time.Second}) {
+		t.Fatalf("gaps %v", gaps)
+	}
+	if d.Status != webhook.StatusFailed || len(d.Attempts) != 4 || d.Attempts[3].N != 4 {
+		t.Fatalf("after four failures: %+v", d)
+	}
+	d, ok := d.Retry(at)
+	if !ok || d.Status != webhook.StatusPending || d.RoundStart != 4 {
+		t.Fatalf("retry: %+v", d)
+	}
+	d = d.Record(webhook.Attempt{At: at, StatusCode: 502}, schedule, at)
+	if d.Status != webhook.StatusPending || d.NextAttemptAt.Sub(at) != 5*time.Second || d.Attempts[4].N != 5 {
+		t.Fatalf("a retried delivery gets a new round: %+v", d)
+	}
+	d = d.Record(webhook.Attempt{At: at, StatusCode: 200}, schedule, at)
+	if d.Status != webhook.StatusSucceeded {
+		t.Fatalf("200 must succeed: %+v", d)
+	}
+	if _, ok := d.Retry(at); ok {
+		t.Fatal("a succeeded delivery was retried")
+	}
+}
+
+func TestOnly200Succeeds(t *testing.T) {
+	for _, code := range []int{0, 201, 204, 301, 302, 400, 500} {
+		if (webhook.Attempt{StatusCode: code}).Succeeded() {
+			t.Errorf("status %d counted as success", code)
+		}
+	}
+	if (webhook.Attempt{StatusCode: 200, Error: "body cut short"}).Succeeded() {
+		t.Error("an attempt with an error counted as success")
+	}
+}
+
+func TestWants(t *testing.T) {
+	ep := webhook.Endpoint{Events: []string{"profile.created"}, Enabled: true}
+	if !ep.Wants(event.ProfileCreated) || ep.Wants(event.ProfileDeleted) {
+		t.Fatal("subscription by type")
+	}
+	ep.Events = []string{"*"}
+	if !ep.Wants(event.TeamMemberRemoved) {
+		t.Fatal("* takes everything")
+	}
+	ep.Enabled = false
+	if ep.Wants(event.ProfileCreated) {
+		t.Fatal("a disabled endpoint takes nothing")
+	}
+}
+
+func TestChecks(t *testing.T) {
+	for raw, ok := range map[string]bool{
+		"https://hooks.example.com/in": true, "http://hooks.example.com": false, "ftp://x": false,
+		"https://user:pw@hooks.example.com": false, "https://": false, "": false, "https://h.example.com/#x": false,
+	} {
+		v := &domain.Validation{}
+		webhook.CheckURL(v, raw, false)
+		if (v.Err() == nil) != ok {
+			t.Errorf("url %q: err %v", raw, v.Err())
+		}
+	}
+	v := &domain.Validation{}
+	webhook.CheckURL(v, "http://127.0.0.1:8080", true)
+	if v.Err() != nil {
+		t.Errorf("http with private targets allowed: %v", v.Err())
+	}
+	v = &domain.Validation{}
+	if got := webhook.CheckEvents(v, []string{"profile.created", "*", "profile.created"}); v.Err() != nil || len(got) != 2 {
+		t.Errorf("events: %v %v", got, v.Err())
+	}
+	v = &domain.Validation{}
+	webhook.CheckEvents(v, []string{"profile.created", "nope"})
+	webhook.CheckSecret(v, "short")
+	if v.Err() == nil {
+		t.Error("unknown event and short secret accepted")
+	}
+}
+
+func TestPayloadIsSPECsShape(t *testing.T) {
+	e := event.Event{ID: "evt_1", Type: event.ProfileCreated, OccurredAt: t0, Data: json.RawMessage(`{"profile":{"id":"prf_1"}}`)}
+	raw, err := webhook.Payload(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(raw) != `{"id":"evt_1","type":"profile.created","created_at":"2030-01-01T00:00:00Z","data":{"profile":{"id":"prf_1"}}}` {
+		t.Fatalf("payload %s", raw)
+	}
+}
