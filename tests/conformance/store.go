@@ -17,12 +17,15 @@ type NewStore func(t *testing.T) ports.Store
 // and invitation consumption, membership and profile paging, profile
 // filters, a team lock that serialises units counting the team's owners,
 // session swaps with one winner among concurrent callers, outbox ordering,
-// and a unit of work that commits all of its writes or none of them, even
-// under concurrency.
+// outbox events claimed by one of concurrent units until marked dispatched,
+// webhook endpoints and their deliveries, delivery leases that concurrent
+// claims never share, and a unit of work that commits all of its writes or
+// none of them, even under concurrency.
 //
 // Times: the suite writes times with nanoseconds, some in a non-UTC zone, and
 // requires that they come back in UTC and within a millisecond of what was
-// written (storeTimePrecision). Outbox data must come back byte for byte.
+// written (storeTimePrecision). Outbox data and delivery payloads must come
+// back byte for byte.
 //
 // Subtests run one after another, so a factory may hand out schemas or files
 // of one shared database server.
@@ -45,5 +48,8 @@ func RunStore(t *testing.T, newStore NewStore) {
 	t.Run("reset tokens", func(t *testing.T) { runResetTokenRepository(t, newStore) })
 	t.Run("profiles", func(t *testing.T) { runProfileRepository(t, newStore) })
 	t.Run("outbox", func(t *testing.T) { runOutbox(t, newStore) })
+	t.Run("outbox dispatch", func(t *testing.T) { runOutboxDispatch(t, newStore) })
+	t.Run("webhook endpoints", func(t *testing.T) { runWebhookEndpoints(t, newStore) })
+	t.Run("deliveries", func(t *testing.T) { runDeliveries(t, newStore) })
 	t.Run("unit of work", func(t *testing.T) { runUnitOfWork(t, newStore) })
 }

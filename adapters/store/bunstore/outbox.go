@@ -3,9 +3,11 @@ package bunstore
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
 
 	"github.com/profilesvc/profilesvc/domain/event"
 )
@@ -21,6 +23,8 @@ type outboxEventRow struct {
 	// column keeps the JSON exactly as the event carries it.
 	Data      string    `bun:"data"`
 	CreatedAt time.Time `bun:"created_at"`
+	// DispatchedAt is NULL until the event has been fanned out.
+	DispatchedAt *time.Time `bun:"dispatched_at"`
 }
 
 func newOutboxEventRow(e event.Event, now time.Time) *outboxEventRow {
@@ -74,4 +78,47 @@ func (o outbox) ListAfter(ctx context.Context, afterID string, limit int) ([]eve
 		events = append(events, rows[i].event())
 	}
 	return events, nil
+}
+
+// ClaimUndispatched locks the rows it returns until the caller's unit of
+// work ends: on PostgreSQL, concurrent units skip them (SKIP LOCKED) rather
+// than wait, and see them again if the unit rolls back. SQLite runs one
+// writing transaction at a time, so it needs no lock clause.
+func (o outbox) ClaimUndispatched(ctx context.Context, limit int) ([]event.Event, error) {
+	if limit <= 0 {
+		return []event.Event{}, nil
+	}
+	var rows []outboxEventRow
+	q := o.db.NewSelect().Model(&rows).
+		Where("dispatched_at IS NULL").
+		OrderExpr("id ASC").
+		Limit(int64(limit))
+	if o.db.Dialect().Name() == dialect.PG {
+		q = q.For("UPDATE SKIP LOCKED")
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, readErr(err, "outbox events")
+	}
+	events := make([]event.Event, 0, len(rows))
+	for i := range rows {
+		events = append(events, rows[i].event())
+	}
+	return events, nil
+}
+
+// MarkDispatched keeps the first dispatch time of an event marked twice and
+// ignores ids that are not in the outbox.
+func (o outbox) MarkDispatched(ctx context.Context, ids []string, at time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := o.db.NewUpdate().Model((*outboxEventRow)(nil)).
+		Set("dispatched_at = ?", utc(at)).
+		Where("id IN (?)", bun.List(ids)).
+		Where("dispatched_at IS NULL").
+		Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("bunstore: write outbox events: %w", err)
+	}
+	return nil
 }

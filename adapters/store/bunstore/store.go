@@ -155,4 +155,8 @@ func (r repositories) RefreshTokens() ports.RefreshTokenRepository {
 }
 func (r repositories) ResetTokens() ports.ResetTokenRepository { return resetTokenRepository(r) }
 func (r repositories) Profiles() ports.ProfileRepository       { return profileRepository(r) }
-func (r repositories) Outbox() ports.Outbox                    { return outbox(r) }
+func (r repositories) WebhookEndpoints() ports.WebhookEndpointRepository {
+	return webhookEndpointRepository(r)
+}
+func (r repositories) Deliveries() ports.DeliveryRepository { return deliveryRepository(r) }
+func (r repositories) Outbox() ports.Outbox                 { return outbox(r) }

@@ -718,3 +718,42 @@ func (r outbox) ListAfter(ctx context.Context, afterID string, limit int) ([]eve
 	})
 	return out, err
 }
+
+// ClaimUndispatched needs no lock of its own: a unit of work holds the
+// store's write lock until it ends, so no other unit sees the events before
+// this one has marked them or rolled back.
+func (r outbox) ClaimUndispatched(ctx context.Context, limit int) ([]event.Event, error) {
+	var out []event.Event
+	err := r.s.read(ctx, r.tx, func(st *state) error {
+		out = []event.Event{}
+		if limit < 1 {
+			return nil
+		}
+		for _, e := range st.outbox {
+			if len(out) == limit {
+				break
+			}
+			if _, done := st.dispatched[e.ID]; !done {
+				out = append(out, cloneEvent(e))
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// MarkDispatched keeps the first dispatch time of an event marked twice and
+// ignores ids that are not in the outbox, as an UPDATE would.
+func (r outbox) MarkDispatched(ctx context.Context, ids []string, at time.Time) error {
+	return r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+		for _, id := range ids {
+			if _, found := slices.BinarySearchFunc(st.outbox, id, compareEventID); !found {
+				continue
+			}
+			if _, done := st.dispatched[id]; !done {
+				put(undo, st.dispatched, id, at.UTC())
+			}
+		}
+		return nil
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/domain/team"
+	"github.com/profilesvc/profilesvc/domain/webhook"
 )
 
 // state is every row of the store. Stored values are never changed in place:
@@ -29,7 +30,23 @@ type state struct {
 	profiles      map[string]profile.Profile // by id; ids are unique across teams
 	profilesOf    map[string][]string        // team id -> its profile ids, sorted
 	outbox        []event.Event              // sorted by ID, as ListAfter reads it
+	dispatched    map[string]time.Time       // outbox event id -> when it was fanned out
+	endpoints     map[string]webhook.Endpoint
+	endpointsOf   map[string][]string // team id -> its endpoint ids, sorted
+	deliveries    map[string]deliveryRow
+	deliveriesOf  map[endpointKey][]string // team and endpoint -> its delivery ids, sorted
 }
+
+// deliveryRow is a delivery with the lease a dispatcher holds on it, which
+// the domain value does not carry.
+type deliveryRow struct {
+	d          webhook.Delivery
+	leased     bool
+	leaseOwner string
+	leaseUntil time.Time
+}
+
+type endpointKey struct{ teamID, endpointID string }
 
 type memberKey struct{ teamID, userID string }
 
@@ -50,6 +67,11 @@ func newState() state {
 		resets:        map[string]account.ResetToken{},
 		profiles:      map[string]profile.Profile{},
 		profilesOf:    map[string][]string{},
+		dispatched:    map[string]time.Time{},
+		endpoints:     map[string]webhook.Endpoint{},
+		endpointsOf:   map[string][]string{},
+		deliveries:    map[string]deliveryRow{},
+		deliveriesOf:  map[endpointKey][]string{},
 	}
 }
 
@@ -122,7 +144,7 @@ func (st *state) addMemberID(undo *undoLog, teamID, id string) {
 	addSortedID(undo, st.membersOf, teamID, id)
 }
 
-func addSortedID(undo *undoLog, index map[string][]string, key, id string) {
+func addSortedID[K comparable](undo *undoLog, index map[K][]string, key K, id string) {
 	ids := index[key]
 	i, found := slices.BinarySearch(ids, id)
 	if found {
@@ -132,14 +154,18 @@ func addSortedID(undo *undoLog, index map[string][]string, key, id string) {
 }
 
 func (st *state) removeProfileID(undo *undoLog, teamID, id string) {
-	ids := st.profilesOf[teamID]
+	removeSortedID(undo, st.profilesOf, teamID, id)
+}
+
+func removeSortedID[K comparable](undo *undoLog, index map[K][]string, key K, id string) {
+	ids := index[key]
 	i, found := slices.BinarySearch(ids, id)
 	switch {
 	case !found:
 	case len(ids) == 1:
-		remove(undo, st.profilesOf, teamID)
+		remove(undo, index, key)
 	default:
-		put(undo, st.profilesOf, teamID, slices.Delete(slices.Clone(ids), i, i+1))
+		put(undo, index, key, slices.Delete(slices.Clone(ids), i, i+1))
 	}
 }
 
@@ -222,4 +248,27 @@ func cloneSession(s *profile.Session) *profile.Session {
 	c := *s
 	c.StartedAt, c.ExpiresAt = c.StartedAt.UTC(), c.ExpiresAt.UTC()
 	return &c
+}
+
+func cloneEndpoint(e webhook.Endpoint) webhook.Endpoint {
+	e.Events = slices.Clone(e.Events)
+	if e.Events == nil {
+		e.Events = []string{}
+	}
+	e.SecretSealed = slices.Clone(e.SecretSealed)
+	e.CreatedAt, e.UpdatedAt = e.CreatedAt.UTC(), e.UpdatedAt.UTC()
+	return e
+}
+
+func cloneDelivery(d webhook.Delivery) webhook.Delivery {
+	d.Payload = slices.Clone(d.Payload)
+	attempts := make([]webhook.Attempt, len(d.Attempts))
+	for i, a := range d.Attempts {
+		a.At = a.At.UTC()
+		attempts[i] = a
+	}
+	d.Attempts = attempts
+	d.NextAttemptAt = d.NextAttemptAt.UTC()
+	d.CreatedAt, d.UpdatedAt = d.CreatedAt.UTC(), d.UpdatedAt.UTC()
+	return d
 }

@@ -109,6 +109,12 @@ func (s *Store) ResetTokens() ports.ResetTokenRepository { return resetTokens{s:
 // Profiles returns the profile repository, each call on its own.
 func (s *Store) Profiles() ports.ProfileRepository { return profiles{s: s} }
 
+// WebhookEndpoints returns the webhook endpoint repository, each call on its own.
+func (s *Store) WebhookEndpoints() ports.WebhookEndpointRepository { return webhookEndpoints{s: s} }
+
+// Deliveries returns the delivery repository, each call on its own.
+func (s *Store) Deliveries() ports.DeliveryRepository { return deliveries{s: s} }
+
 // Outbox returns the outbox, each call on its own.
 func (s *Store) Outbox() ports.Outbox { return outbox{s: s} }
 
@@ -128,7 +134,11 @@ func (r repositories) RefreshTokens() ports.RefreshTokenRepository {
 }
 func (r repositories) ResetTokens() ports.ResetTokenRepository { return resetTokens(r) }
 func (r repositories) Profiles() ports.ProfileRepository       { return profiles(r) }
-func (r repositories) Outbox() ports.Outbox                    { return outbox(r) }
+func (r repositories) WebhookEndpoints() ports.WebhookEndpointRepository {
+	return webhookEndpoints(r)
+}
+func (r repositories) Deliveries() ports.DeliveryRepository { return deliveries(r) }
+func (r repositories) Outbox() ports.Outbox                 { return outbox(r) }
 
 func (s *Store) refuseInsideUnit(ctx context.Context) error {
 	if tx, ok := ctx.Value(txKey{}).(*txn); ok && tx.store == s && !tx.done.Load() {
