@@ -34,6 +34,7 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		Accounts,
 		Profiles,
 		Teams,
+		Webhooks,
 		HTTP,
 		fx.Options(extra...),
 	)

@@ -13,6 +13,7 @@ import (
 type authzFixture struct {
 	h        *harness
 	owner    account
+	hookURL  string
 	accounts map[string]account // by role name, plus "stranger"
 }
 
@@ -70,6 +71,14 @@ func (f *authzFixture) launched(t *testing.T, by account) (string, string) {
 }
 
 var inviteSeq int
+
+func (f *authzFixture) endpoint(t *testing.T) string {
+	return f.h.subscribe(t, f.owner, f.hookURL)
+}
+
+func (f *authzFixture) webhookReq(method, path string, body any, a account) req {
+	return req{method: method, path: path, body: body, headers: pairs(f.as(a))}
+}
 
 // authzCases has one entry per authenticated route of the service. A route
 // without an entry fails TestEveryRouteEnforcesRoles: every new endpoint
@@ -137,6 +146,35 @@ var authzCases = map[string]authzCase{
 	"teams.members.list": {team.RoleViewer, 200, func(_ *testing.T, f *authzFixture, a account, _ team.Role) req {
 		return req{method: "GET", path: "/api/v1/teams/members", headers: pairs(f.as(a))}
 	}},
+	"webhooks.create": {team.RoleAdmin, 201, func(_ *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return f.webhookReq("POST", "/v1/webhooks", map[string]any{"url": f.hookURL, "events": []string{"*"}, "secret": webhookSecret}, a)
+	}},
+	"webhooks.list": {team.RoleAdmin, 200, func(_ *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return f.webhookReq("GET", "/v1/webhooks", nil, a)
+	}},
+	"webhooks.read": {team.RoleAdmin, 200, func(t *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return f.webhookReq("GET", "/v1/webhooks/"+f.endpoint(t), nil, a)
+	}},
+	"webhooks.update": {team.RoleAdmin, 200, func(t *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return f.webhookReq("PATCH", "/v1/webhooks/"+f.endpoint(t), map[string]any{"enabled": false}, a)
+	}},
+	"webhooks.delete": {team.RoleAdmin, 204, func(t *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return f.webhookReq("DELETE", "/v1/webhooks/"+f.endpoint(t), nil, a)
+	}},
+	"webhooks.test": {team.RoleAdmin, 202, func(t *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return f.webhookReq("POST", "/v1/webhooks/"+f.endpoint(t)+"/test", map[string]any{"event_type": "profile.created"}, a)
+	}},
+	"webhooks.deliveries.list": {team.RoleAdmin, 200, func(t *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return f.webhookReq("GET", "/v1/webhooks/"+f.endpoint(t)+"/deliveries", nil, a)
+	}},
+	// Retrying needs a failed delivery; a pending one answers 409 to those
+	// allowed to retry, and 403 to the rest before its state is looked at.
+	"webhooks.deliveries.retry": {team.RoleAdmin, 409, func(t *testing.T, f *authzFixture, a account, _ team.Role) req {
+		ep := f.endpoint(t)
+		r := f.h.post("/v1/webhooks/"+ep+"/test", map[string]any{"event_type": "profile.created"}, f.as(f.owner)...)
+		expect(t, r, http.StatusAccepted)
+		return f.webhookReq("POST", "/v1/webhooks/"+ep+"/deliveries/"+str(r.data()["deliveryId"])+"/retry", nil, a)
+	}},
 	"teams.members.update": {team.RoleAdmin, 200, func(t *testing.T, f *authzFixture, a account, _ team.Role) req {
 		inviteSeq++
 		r := f.h.post("/api/v1/teams/invite", map[string]any{"email": fmt.Sprintf("authz%d@example.com", inviteSeq), "role": "member"}, f.as(f.owner)...)
@@ -150,8 +188,8 @@ var authzCases = map[string]authzCase{
 // below the route's minimum get 403, the others the route's success, and the
 // stranger 404 (the team's existence is not revealed).
 func TestEveryRouteEnforcesRoles(t *testing.T) {
-	h := start(t, options{databaseURL: "memory://"})
-	f := &authzFixture{h: h, owner: h.register(t), accounts: map[string]account{}}
+	h := start(t, webhookOptions("memory://"))
+	f := &authzFixture{h: h, owner: h.register(t), accounts: map[string]account{}, hookURL: newReceiver(t, 200).srv.URL}
 	f.accounts[string(team.RoleOwner)] = f.owner
 	for _, role := range []team.Role{team.RoleViewer, team.RoleMember, team.RoleAdmin} {
 		a := h.register(t)

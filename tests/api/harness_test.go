@@ -64,6 +64,8 @@ type options struct {
 	redisURL    string
 	// extra fx options, applied after the harness's own.
 	extra []fx.Option
+	// env adds to or overrides the harness's environment.
+	env map[string]string
 }
 
 // harness is one running service, booted through wiring.App's options with
@@ -101,6 +103,9 @@ func start(t *testing.T, o options) *harness {
 		"JWT_SECRET":   sharedSecrets.jwt,
 		"SECRET_KEY":   sharedSecrets.key,
 		"LOG_LEVEL":    "debug",
+	}
+	for k, v := range o.env {
+		env[k] = v
 	}
 	cfg, err := config.Load(func(k string) string { return env[k] })
 	if err != nil {

@@ -1,0 +1,92 @@
+package wiring
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/fx"
+
+	httpapi "github.com/profilesvc/profilesvc/adapters/http"
+	"github.com/profilesvc/profilesvc/adapters/secretbox"
+	webhookhttp "github.com/profilesvc/profilesvc/adapters/webhook"
+	"github.com/profilesvc/profilesvc/application/webhooks"
+	"github.com/profilesvc/profilesvc/config"
+	"github.com/profilesvc/profilesvc/domain/webhook"
+	"github.com/profilesvc/profilesvc/ports"
+)
+
+// DispatcherPoll is how often an idle dispatcher looks for work committed
+// by other instances; its own commits wake it at once. Tests shorten it
+// (fx.Decorate) when they move the fake clock.
+type DispatcherPoll time.Duration
+
+const defaultDispatcherPoll = DispatcherPoll(time.Second)
+
+// WebhookDeps are the ports of the webhook use cases.
+type WebhookDeps struct {
+	fx.In
+	Store   ports.Store
+	Sender  ports.WebhookSender
+	Box     ports.SecretBox
+	Metrics ports.WebhookMetrics
+	Clock   ports.Clock
+	IDs     ports.IDs
+	Log     *slog.Logger
+	Waker   *webhooks.Waker
+	Config  config.Config
+	Poll    DispatcherPoll
+}
+
+// Webhooks provides the webhook use cases, the sender with its SSRF guard,
+// the secret box, the dispatcher (started and drained with the app), and
+// the store decoration that wakes the dispatcher when events commit.
+var Webhooks = fx.Options(
+	fx.Module("webhooks",
+		fx.Provide(
+			func(cfg config.Config) ports.WebhookSender {
+				return webhookhttp.NewSender(webhookhttp.Options{Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.AllowPrivateTargets})
+			},
+			func(cfg config.Config) (ports.SecretBox, error) { return secretbox.New(cfg.SecretKey) },
+			func(reg *prometheus.Registry) ports.WebhookMetrics { return webhookhttp.NewMetrics(reg) },
+			func() DispatcherPoll { return defaultDispatcherPoll },
+			func(d WebhookDeps) *webhooks.Service {
+				timeout := d.Config.WebhookTimeout
+				return webhooks.New(webhooks.Deps{
+					Store: d.Store, Sender: d.Sender, Box: d.Box, Metrics: d.Metrics, Clock: d.Clock, IDs: d.IDs, Log: d.Log, Waker: d.Waker,
+					Policy: webhooks.Policy{
+						Schedule:            webhook.Schedule(d.Config.WebhookRetrySchedule),
+						AllowPrivateTargets: d.Config.AllowPrivateTargets,
+						// Long enough for any attempt to finish and be recorded.
+						LeaseTTL:     2*timeout + 10*time.Second,
+						PollInterval: time.Duration(d.Poll),
+					},
+				})
+			},
+			fx.Annotate(func(svc *webhooks.Service) Routes { return httpapi.NewWebhookHandlers(svc).Routes() }, fx.ResultTags(`group:"routes"`)),
+		),
+		fx.Invoke(startDispatcher),
+	),
+	// The waker and the store decoration live at the root, so the store that
+	// every module sees wakes the dispatcher on commit.
+	fx.Provide(webhooks.NewWaker),
+	fx.Decorate(func(s ports.Store, w *webhooks.Waker) ports.Store { return webhooks.NotifyingStore(s, w) }),
+)
+
+func startDispatcher(lc fx.Lifecycle, svc *webhooks.Service) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			wg.Go(func() { svc.Run(ctx) })
+			return nil
+		},
+		OnStop: func(context.Context) error {
+			cancel()
+			wg.Wait()
+			return nil
+		},
+	})
+}

@@ -1,0 +1,379 @@
+package api_test
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/fx"
+
+	"github.com/profilesvc/profilesvc/adapters/wiring"
+	"github.com/profilesvc/profilesvc/domain/team"
+)
+
+const webhookSecret = "whsec-0123456789abcdef0123456789abcdef"
+
+// receiver is a customer's webhook server: it checks every signature with
+// its own HMAC code and answers with the next status of its script (the
+// last one repeats).
+type receiver struct {
+	t      *testing.T
+	srv    *httptest.Server
+	mu     sync.Mutex
+	script []int
+	got    []received
+	// block, when set, holds each request until the client gives up.
+	block bool
+}
+
+type received struct {
+	body     []byte
+	payload  map[string]any
+	header   http.Header
+	validMAC bool
+}
+
+func newReceiver(t *testing.T, script ...int) *receiver {
+	rc := &receiver{t: t, script: script}
+	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mac := hmac.New(sha256.New, []byte(webhookSecret))
+		mac.Write(body)
+		want := hex.EncodeToString(mac.Sum(nil))
+		got, _ := hex.DecodeString(r.Header.Get("X-Service-Signature"))
+		wantRaw, _ := hex.DecodeString(want)
+		rec := received{body: body, header: r.Header.Clone(), validMAC: hmac.Equal(got, wantRaw)}
+		_ = json.Unmarshal(body, &rec.payload)
+		rc.mu.Lock()
+		n := len(rc.got)
+		rc.got = append(rc.got, rec)
+		status := rc.script[min(n, len(rc.script)-1)]
+		block := rc.block
+		rc.mu.Unlock()
+		if block {
+			select {
+			case <-time.After(6 * time.Second):
+			case <-r.Context().Done():
+			}
+		}
+		if !rec.validMAC {
+			status = http.StatusUnauthorized
+		}
+		if status == http.StatusFound {
+			w.Header().Set("Location", rc.srv.URL+"/elsewhere")
+		}
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(rc.srv.Close)
+	return rc
+}
+
+func (rc *receiver) setScript(script ...int) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.script, rc.got = script, nil
+}
+
+func (rc *receiver) requests() []received {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return slices.Clone(rc.got)
+}
+
+func (rc *receiver) waitFor(n int) []received {
+	rc.t.Helper()
+	waitFor(rc.t, strconv.Itoa(n)+" deliveries at the receiver", func() bool { return len(rc.requests()) >= n })
+	return rc.requests()
+}
+
+// webhookOptions lets the service deliver to a local receiver over http,
+// and has its dispatcher look for due work every few milliseconds, so that
+// moving the fake clock is enough to trigger the next attempt.
+func webhookOptions(url string) options {
+	return options{
+		databaseURL: url,
+		env:         map[string]string{"ALLOW_PRIVATE_TARGETS": "true"},
+		extra:       []fx.Option{fx.Decorate(func() wiring.DispatcherPoll { return wiring.DispatcherPoll(5 * time.Millisecond) })},
+	}
+}
+
+func eachWebhookBackend(t *testing.T, fn func(t *testing.T, h *harness)) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) { fn(t, start(t, webhookOptions(b.url(t)))) })
+	}
+}
+
+func (h *harness) subscribe(t *testing.T, a account, url string, events ...string) string {
+	t.Helper()
+	if len(events) == 0 {
+		events = []string{"*"}
+	}
+	r := h.post("/v1/webhooks", map[string]any{"url": url, "events": events, "secret": webhookSecret}, bearer(a.access)...)
+	expect(t, r, http.StatusCreated)
+	return str(r.data()["id"])
+}
+
+// deliveries lists an endpoint's deliveries.
+func (h *harness) deliveries(t *testing.T, a account, endpoint, status string) []map[string]any {
+	t.Helper()
+	path := "/v1/webhooks/" + endpoint + "/deliveries"
+	if status != "" {
+		path += "?status=" + status
+	}
+	r := h.get(path, bearer(a.access)...)
+	expect(t, r, http.StatusOK)
+	var out []map[string]any
+	for _, item := range asList(r.env["data"]) {
+		out = append(out, item.(map[string]any))
+	}
+	return out
+}
+
+func (h *harness) waitDelivery(t *testing.T, a account, endpoint, status string, attempts int) map[string]any {
+	t.Helper()
+	var found map[string]any
+	waitFor(t, "a "+status+" delivery with "+strconv.Itoa(attempts)+" attempts", func() bool {
+		for _, d := range h.deliveries(t, a, endpoint, status) {
+			if len(asList(d["attempts"])) == attempts {
+				found = d
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+func TestWebhookEndpoints(t *testing.T) {
+	eachBackend(t, func(t *testing.T, h *harness) {
+		a := h.register(t)
+		auth := bearer(a.access)
+		r := h.post("/v1/webhooks", map[string]any{"url": "https://93.184.215.14/in", "events": []string{"profile.created", "team.member_added"}, "secret": webhookSecret}, auth...)
+		expect(t, r, http.StatusCreated)
+		id := str(r.data()["id"])
+		if r.data()["enabled"] != true || len(asList(r.data()["events"])) != 2 {
+			t.Fatalf("create: %s", r.raw)
+		}
+		for name, tc := range map[string]struct {
+			body  map[string]any
+			field string
+		}{
+			"http":                 {map[string]any{"url": "http://93.184.215.14", "events": []string{"*"}, "secret": webhookSecret}, "url"},
+			"not a url":            {map[string]any{"url": "hooks", "events": []string{"*"}, "secret": webhookSecret}, "url"},
+			"unknown event":        {map[string]any{"url": "https://93.184.215.14", "events": []string{"profile.exploded"}, "secret": webhookSecret}, "events"},
+			"no events":            {map[string]any{"url": "https://93.184.215.14", "events": []string{}, "secret": webhookSecret}, "events"},
+			"short secret":         {map[string]any{"url": "https://93.184.215.14", "events": []string{"*"}, "secret": "31-characters-is-not-enough-xxx"}, "secret"},
+			"loopback":             {map[string]any{"url": "https://127.0.0.1/hook", "events": []string{"*"}, "secret": webhookSecret}, "url"},
+			"private":              {map[string]any{"url": "https://10.0.0.1/hook", "events": []string{"*"}, "secret": webhookSecret}, "url"},
+			"metadata":             {map[string]any{"url": "https://169.254.169.254/latest", "events": []string{"*"}, "secret": webhookSecret}, "url"},
+			"resolves to loopback": {map[string]any{"url": "https://localhost:8443/hook", "events": []string{"*"}, "secret": webhookSecret}, "url"},
+		} {
+			t.Run(name, func(t *testing.T) {
+				r := h.post("/v1/webhooks", tc.body, auth...)
+				expect(t, r, http.StatusUnprocessableEntity)
+				if !slices.Contains(r.errFields(), tc.field) {
+					t.Fatalf("details do not name %s: %s", tc.field, r.raw)
+				}
+			})
+		}
+		r = h.patch("/v1/webhooks/"+id, map[string]any{"events": []string{"*"}, "enabled": false}, auth...)
+		expect(t, r, http.StatusOK)
+		if r.data()["enabled"] != false || asList(r.data()["events"])[0] != "*" {
+			t.Fatalf("patch: %s", r.raw)
+		}
+		r = h.get("/v1/webhooks", auth...)
+		expect(t, r, http.StatusOK)
+		if len(asList(r.env["data"])) != 1 {
+			t.Fatalf("list: %s", r.raw)
+		}
+		expect(t, h.get("/v1/webhooks/"+id, bearer(h.register(t).access)...), http.StatusNotFound)
+		expect(t, h.delete("/v1/webhooks/"+id, auth...), http.StatusNoContent)
+		expect(t, h.get("/v1/webhooks/"+id, auth...), http.StatusNotFound)
+	})
+}
+
+// TestWebhookRetriesOnSchedule: the receiver answers 500 twice, then 200.
+// Attempts come at the schedule's gaps (driven by the fake clock), with the
+// same event id and a valid signature each time.
+func TestWebhookRetriesOnSchedule(t *testing.T) {
+	eachWebhookBackend(t, func(t *testing.T, h *harness) {
+		rc := newReceiver(t, 500, 500, 200)
+		a := h.register(t)
+		ep := h.subscribe(t, a, rc.srv.URL+"/hook")
+		h.createProfile(t, a, nil)
+
+		rc.waitFor(1)
+		h.clock.Advance(5 * time.Second)
+		rc.waitFor(2)
+		h.clock.Advance(25 * time.Second)
+		got := rc.waitFor(3)
+		d := h.waitDelivery(t, a, ep, "succeeded", 3)
+
+		var ats []int64
+		for i, at := range asList(d["attempts"]) {
+			at := at.(map[string]any)
+			ats = append(ats, int64(at["at"].(float64)))
+			if int(at["n"].(float64)) != i+1 {
+				t.Errorf("attempt %d numbered %v", i+1, at["n"])
+			}
+		}
+		if ats[1]-ats[0] != 5000 || ats[2]-ats[1] != 25000 {
+			t.Fatalf("attempt gaps %d ms and %d ms, want 5000 and 25000", ats[1]-ats[0], ats[2]-ats[1])
+		}
+		for i, req := range got[:3] {
+			if !req.validMAC {
+				t.Errorf("attempt %d: signature does not verify", i+1)
+			}
+			if req.payload["id"] != d["eventId"] || req.header.Get("X-Service-Event-Id") != d["eventId"] {
+				t.Errorf("attempt %d: event id %v, want %v", i+1, req.payload["id"], d["eventId"])
+			}
+			if req.header.Get("X-Service-Delivery-Attempt") != strconv.Itoa(i+1) || req.header.Get("X-Service-Event-Type") != "profile.created" {
+				t.Errorf("attempt %d headers: %v", i+1, req.header)
+			}
+			if string(req.body) != string(got[0].body) {
+				t.Errorf("attempt %d: body changed between attempts", i+1)
+			}
+		}
+	})
+}
+
+// TestWebhookFailsAfterFourAttempts: a receiver that always fails gets
+// exactly four attempts; the delivery is listed as failed; a manual retry
+// delivers it once the receiver is fixed.
+func TestWebhookFailsAfterFourAttempts(t *testing.T) {
+	eachWebhookBackend(t, func(t *testing.T, h *harness) {
+		rc := newReceiver(t, 503)
+		a := h.register(t)
+		ep := h.subscribe(t, a, rc.srv.URL, "profile.created")
+		h.createProfile(t, a, nil)
+		rc.waitFor(1)
+		for i, gap := range []time.Duration{5 * time.Second, 25 * time.Second, 125 * time.Second} {
+			h.clock.Advance(gap)
+			rc.waitFor(i + 2)
+		}
+		d := h.waitDelivery(t, a, ep, "failed", 4)
+		// Well past any schedule (within the access token's lifetime): once
+		// the dispatcher has delivered something due later, it has passed
+		// over the failed delivery.
+		h.clock.Advance(10 * time.Minute)
+		probe := newReceiver(t, 200)
+		r := h.post("/v1/webhooks/"+h.subscribe(t, a, probe.srv.URL, "proxy.added")+"/test", map[string]any{"event_type": "proxy.added"}, bearer(a.access)...)
+		expect(t, r, http.StatusAccepted)
+		probe.waitFor(1)
+		if n := len(rc.requests()); n != 4 {
+			t.Fatalf("%d attempts after the schedule ended, want 4", n)
+		}
+		if d["nextAttemptAt"] != nil {
+			t.Fatalf("a failed delivery has a next attempt: %v", d)
+		}
+		if len(h.deliveries(t, a, ep, "pending")) != 0 || len(h.deliveries(t, a, ep, "succeeded")) != 0 {
+			t.Fatal("the failed delivery is listed under another status")
+		}
+
+		rc.setScript(200)
+		r = h.post("/v1/webhooks/"+ep+"/deliveries/"+str(d["id"])+"/retry", nil, bearer(a.access)...)
+		expect(t, r, http.StatusAccepted)
+		rc.waitFor(1)
+		h.waitDelivery(t, a, ep, "succeeded", 5)
+		expect(t, h.post("/v1/webhooks/"+ep+"/deliveries/"+str(d["id"])+"/retry", nil, bearer(a.access)...), http.StatusConflict)
+	})
+}
+
+// TestOnlyStatus200Succeeds: 201, 204 and 302 (not followed) are failed
+// attempts, and so is a receiver that does not answer within 5 s.
+func TestOnlyStatus200Succeeds(t *testing.T) {
+	h := start(t, webhookOptions("memory://"))
+	a := h.register(t)
+	for _, status := range []int{201, 204, 302} {
+		rc := newReceiver(t, status)
+		ep := h.subscribe(t, a, rc.srv.URL, "profile.updated")
+		id := h.createProfile(t, a, nil)
+		expect(t, h.patch("/api/v1/profiles/"+id, map[string]any{"notes": "x"}, bearer(a.access)...), http.StatusOK)
+		d := h.waitDelivery(t, a, ep, "pending", 1)
+		at := asList(d["attempts"])[0].(map[string]any)
+		if int(at["statusCode"].(float64)) != status {
+			t.Fatalf("status %d: attempt %v", status, at)
+		}
+		if got := len(rc.requests()); got != 1 {
+			t.Fatalf("status %d: receiver saw %d requests (a redirect must not be followed)", status, got)
+		}
+		expect(t, h.delete("/v1/webhooks/"+ep, bearer(a.access)...), http.StatusNoContent)
+	}
+
+	rc := newReceiver(t, 200)
+	rc.block = true
+	ep := h.subscribe(t, a, rc.srv.URL, "profile.created")
+	h.createProfile(t, a, nil)
+	d := h.waitDelivery(t, a, ep, "pending", 1)
+	at := asList(d["attempts"])[0].(map[string]any)
+	if at["statusCode"] != nil || str(at["error"]) == "" || at["latencyMs"].(float64) < 4900 {
+		t.Fatalf("a receiver that takes 6 s: attempt %v, want a time-out error after 5 s", at)
+	}
+}
+
+// TestEveryEventReachesStarSubscriber drives every event the service emits
+// today and checks each payload has SPEC's shape.
+func TestEveryEventReachesStarSubscriber(t *testing.T) {
+	eachWebhookBackend(t, func(t *testing.T, h *harness) {
+		rc := newReceiver(t, 200)
+		a, b := h.register(t), h.register(t)
+		h.subscribe(t, a, rc.srv.URL)
+		auth := bearer(a.access)
+		id := h.createProfile(t, a, nil)
+		expect(t, h.patch("/api/v1/profiles/"+id, map[string]any{"name": "Renamed"}, auth...), http.StatusOK)
+		expect(t, h.post("/api/v1/profiles/"+id+"/launch", nil, auth...), http.StatusOK)
+		expect(t, h.post("/api/v1/profiles/"+id+"/release", nil, auth...), http.StatusOK)
+		expect(t, h.delete("/api/v1/profiles/"+id, auth...), http.StatusNoContent)
+		mem := h.member(t, a, b, team.RoleViewer)
+		expect(t, h.patch("/api/v1/teams/members/"+mem, map[string]any{"status": "removed"}, auth...), http.StatusOK)
+		r := h.post("/v1/webhooks/"+h.subscribe(t, a, rc.srv.URL, "proxy.failed")+"/test", map[string]any{"event_type": "proxy.failed"}, auth...)
+		expect(t, r, http.StatusAccepted)
+
+		want := []string{"profile.created", "profile.updated", "profile.launched", "profile.stopped", "profile.deleted", "team.member_added", "team.member_removed", "proxy.failed"}
+		got := rc.waitFor(len(want))
+		types := map[string]bool{}
+		for _, req := range got {
+			p := req.payload
+			typ := str(p["type"])
+			types[typ] = true
+			if len(p) != 4 || !req.validMAC || str(p["id"]) == "" {
+				t.Errorf("%s: payload %s", typ, req.body)
+			}
+			if _, err := time.Parse(time.RFC3339, str(p["created_at"])); err != nil {
+				t.Errorf("%s: created_at %v is not ISO 8601", typ, p["created_at"])
+			}
+			data := p["data"].(map[string]any)
+			switch {
+			case typ[:8] == "profile.":
+				pr := data["profile"].(map[string]any)
+				for _, k := range []string{"id", "name", "browser", "fingerprint_template", "created_at"} {
+					if _, ok := pr[k]; !ok {
+						t.Errorf("%s: data.profile lacks %s", typ, k)
+					}
+				}
+			case typ[:5] == "team.":
+				if data["team"] == nil || data["member"] == nil {
+					t.Errorf("%s: data %v", typ, data)
+				}
+			case typ[:6] == "proxy.":
+				if str(data["proxy"].(map[string]any)["host"]) == "" {
+					t.Errorf("%s: data %v", typ, data)
+				}
+			}
+		}
+		for _, typ := range want {
+			if !types[typ] {
+				t.Errorf("no %s delivery", typ)
+			}
+		}
+	})
+}
