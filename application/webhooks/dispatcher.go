@@ -19,10 +19,22 @@ import (
 // Waker wakes the dispatcher when there may be work: an event committed, a
 // test or retry queued, an attempt finished. Wakes while it is busy
 // collapse into one.
-type Waker struct{ ch chan struct{} }
+type Waker struct {
+	ch chan struct{}
+	// events is set when events were committed since the last fan-out, so
+	// wake-ups for other reasons (an attempt finished) skip the fan-out
+	// transaction.
+	events atomic.Bool
+}
 
 // NewWaker returns a waker.
 func NewWaker() *Waker { return &Waker{ch: make(chan struct{}, 1)} }
+
+// EventsCommitted wakes the dispatcher to fan out new events.
+func (w *Waker) EventsCommitted() {
+	w.events.Store(true)
+	w.Wake()
+}
 
 // Wake signals the dispatcher without blocking.
 func (w *Waker) Wake() {
@@ -40,10 +52,16 @@ func (s *Service) Run(ctx context.Context) {
 	inflight := map[string]int{} // endpoint id -> attempts in flight
 	var mu sync.Mutex
 	slots := make(chan struct{}, s.d.Policy.Workers)
+	// The first pass and every poll fan out whatever other instances (or
+	// a previous run) left; in between, only committed events need it.
+	fanOut := true
 	for ctx.Err() == nil {
-		if err := s.fanOutAll(ctx); err != nil && ctx.Err() == nil {
-			s.d.Log.ErrorContext(ctx, "webhook fan-out", "error", err.Error())
+		if fanOut || s.d.Waker.events.Swap(false) {
+			if err := s.fanOutAll(ctx); err != nil && ctx.Err() == nil {
+				s.d.Log.ErrorContext(ctx, "webhook fan-out", "error", err.Error())
+			}
 		}
+		fanOut = false
 		s.claimAndStart(ctx, &wg, &mu, inflight, slots)
 		wait := s.d.Policy.PollInterval
 		if next, oldest, ok, err := s.d.Store.Deliveries().Pending(ctx); err == nil {
@@ -62,6 +80,7 @@ func (s *Service) Run(ctx context.Context) {
 		case <-ctx.Done():
 		case <-s.d.Waker.ch:
 		case <-timer.C:
+			fanOut = true
 		}
 		timer.Stop()
 	}
@@ -250,13 +269,13 @@ func (s notifyingStore) Do(ctx context.Context, fn func(ctx context.Context, tx 
 		return fn(ctx, notifyingRepos{Repositories: tx, appended: &appended})
 	})
 	if err == nil && appended.Load() {
-		s.w.Wake()
+		s.w.EventsCommitted()
 	}
 	return err
 }
 
 func (s notifyingStore) Outbox() ports.Outbox {
-	return notifyingOutbox{Outbox: s.Store.Outbox(), wake: s.w.Wake}
+	return notifyingOutbox{Outbox: s.Store.Outbox(), wake: s.w.EventsCommitted}
 }
 
 type notifyingRepos struct {

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -33,6 +34,8 @@ type receiver struct {
 	got    []received
 	// block, when set, holds each request until the client gives up.
 	block bool
+	// gate, when set, holds each request until it is closed.
+	gate chan struct{}
 }
 
 type received struct {
@@ -57,8 +60,14 @@ func newReceiver(t *testing.T, script ...int) *receiver {
 		n := len(rc.got)
 		rc.got = append(rc.got, rec)
 		status := rc.script[min(n, len(rc.script)-1)]
-		block := rc.block
+		block, gate := rc.block, rc.gate
 		rc.mu.Unlock()
+		if gate != nil {
+			select {
+			case <-gate:
+			case <-r.Context().Done():
+			}
+		}
 		if block {
 			select {
 			case <-time.After(6 * time.Second):
@@ -376,4 +385,33 @@ func TestEveryEventReachesStarSubscriber(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestSlowReceiverDoesNotHoldUpOthers: one endpoint's receiver holds every
+// request; another endpoint of the same team still gets all its deliveries.
+func TestSlowReceiverDoesNotHoldUpOthers(t *testing.T) {
+	h := start(t, webhookOptions("memory://"))
+	a := h.register(t)
+	slow, fast := newReceiver(t, 200), newReceiver(t, 200)
+	slow.gate = make(chan struct{})
+	defer close(slow.gate)
+	h.subscribe(t, a, slow.srv.URL, "profile.created")
+	h.subscribe(t, a, fast.srv.URL, "profile.created")
+	const n = 30
+	for range n {
+		h.createProfile(t, a, nil)
+	}
+	fast.waitFor(n)
+	if got := len(slow.requests()); got > 4 {
+		t.Fatalf("%d requests in flight to the slow receiver, want at most the per-endpoint bound of 4", got)
+	}
+
+	// The pipeline's figures are on /metrics.
+	r := h.do(req{method: http.MethodGet, path: "/metrics"})
+	expect(t, r, http.StatusOK)
+	for _, metric := range []string{`profilesvc_webhook_attempts_total{outcome="succeeded"}`, "profilesvc_webhook_attempt_duration_seconds_bucket", "profilesvc_webhook_oldest_pending_seconds"} {
+		if !strings.Contains(string(r.raw), metric) {
+			t.Errorf("/metrics lacks %s", metric)
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"go.uber.org/fx"
@@ -30,11 +31,14 @@ type service struct {
 
 // boot starts the service on databaseURL with logging off, so the figures
 // are the service's and not the log encoder's.
-func boot(b *testing.B, databaseURL string) *service {
+func boot(b *testing.B, databaseURL string, extraEnv ...string) *service {
 	b.Helper()
 	env := map[string]string{
 		"HTTP_ADDR": "127.0.0.1:0", "DATA_DIR": b.TempDir(), "DATABASE_URL": databaseURL,
 		"JWT_SECRET": "bench-jwt-secret-0123456789abcdef0123456789", "SECRET_KEY": "bench-secret-key-0123456789abcdef0123456789",
+	}
+	for i := 0; i+1 < len(extraEnv); i += 2 {
+		env[extraEnv[i]] = extraEnv[i+1]
 	}
 	cfg, err := config.Load(func(k string) string { return env[k] })
 	if err != nil {
@@ -100,19 +104,36 @@ func (s *service) status(method, path string) int {
 	return resp.StatusCode
 }
 
+// post sends a JSON body from any goroutine and returns the status, 0 when
+// the request failed.
+func (s *service) post(path, body string) int {
+	req, _ := http.NewRequest(http.MethodPost, s.base+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}
+
 type idOnly struct {
 	Data struct {
 		ID string `json:"id"`
 	} `json:"data"`
 }
 
-func backends(b *testing.B) map[string]string {
-	m := map[string]string{
-		"memory": "memory://",
-		"sqlite": "sqlite://" + filepath.Join(b.TempDir(), "bench.db"),
+// backends names each store with a function that returns a fresh, empty
+// database for one run of a benchmark.
+func backends() map[string]func(b *testing.B) string {
+	m := map[string]func(b *testing.B) string{
+		"memory": func(*testing.B) string { return "memory://" },
+		"sqlite": func(b *testing.B) string { return "sqlite://" + filepath.Join(b.TempDir(), "bench.db") },
 	}
 	if os.Getenv(testenv.DatabaseURLVariable) != "" {
-		m["postgres"] = testenv.PostgresURL(b)
+		m["postgres"] = func(b *testing.B) string { return testenv.PostgresURL(b) }
 	}
 	return m
 }
@@ -120,9 +141,9 @@ func backends(b *testing.B) map[string]string {
 // BenchmarkProfiles measures the hot paths of automation clients: read a
 // profile, list a page, create one, and a launch/release cycle.
 func BenchmarkProfiles(b *testing.B) {
-	for name, url := range backends(b) {
+	for name, url := range backends() {
 		b.Run(name, func(b *testing.B) {
-			s := boot(b, url)
+			s := boot(b, url(b))
 			var p idOnly
 			for i := range 200 {
 				s.call(b, http.MethodPost, "/api/v1/profiles", map[string]any{"name": fmt.Sprintf("seed %d", i), "templateId": "tpl_chrome_win_us", "proxy": nil}, http.StatusCreated, &p)
