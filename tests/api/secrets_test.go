@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"runtime"
@@ -41,6 +42,20 @@ func TestSecretsNeverLeak(t *testing.T) {
 		expect(t, h.post("/api/v1/auth/reset-password", map[string]any{"token": token, "password": secrets["new password"]}), http.StatusOK)
 		expect(t, h.post("/api/v1/auth/reset-password", map[string]any{"token": token, "password": secrets["new password"]}), http.StatusUnprocessableEntity)
 
+		secrets["webhook secret"] = "whsec-never-shown-0123456789abcdef01"
+		w := h.post("/v1/webhooks", map[string]any{"url": "https://93.184.215.14/hook", "events": []string{"*"}, "secret": secrets["webhook secret"]}, bearer(a.access)...)
+		expect(t, w, http.StatusCreated)
+		secrets["rotated webhook secret"] = "whsec-rotated-0123456789abcdef0123456"
+		expect(t, h.patch("/v1/webhooks/"+str(w.data()["id"]), map[string]any{"secret": secrets["rotated webhook secret"]}, bearer(a.access)...), http.StatusOK)
+		expect(t, h.get("/v1/webhooks/"+str(w.data()["id"]), bearer(a.access)...), http.StatusOK)
+		stored, err := h.store.WebhookEndpoints().ByID(context.Background(), a.teamID, str(w.data()["id"]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(stored.SecretSealed), "whsec-") {
+			t.Error("the webhook secret is stored in the clear")
+		}
+
 		mailEntries := 0
 		for _, e := range h.logs.All() {
 			b, _ := json.Marshal(e.ContextMap())
@@ -61,7 +76,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		for _, body := range h.bodies {
-			for _, name := range []string{"password", "wrong password", "new password", "reset token"} {
+			for _, name := range []string{"password", "wrong password", "new password", "reset token", "webhook secret", "rotated webhook secret"} {
 				if strings.Contains(string(body), secrets[name]) {
 					t.Errorf("a response contains the %s: %s", name, truncate(body))
 				}
