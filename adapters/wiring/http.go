@@ -1,6 +1,7 @@
 package wiring
 
 import (
+	"log/slog"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -9,7 +10,9 @@ import (
 
 	httpapi "github.com/profilesvc/profilesvc/adapters/http"
 	"github.com/profilesvc/profilesvc/application/auth"
+	"github.com/profilesvc/profilesvc/application/idempotency"
 	"github.com/profilesvc/profilesvc/config"
+	"github.com/profilesvc/profilesvc/ports"
 )
 
 // Checker is a readiness check contributed to /readyz.
@@ -32,6 +35,9 @@ var HTTP = fx.Module("http",
 		}, fx.ParamTags(`group:"checkers"`), fx.ResultTags(`group:"routes"`)),
 		fx.Annotate(newHandler, fx.ParamTags(`group:"routes"`)),
 		newServer,
+		func(store ports.IdempotencyStore, log *slog.Logger) *idempotency.Service {
+			return idempotency.New(store, log)
+		},
 	),
 	// The server is invoked so that fx builds it even though nothing else
 	// depends on it.
@@ -42,12 +48,16 @@ var HTTP = fx.Module("http",
 // tests that walk the table.
 type RouteTable []httpapi.Route
 
-func newHandler(groups []Routes, svc *auth.Service, log *zap.Logger, metrics *httpapi.Metrics) (RouteTable, http.Handler) {
+func newHandler(groups []Routes, svc *auth.Service, idem *idempotency.Service, log *zap.Logger, metrics *httpapi.Metrics) (RouteTable, http.Handler) {
 	var table RouteTable
 	for _, g := range groups {
 		table = append(table, g...)
 	}
-	return table, httpapi.NewRouter(table, httpapi.Authenticate(svc), log, metrics)
+	authenticate, idempotent := httpapi.Authenticate(svc), httpapi.Idempotent(idem)
+	// Idempotency keys belong to the authenticated caller, so they are
+	// looked up after authentication.
+	protect := func(h http.Handler) http.Handler { return authenticate(idempotent(h)) }
+	return table, httpapi.NewRouter(table, protect, log, metrics)
 }
 
 func newServer(lc fx.Lifecycle, cfg config.Config, h http.Handler, log *zap.Logger) *httpapi.Server {

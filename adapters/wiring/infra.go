@@ -13,6 +13,7 @@ import (
 
 	"github.com/profilesvc/profilesvc/adapters/cache"
 	"github.com/profilesvc/profilesvc/adapters/clock"
+	"github.com/profilesvc/profilesvc/adapters/idempotency"
 	"github.com/profilesvc/profilesvc/adapters/ids"
 	"github.com/profilesvc/profilesvc/adapters/mail"
 	"github.com/profilesvc/profilesvc/adapters/ratelimit"
@@ -88,10 +89,11 @@ func NewStore(lc fx.Lifecycle, cfg config.Config, log *zap.Logger) (ports.Store,
 
 func isMemoryURL(u string) bool { return len(u) >= 7 && u[:7] == "memory:" }
 
-// Cache provides the cache and the rate limiter: in-process without REDIS_URL,
-// Redis with it, so that several instances share one budget.
+// Cache provides the cache, the rate limiter and the idempotency keys:
+// in-process without REDIS_URL, Redis with it, so that several instances
+// share one budget and see each other's keys.
 var Cache = fx.Module("cache",
-	fx.Provide(newRedis, newCache, newRateLimiter),
+	fx.Provide(newRedis, newCache, newRateLimiter, newIdempotencyStore),
 	fx.Provide(fx.Annotate(func(c ports.Cache) Checker {
 		return Checker{Name: "cache", Check: c.Ping}
 	}, fx.ResultTags(`group:"checkers"`))),
@@ -125,6 +127,13 @@ func newRateLimiter(r redisClient, c ports.Clock) ports.RateLimiter {
 		return ratelimit.NewLocal(c)
 	}
 	return ratelimit.NewRedis(r.Client, c, "profilesvc:rl:")
+}
+
+func newIdempotencyStore(r redisClient, c ports.Clock) ports.IdempotencyStore {
+	if r.Client == nil {
+		return idempotency.NewLocal(c)
+	}
+	return idempotency.NewRedis(r.Client, "profilesvc:idem:")
 }
 
 // Mail provides the mailer of MAIL_TRANSPORT.

@@ -347,3 +347,30 @@ func (h *harness) register(t *testing.T) account {
 	a.access, a.refresh = str(d["accessToken"]), str(d["refreshToken"])
 	return a
 }
+
+// rawDo sends a request from any goroutine (no t.Fatal) and returns the
+// status, or 0 when the request failed; the response is still checked
+// against the OpenAPI document. body is JSON, or "" for none.
+func (h *harness) rawDo(method, path, body string, headers ...string) int {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	hr, err := http.NewRequest(method, h.base+path, rd)
+	if err != nil {
+		return 0
+	}
+	if body != "" {
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range pairs(headers) {
+		hr.Header.Set(k, v)
+	}
+	resp, err := h.client.Do(hr)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -622,7 +621,7 @@ func TestConcurrentLaunchAcrossInstances(t *testing.T) {
 		}
 		wg.Go(func() {
 			<-ready
-			statuses[i] = h.rawPost("/api/v1/profiles/"+id+"/launch", a.access)
+			statuses[i] = h.rawDo(http.MethodPost, "/api/v1/profiles/"+id+"/launch", "", bearer(a.access)...)
 		})
 	}
 	close(ready)
@@ -639,22 +638,4 @@ func TestConcurrentLaunchAcrossInstances(t *testing.T) {
 	if got := len(one.events(t, event.ProfileLaunched)); got != 2 {
 		t.Fatalf("%d profile.launched events, want 2", got)
 	}
-}
-
-// rawPost sends an empty POST from any goroutine (no t.Fatal) and returns
-// the status, or 0 when the request failed; the response is still checked
-// against the OpenAPI document.
-func (h *harness) rawPost(path, access string) int {
-	hr, err := http.NewRequest(http.MethodPost, h.base+path, nil)
-	if err != nil {
-		return 0
-	}
-	hr.Header.Set("Authorization", "Bearer "+access)
-	resp, err := h.client.Do(hr)
-	if err != nil {
-		return 0
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode
 }

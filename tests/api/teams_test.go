@@ -202,7 +202,7 @@ func TestOwnersAreProtected(t *testing.T) {
 				id string
 			}{{owner, ownerID}, {admin, adminID}} {
 				wg.Go(func() {
-					statuses[i] = h.rawPatch("/api/v1/teams/members/"+who.id, `{"role":"admin"}`, who.a.access, owner.teamID)
+					statuses[i] = h.rawDo(http.MethodPatch, "/api/v1/teams/members/"+who.id, `{"role":"admin"}`, inTeam(who.a, owner.teamID)...)
 				})
 			}
 			wg.Wait()
@@ -213,29 +213,11 @@ func TestOwnersAreProtected(t *testing.T) {
 			// Whoever is still owner promotes the other again.
 			for _, who := range []account{owner, admin} {
 				for _, id := range []string{ownerID, adminID} {
-					h.rawPatch("/api/v1/teams/members/"+id, `{"role":"owner"}`, who.access, owner.teamID)
+					h.rawDo(http.MethodPatch, "/api/v1/teams/members/"+id, `{"role":"owner"}`, inTeam(who, owner.teamID)...)
 				}
 			}
 		}
 	})
-}
-
-// rawPatch sends a PATCH from any goroutine and returns the status (0 when
-// the request failed).
-func (h *harness) rawPatch(path, body, access, teamID string) int {
-	hr, err := http.NewRequest(http.MethodPatch, h.base+path, strings.NewReader(body))
-	if err != nil {
-		return 0
-	}
-	hr.Header.Set("Authorization", "Bearer "+access)
-	hr.Header.Set("X-Team-ID", teamID)
-	hr.Header.Set("Content-Type", "application/json")
-	resp, err := h.client.Do(hr)
-	if err != nil {
-		return 0
-	}
-	resp.Body.Close()
-	return resp.StatusCode
 }
 
 // TestTwoTeamIsolation: a user of team B, acting in B, never sees, reads,

@@ -90,25 +90,17 @@ func (s *service) call(b *testing.B, method, path string, body any, want int, ou
 	}
 }
 
-// status sends a request without a body from any goroutine and returns
-// the status, 0 when the request failed.
-func (s *service) status(method, path string) int {
-	req, _ := http.NewRequest(method, s.base+path, nil)
-	req.Header.Set("Authorization", "Bearer "+s.token)
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return 0
+// send sends a request from any goroutine (no b.Fatal) and returns the
+// status, 0 when the request failed. body is JSON, or "" for none.
+func (s *service) send(method, path, body string) int {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
 	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode
-}
-
-// post sends a JSON body from any goroutine and returns the status, 0 when
-// the request failed.
-func (s *service) post(path, body string) int {
-	req, _ := http.NewRequest(http.MethodPost, s.base+path, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
+	req, _ := http.NewRequest(method, s.base+path, rd)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	req.Header.Set("Authorization", "Bearer "+s.token)
 	resp, err := s.client.Do(req)
 	if err != nil {
@@ -153,7 +145,7 @@ func BenchmarkProfiles(b *testing.B) {
 				b.ReportAllocs()
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
-						if status := s.status(http.MethodGet, "/api/v1/profiles/"+id); status != http.StatusOK {
+						if status := s.send(http.MethodGet, "/api/v1/profiles/"+id, ""); status != http.StatusOK {
 							b.Errorf("read: status %d", status)
 							return
 						}

@@ -62,7 +62,7 @@ func benchmarkDelivery(b *testing.B, url string, clients int) {
 				wg.Go(func() {
 					for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
 						body := fmt.Sprintf(`{"name":"hook %d","templateId":"tpl_chrome_win_us","proxy":null}`, i)
-						if status := s.post("/api/v1/profiles", body); status != http.StatusCreated {
+						if status := s.send(http.MethodPost, "/api/v1/profiles", body); status != http.StatusCreated {
 							b.Errorf("create: status %d", status)
 							return
 						}

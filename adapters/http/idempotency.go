@@ -1,0 +1,111 @@
+package httpapi
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/profilesvc/profilesvc/application/idempotency"
+	"github.com/profilesvc/profilesvc/domain"
+)
+
+// replayedHeaders are the response headers kept with an idempotent
+// response; the request id is the new request's own.
+var replayedHeaders = []string{"Content-Type", "ETag", "Location", "Retry-After"}
+
+// Idempotent applies API.md's Idempotency-Key to POST requests: it runs
+// after authentication, since a key belongs to one user in one team. The
+// same key and body get the first response again (marked with the header
+// Idempotent-Replayed: true) without running the handler.
+func Idempotent(svc *idempotency.Service) Middleware {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			key := r.Header.Get("Idempotency-Key")
+			if r.Method != http.MethodPost || key == "" {
+				next.ServeHTTP(w, r)
+				return
+			}
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+			if err != nil {
+				var mbe *http.MaxBytesError
+				if errors.As(err, &mbe) {
+					writeError(w, r, tooLarge(err))
+					return
+				}
+				writeError(w, r, &domain.Error{Kind: domain.KindBadRequest, Message: "request body could not be read", Err: err})
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			ctx := r.Context()
+			begun, err := svc.Begin(ctx, actorFrom(ctx), idempotency.Request{Key: key, Method: r.Method, Path: r.URL.Path, Body: body})
+			if err != nil {
+				writeError(w, r, err)
+				return
+			}
+			if rec := begun.Replay; rec != nil {
+				for k, v := range rec.Headers {
+					w.Header().Set(k, v)
+				}
+				w.Header().Set("Idempotent-Replayed", "true")
+				w.WriteHeader(rec.Status)
+				_, _ = w.Write(rec.Body)
+				return
+			}
+			buf := &bufferedResponse{header: http.Header{}}
+			finished := false
+			defer func() {
+				if !finished {
+					// The handler panicked: free the key so a retry runs,
+					// and let the recovery middleware answer.
+					svc.Finish(ctx, begun, http.StatusInternalServerError, nil, nil)
+				}
+			}()
+			next.ServeHTTP(buf, r)
+			finished = true
+			status := buf.statusCode()
+			kept := map[string]string{}
+			for _, k := range replayedHeaders {
+				if v := buf.header.Get(k); v != "" {
+					kept[k] = v
+				}
+			}
+			svc.Finish(ctx, begun, status, kept, buf.body.Bytes())
+			for k, vs := range buf.header {
+				w.Header()[k] = vs
+			}
+			w.WriteHeader(status)
+			_, _ = w.Write(buf.body.Bytes())
+		})
+	}
+}
+
+// bufferedResponse holds a handler's response until it has been kept for
+// replays.
+type bufferedResponse struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (b *bufferedResponse) Header() http.Header { return b.header }
+
+func (b *bufferedResponse) WriteHeader(status int) {
+	if b.status == 0 {
+		b.status = status
+	}
+}
+
+func (b *bufferedResponse) Write(p []byte) (int, error) {
+	if b.status == 0 {
+		b.status = http.StatusOK
+	}
+	return b.body.Write(p)
+}
+
+func (b *bufferedResponse) statusCode() int {
+	if b.status == 0 {
+		return http.StatusOK
+	}
+	return b.status
+}
