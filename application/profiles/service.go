@@ -228,7 +228,7 @@ func (s *Service) Delete(ctx context.Context, actor team.Actor, id string) error
 		if err != nil {
 			return err
 		}
-		if p.Session != nil {
+		if err := p.CheckDeletable(); err != nil {
 			return s.running(ctx, tx, p)
 		}
 		if err := tx.Profiles().Delete(ctx, actor.TeamID, id); err != nil {

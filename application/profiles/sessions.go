@@ -46,10 +46,7 @@ func (s *Service) Launch(ctx context.Context, actor team.Actor, id string, in La
 		return profile.Profile{}, err
 	}
 	now := s.d.Clock.Now()
-	sess := profile.Session{
-		ID: s.d.IDs.New("ses"), StartedAt: now, ExpiresAt: now.Add(ttl),
-		LaunchedBy: actor.UserID, Headless: in.Headless,
-	}
+	sessionID := s.d.IDs.New("ses")
 	var p profile.Profile
 	var ended *profile.Session
 	err = s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
@@ -57,12 +54,16 @@ func (s *Service) Launch(ctx context.Context, actor team.Actor, id string, in La
 		if err != nil {
 			return err
 		}
-		swap := ports.SessionSwap{Next: &sess}
-		if cur.Session != nil {
-			if !cur.Session.Expired(now) {
-				return s.running(ctx, tx, cur)
-			}
-			swap.ExpectSessionID, swap.ExpiredBy = cur.Session.ID, &now
+		next, old, err := cur.Launch(sessionID, actor.UserID, in.Headless, ttl, now)
+		if errors.Is(err, profile.ErrRunning) {
+			return s.running(ctx, tx, cur)
+		}
+		if err != nil {
+			return err
+		}
+		swap := ports.SessionSwap{Next: next.Session}
+		if old != nil {
+			swap.ExpectSessionID, swap.ExpiredBy = old.ID, &now
 		}
 		ok, err := tx.Profiles().SwapSession(ctx, actor.TeamID, id, swap)
 		if err != nil {
@@ -71,19 +72,19 @@ func (s *Service) Launch(ctx context.Context, actor team.Actor, id string, in La
 		if !ok {
 			return s.lostRace(ctx, tx, actor.TeamID, id)
 		}
-		if cur.Session != nil {
-			ended = cur.Session
-			if err := s.emit(ctx, tx, cur, event.ProfileStopped, stopData(*cur.Session, profile.StopExpired)); err != nil {
+		if old != nil {
+			ended = old
+			if err := s.emit(ctx, tx, cur, event.ProfileStopped, stopData(*old, profile.StopExpired)); err != nil {
 				return err
 			}
 		}
-		p = cur
-		p.Session = &sess
-		return s.emit(ctx, tx, p, event.ProfileLaunched, map[string]any{"session": eventSession(sess)})
+		p = next
+		return s.emit(ctx, tx, p, event.ProfileLaunched, map[string]any{"session": eventSession(*p.Session)})
 	})
 	if err != nil {
 		return profile.Profile{}, err
 	}
+	sess := *p.Session
 	if ended != nil {
 		s.stopBrowser(ctx, id, ended.ID)
 	}
@@ -148,8 +149,6 @@ func stopData(sess profile.Session, reason profile.StopReason) map[string]any {
 	return map[string]any{"reason": string(reason), "session": eventSession(sess)}
 }
 
-var errSessionEnded = domain.Conflict("the session has ended; launch the profile again")
-
 // mayHandle reports whether the actor may act on a session: its holder, or
 // a role that may release other members' sessions.
 func mayHandle(actor team.Actor, sess profile.Session) error {
@@ -179,24 +178,21 @@ func (s *Service) Heartbeat(ctx context.Context, actor team.Actor, id, sessionID
 	if err != nil {
 		return profile.Profile{}, err
 	}
-	now := s.d.Clock.Now()
-	if cur.Session == nil || cur.Session.ID != sessionID || cur.Session.Expired(now) {
-		return profile.Profile{}, errSessionEnded
+	next, err := cur.Heartbeat(sessionID, ttl, s.d.Clock.Now())
+	if err != nil {
+		return profile.Profile{}, err
 	}
 	if err := mayHandle(actor, *cur.Session); err != nil {
 		return profile.Profile{}, err
 	}
-	next := *cur.Session
-	next.ExpiresAt = now.Add(ttl)
-	ok, err := repo.SwapSession(ctx, actor.TeamID, id, ports.SessionSwap{ExpectSessionID: sessionID, Next: &next})
+	ok, err := repo.SwapSession(ctx, actor.TeamID, id, ports.SessionSwap{ExpectSessionID: sessionID, Next: next.Session})
 	if err != nil {
 		return profile.Profile{}, err
 	}
 	if !ok {
-		return profile.Profile{}, errSessionEnded
+		return profile.Profile{}, profile.ErrSessionEnded
 	}
-	cur.Session = &next
-	return cur, nil
+	return next, nil
 }
 
 // Release stops the profile's browser, keeping its data, and ends the
@@ -209,10 +205,10 @@ func (s *Service) Release(ctx context.Context, actor team.Actor, id string) (pro
 	if err != nil {
 		return profile.Profile{}, err
 	}
-	if cur.Session == nil {
-		return profile.Profile{}, domain.Conflict("profile is not running")
+	next, sess, err := cur.Release()
+	if err != nil {
+		return profile.Profile{}, err
 	}
-	sess := *cur.Session
 	if err := mayHandle(actor, sess); err != nil {
 		return profile.Profile{}, err
 	}
@@ -225,15 +221,14 @@ func (s *Service) Release(ctx context.Context, actor team.Actor, id string) (pro
 			return err
 		}
 		if !ok {
-			return domain.Conflict("profile is not running")
+			return profile.ErrNotRunning
 		}
 		return s.emit(ctx, tx, cur, event.ProfileStopped, stopData(sess, profile.StopReleased))
 	})
 	if err != nil {
 		return profile.Profile{}, err
 	}
-	cur.Session = nil
-	return cur, nil
+	return next, nil
 }
 
 // ReapExpired ends every session whose lease ran out, stopping its browser

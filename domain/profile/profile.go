@@ -226,3 +226,57 @@ func hasControl(s string) bool {
 	}
 	return false
 }
+
+// ErrRunning is the conflict of acting on a profile that holds a live
+// session; callers name the holder in their message.
+var ErrRunning = domain.Conflict("profile is running")
+
+// ErrNotRunning is the conflict of releasing an idle profile.
+var ErrNotRunning = domain.Conflict("profile is not running")
+
+// ErrSessionEnded is the conflict of extending a session that is over.
+var ErrSessionEnded = domain.Conflict("the session has ended; launch the profile again")
+
+// Launch starts a session for userID at now, lasting ttl. A live session is
+// ErrRunning; one whose lease has run out is ended and returned as ended, so
+// the caller can report it stopped.
+func (p Profile) Launch(sessionID, userID string, headless bool, ttl time.Duration, now time.Time) (next Profile, ended *Session, err error) {
+	if p.Session != nil {
+		if !p.Session.Expired(now) {
+			return Profile{}, nil, ErrRunning
+		}
+		ended = p.Session
+	}
+	now = now.UTC()
+	p.Session = &Session{ID: sessionID, StartedAt: now, ExpiresAt: now.Add(ttl), LaunchedBy: userID, Headless: headless}
+	return p, ended, nil
+}
+
+// Heartbeat extends the live session sessionID to now plus ttl.
+func (p Profile) Heartbeat(sessionID string, ttl time.Duration, now time.Time) (Profile, error) {
+	if p.Session == nil || p.Session.ID != sessionID || p.Session.Expired(now) {
+		return Profile{}, ErrSessionEnded
+	}
+	s := *p.Session
+	s.ExpiresAt = now.UTC().Add(ttl)
+	p.Session = &s
+	return p, nil
+}
+
+// Release ends the session and returns it.
+func (p Profile) Release() (Profile, Session, error) {
+	if p.Session == nil {
+		return Profile{}, Session{}, ErrNotRunning
+	}
+	s := *p.Session
+	p.Session = nil
+	return p, s, nil
+}
+
+// CheckDeletable refuses to delete a profile that holds a session.
+func (p Profile) CheckDeletable() error {
+	if p.Session != nil {
+		return ErrRunning
+	}
+	return nil
+}

@@ -119,3 +119,45 @@ func TestSessionExpiry(t *testing.T) {
 		t.Fatal("a lease ends exactly at ExpiresAt")
 	}
 }
+
+func TestSessionTransitions(t *testing.T) {
+	p, err := profile.New("prf_1", "team_1", "usr_1", profile.Settings{Name: "A", TemplateID: "tpl_chrome_win_us"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := p.Release(); !errors.Is(err, profile.ErrNotRunning) {
+		t.Fatalf("release idle: %v", err)
+	}
+	running, ended, err := p.Launch("ses_1", "usr_2", true, time.Minute, now)
+	if err != nil || ended != nil || running.Status() != profile.StatusRunning || !running.Session.ExpiresAt.Equal(now.Add(time.Minute)) {
+		t.Fatalf("launch: %+v %v %v", running, ended, err)
+	}
+	if p.Session != nil {
+		t.Fatal("Launch changed the original")
+	}
+	if _, _, err := running.Launch("ses_2", "usr_3", false, time.Minute, now.Add(30*time.Second)); !errors.Is(err, profile.ErrRunning) {
+		t.Fatalf("second launch: %v", err)
+	}
+	if err := running.CheckDeletable(); !errors.Is(err, profile.ErrRunning) {
+		t.Fatalf("delete running: %v", err)
+	}
+	extended, err := running.Heartbeat("ses_1", time.Hour, now.Add(30*time.Second))
+	if err != nil || !extended.Session.ExpiresAt.Equal(now.Add(30*time.Second+time.Hour)) {
+		t.Fatalf("heartbeat: %+v %v", extended.Session, err)
+	}
+	if _, err := running.Heartbeat("ses_other", time.Hour, now); !errors.Is(err, profile.ErrSessionEnded) {
+		t.Fatalf("heartbeat of another session: %v", err)
+	}
+	if _, err := running.Heartbeat("ses_1", time.Hour, now.Add(time.Minute)); !errors.Is(err, profile.ErrSessionEnded) {
+		t.Fatalf("heartbeat at expiry: %v", err)
+	}
+	// An expired lease is taken over, and reported as ended.
+	taken, ended, err := running.Launch("ses_3", "usr_3", false, time.Minute, now.Add(time.Minute))
+	if err != nil || ended == nil || ended.ID != "ses_1" || taken.Session.ID != "ses_3" {
+		t.Fatalf("take over an expired lease: %+v %+v %v", taken.Session, ended, err)
+	}
+	idle, sess, err := taken.Release()
+	if err != nil || idle.Session != nil || sess.ID != "ses_3" || idle.CheckDeletable() != nil {
+		t.Fatalf("release: %+v %+v %v", idle, sess, err)
+	}
+}
