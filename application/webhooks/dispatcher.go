@@ -49,7 +49,9 @@ func (w *Waker) Wake() {
 func (s *Service) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	inflight := map[string]int{} // endpoint id -> attempts in flight
+	// Attempts in flight, by endpoint id and by delivery id (ids have
+	// distinct prefixes, so one map holds both).
+	inflight := map[string]int{}
 	var mu sync.Mutex
 	slots := make(chan struct{}, s.d.Policy.Workers)
 	// The first pass and every poll fan out whatever other instances (or
@@ -170,13 +172,22 @@ func (s *Service) claimAndStart(ctx context.Context, wg *sync.WaitGroup, mu *syn
 		return
 	}
 	for _, d := range claimed {
-		slots <- struct{}{}
 		mu.Lock()
+		if inflight[d.ID] > 0 {
+			// Still being attempted here: its lease lapsed under a clock
+			// that jumped (or a very slow attempt). The attempt in flight
+			// will record its outcome; a second one would double it.
+			mu.Unlock()
+			continue
+		}
+		inflight[d.ID]++
 		inflight[d.EndpointID]++
 		mu.Unlock()
+		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() {
 				mu.Lock()
+				delete(inflight, d.ID)
 				if inflight[d.EndpointID]--; inflight[d.EndpointID] <= 0 {
 					delete(inflight, d.EndpointID)
 				}

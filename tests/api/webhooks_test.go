@@ -220,9 +220,10 @@ func TestWebhookRetriesOnSchedule(t *testing.T) {
 		ep := h.subscribe(t, a, rc.srv.URL+"/hook")
 		h.createProfile(t, a, nil)
 
-		rc.waitFor(1)
+		// Each attempt is recorded before the clock moves on.
+		h.waitDelivery(t, a, ep, "pending", 1)
 		h.clock.Advance(5 * time.Second)
-		rc.waitFor(2)
+		h.waitDelivery(t, a, ep, "pending", 2)
 		h.clock.Advance(25 * time.Second)
 		got := rc.waitFor(3)
 		d := h.waitDelivery(t, a, ep, "succeeded", 3)
@@ -264,11 +265,12 @@ func TestWebhookFailsAfterFourAttempts(t *testing.T) {
 		a := h.register(t)
 		ep := h.subscribe(t, a, rc.srv.URL, "profile.created")
 		h.createProfile(t, a, nil)
-		rc.waitFor(1)
-		for i, gap := range []time.Duration{5 * time.Second, 25 * time.Second, 125 * time.Second} {
+		h.waitDelivery(t, a, ep, "pending", 1)
+		for i, gap := range []time.Duration{5 * time.Second, 25 * time.Second} {
 			h.clock.Advance(gap)
-			rc.waitFor(i + 2)
+			h.waitDelivery(t, a, ep, "pending", i+2)
 		}
+		h.clock.Advance(125 * time.Second)
 		d := h.waitDelivery(t, a, ep, "failed", 4)
 		// Well past any schedule (within the access token's lifetime): once
 		// the dispatcher has delivered something due later, it has passed
