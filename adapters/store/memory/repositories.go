@@ -729,12 +729,9 @@ func (r outbox) ClaimUndispatched(ctx context.Context, limit int) ([]event.Event
 		if limit < 1 {
 			return nil
 		}
-		for _, e := range st.outbox {
-			if len(out) == limit {
-				break
-			}
-			if _, done := st.dispatched[e.ID]; !done {
-				out = append(out, cloneEvent(e))
+		for _, id := range st.undispatched[:min(limit, len(st.undispatched))] {
+			if i, found := slices.BinarySearchFunc(st.outbox, id, compareEventID); found {
+				out = append(out, cloneEvent(st.outbox[i]))
 			}
 		}
 		return nil
@@ -752,6 +749,7 @@ func (r outbox) MarkDispatched(ctx context.Context, ids []string, at time.Time) 
 			}
 			if _, done := st.dispatched[id]; !done {
 				put(undo, st.dispatched, id, at.UTC())
+				st.setUndispatched(undo, id, false)
 			}
 		}
 		return nil

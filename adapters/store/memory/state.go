@@ -31,9 +31,11 @@ type state struct {
 	profilesOf    map[string][]string        // team id -> its profile ids, sorted
 	outbox        []event.Event              // sorted by ID, as ListAfter reads it
 	dispatched    map[string]time.Time       // outbox event id -> when it was fanned out
+	undispatched  []string                   // sorted ids of outbox events not yet fanned out
 	endpoints     map[string]webhook.Endpoint
 	endpointsOf   map[string][]string // team id -> its endpoint ids, sorted
 	deliveries    map[string]deliveryRow
+	pending       map[string]struct{} // ids of pending deliveries, so claims skip finished ones
 	deliveriesOf  map[endpointKey][]string // team and endpoint -> its delivery ids, sorted
 }
 
@@ -71,6 +73,7 @@ func newState() state {
 		endpoints:     map[string]webhook.Endpoint{},
 		endpointsOf:   map[string][]string{},
 		deliveries:    map[string]deliveryRow{},
+		pending:       map[string]struct{}{},
 		deliveriesOf:  map[endpointKey][]string{},
 	}
 }
@@ -129,11 +132,31 @@ func (st *state) appendEvent(undo *undoLog, e event.Event) bool {
 			st.outbox = slices.Delete(st.outbox, j, j+1)
 		}
 	})
+	st.setUndispatched(undo, e.ID, true)
 	return true
 }
 
-// addProfileID and removeProfileID store a new sorted slice of the team's
-// profile ids rather than changing the stored one, which the undo log keeps.
+// setUndispatched adds id to, or removes it from, the sorted ids of events
+// awaiting fan-out, which lets a fan-out read them without scanning the
+// whole outbox.
+func (st *state) setUndispatched(undo *undoLog, id string, pending bool) {
+	i, found := slices.BinarySearch(st.undispatched, id)
+	switch {
+	case pending && !found:
+		st.undispatched = slices.Insert(st.undispatched, i, id)
+	case !pending && found:
+		st.undispatched = slices.Delete(st.undispatched, i, i+1)
+	default:
+		return
+	}
+	undo.record(func() { st.setUndispatched(nil, id, !pending) })
+}
+
+// The sorted id indexes change in place; the undo log records the inverse
+// operation rather than a copy, so a write moves at most the ids after it
+// (none when ids grow, as they do) instead of copying the whole index.
+
+// addProfileID and removeProfileID keep a team's profile ids sorted.
 func (st *state) addProfileID(undo *undoLog, teamID, id string) {
 	addSortedID(undo, st.profilesOf, teamID, id)
 }
@@ -150,7 +173,8 @@ func addSortedID[K comparable](undo *undoLog, index map[K][]string, key K, id st
 	if found {
 		return
 	}
-	put(undo, index, key, slices.Insert(slices.Clone(ids), i, id))
+	index[key] = slices.Insert(ids, i, id)
+	undo.record(func() { removeSortedID(nil, index, key, id) })
 }
 
 func (st *state) removeProfileID(undo *undoLog, teamID, id string) {
@@ -160,13 +184,15 @@ func (st *state) removeProfileID(undo *undoLog, teamID, id string) {
 func removeSortedID[K comparable](undo *undoLog, index map[K][]string, key K, id string) {
 	ids := index[key]
 	i, found := slices.BinarySearch(ids, id)
-	switch {
-	case !found:
-	case len(ids) == 1:
-		remove(undo, index, key)
-	default:
-		put(undo, index, key, slices.Delete(slices.Clone(ids), i, i+1))
+	if !found {
+		return
 	}
+	if len(ids) == 1 {
+		delete(index, key)
+	} else {
+		index[key] = slices.Delete(ids, i, i+1)
+	}
+	undo.record(func() { addSortedID(nil, index, key, id) })
 }
 
 // The clone functions copy everything a caller could change through a value:

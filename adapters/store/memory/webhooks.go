@@ -111,7 +111,7 @@ func (r webhookEndpoints) Delete(ctx context.Context, teamID, id string) error {
 		removeSortedID(undo, st.endpointsOf, teamID, id)
 		key := endpointKey{teamID, id}
 		for _, deliveryID := range st.deliveriesOf[key] {
-			remove(undo, st.deliveries, deliveryID)
+			st.removeDelivery(undo, deliveryID)
 		}
 		remove(undo, st.deliveriesOf, key)
 		return nil
@@ -128,7 +128,7 @@ func (r deliveries) Create(ctx context.Context, d webhook.Delivery) error {
 		if _, taken := st.deliveries[d.ID]; taken {
 			return domain.Conflict("a delivery with this id already exists")
 		}
-		put(undo, st.deliveries, d.ID, deliveryRow{d: cloneDelivery(d)})
+		st.putDelivery(undo, deliveryRow{d: cloneDelivery(d)})
 		addSortedID(undo, st.deliveriesOf, endpointKey{d.TeamID, d.EndpointID}, d.ID)
 		return nil
 	})
@@ -191,8 +191,8 @@ func (r deliveries) Claim(ctx context.Context, c ports.DeliveryClaim) ([]webhook
 			return nil
 		}
 		var due []deliveryRow
-		for _, row := range st.deliveries {
-			if row.claimable(c.Now, c.ExcludeEndpoints) {
+		for id := range st.pending {
+			if row := st.deliveries[id]; row.claimable(c.Now, c.ExcludeEndpoints) {
 				due = append(due, row)
 			}
 		}
@@ -209,7 +209,7 @@ func (r deliveries) Claim(ctx context.Context, c ports.DeliveryClaim) ([]webhook
 			}
 			perEndpoint[row.d.EndpointID]++
 			row.leased, row.leaseOwner, row.leaseUntil = true, c.Owner, c.LeaseUntil.UTC()
-			put(undo, st.deliveries, row.d.ID, row)
+			st.putDelivery(undo, row)
 			out = append(out, cloneDelivery(row.d))
 		}
 		return nil
@@ -229,7 +229,7 @@ func (r deliveries) Complete(ctx context.Context, d webhook.Delivery, owner stri
 		next := row.d
 		next.Status, next.Attempts, next.RoundStart = d.Status, d.Attempts, d.RoundStart
 		next.NextAttemptAt, next.UpdatedAt = d.NextAttemptAt, d.UpdatedAt
-		put(undo, st.deliveries, d.ID, deliveryRow{d: cloneDelivery(next)})
+		st.putDelivery(undo, deliveryRow{d: cloneDelivery(next)})
 		completed = true
 		return nil
 	})
@@ -246,7 +246,7 @@ func (r deliveries) Requeue(ctx context.Context, d webhook.Delivery) (bool, erro
 		next := row.d
 		next.Status, next.RoundStart = d.Status, d.RoundStart
 		next.NextAttemptAt, next.UpdatedAt = d.NextAttemptAt, d.UpdatedAt
-		put(undo, st.deliveries, d.ID, deliveryRow{d: cloneDelivery(next)})
+		st.putDelivery(undo, deliveryRow{d: cloneDelivery(next)})
 		requeued = true
 		return nil
 	})
@@ -255,10 +255,8 @@ func (r deliveries) Requeue(ctx context.Context, d webhook.Delivery) (bool, erro
 
 func (r deliveries) Pending(ctx context.Context) (nextDue, oldestCreated time.Time, ok bool, err error) {
 	err = r.s.read(ctx, r.tx, func(st *state) error {
-		for _, row := range st.deliveries {
-			if row.d.Status != webhook.StatusPending {
-				continue
-			}
+		for id := range st.pending {
+			row := st.deliveries[id]
 			if !ok || row.d.NextAttemptAt.Before(nextDue) {
 				nextDue = row.d.NextAttemptAt
 			}
@@ -273,4 +271,20 @@ func (r deliveries) Pending(ctx context.Context) (nextDue, oldestCreated time.Ti
 		return time.Time{}, time.Time{}, false, err
 	}
 	return nextDue, oldestCreated, ok, nil
+}
+
+// putDelivery stores row and keeps the pending index in step with its
+// status.
+func (st *state) putDelivery(undo *undoLog, row deliveryRow) {
+	put(undo, st.deliveries, row.d.ID, row)
+	if row.d.Status == webhook.StatusPending {
+		put(undo, st.pending, row.d.ID, struct{}{})
+	} else {
+		remove(undo, st.pending, row.d.ID)
+	}
+}
+
+func (st *state) removeDelivery(undo *undoLog, id string) {
+	remove(undo, st.deliveries, id)
+	remove(undo, st.pending, id)
 }
