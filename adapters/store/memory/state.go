@@ -35,7 +35,7 @@ type state struct {
 	endpoints     map[string]webhook.Endpoint
 	endpointsOf   map[string][]string // team id -> its endpoint ids, sorted
 	deliveries    map[string]deliveryRow
-	pending       map[string]struct{} // ids of pending deliveries, so claims skip finished ones
+	pending       map[string]struct{}      // ids of pending deliveries, so claims skip finished ones
 	deliveriesOf  map[endpointKey][]string // team and endpoint -> its delivery ids, sorted
 }
 
