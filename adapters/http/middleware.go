@@ -158,6 +158,10 @@ func observe(m *Metrics) Middleware {
 			}
 			rec := &responseRecorder{ResponseWriter: w, info: info, status: http.StatusOK}
 			start := time.Now()
+			if m != nil {
+				m.inFlight.Inc()
+				defer m.inFlight.Dec()
+			}
 			// Deferred so that a response aborted by a panic is still logged
 			// and counted while the panic travels on to net/http.
 			defer func() {
@@ -224,6 +228,9 @@ func headerWritten(w http.ResponseWriter) bool {
 type Metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	// inFlight shows load at a glance and lets an operator (or a test) see
+	// that requests are still being served during a graceful shutdown.
+	inFlight prometheus.Gauge
 }
 
 // NewMetrics registers the HTTP metrics on reg. A registry per server (not
@@ -240,8 +247,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time to serve HTTP requests, by route template and method.",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"route", "method"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "http_requests_in_flight",
+			Help: "HTTP requests being served right now.",
+		}),
 	}
-	reg.MustRegister(m.requests, m.duration)
+	reg.MustRegister(m.requests, m.duration, m.inFlight)
 	return m
 }
 

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -183,11 +184,21 @@ func TestSIGTERMLetsTheInFlightRequestFinish(t *testing.T) {
 	}
 	defer conn.Close()
 	fmt.Fprintf(conn, "POST /api/v1/auth/register HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body[:20])
+	// The signal must find the request in its handler, not still in the
+	// kernel's accept queue: wait until /metrics counts it in flight (the
+	// /metrics request itself is the other one).
+	deadline := time.Now().Add(20 * time.Second)
+	for inFlight(t, addr) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the slow request never reached its handler\n%s", p.output)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the server's own count; bounded by the deadline
+	}
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	// Shutdown has begun once the listener refuses new connections.
-	deadline := time.Now().Add(20 * time.Second)
+	deadline = time.Now().Add(20 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {
@@ -218,6 +229,28 @@ func TestSIGTERMLetsTheInFlightRequestFinish(t *testing.T) {
 	if code := p.wait(t); code != 0 {
 		t.Fatalf("exit code %d after SIGTERM\n%s", code, p.output)
 	}
+}
+
+// inFlight reads http_requests_in_flight from the process's /metrics.
+func inFlight(t *testing.T, addr string) int {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "http_requests_in_flight "); ok {
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("http_requests_in_flight %q: %v", v, err)
+			}
+			return int(n)
+		}
+	}
+	t.Fatal("/metrics has no http_requests_in_flight")
+	return 0
 }
 
 func TestBadConfigurationNamesTheVariable(t *testing.T) {
