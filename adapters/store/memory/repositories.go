@@ -236,23 +236,13 @@ func (r memberships) ByEmail(ctx context.Context, teamID, email string) (team.Me
 	return m, err
 }
 
-// List walks the team's sorted ids down from the cursor, as profiles.List
-// does. A limit below one returns nothing.
+// List pages through the team's sorted ids, as profiles.List does.
 func (r memberships) List(ctx context.Context, teamID, beforeID string, limit int) ([]team.Member, error) {
 	var out []team.Member
 	err := r.s.read(ctx, r.tx, func(st *state) error {
-		out = []team.Member{}
-		if limit < 1 {
-			return nil
-		}
-		ids := st.membersOf[teamID]
-		end := len(ids)
-		if beforeID != "" {
-			end, _ = slices.BinarySearch(ids, beforeID)
-		}
-		for i := end - 1; i >= 0 && len(out) < limit; i-- {
-			out = append(out, cloneMember(st.members[ids[i]]))
-		}
+		out = pageDown(st.membersOf[teamID], beforeID, limit, func(id string) (team.Member, bool) {
+			return cloneMember(st.members[id]), true
+		})
 		return nil
 	})
 	return out, err
@@ -554,27 +544,19 @@ func (r profiles) ByID(ctx context.Context, teamID, id string) (profile.Profile,
 	return p, err
 }
 
-// List walks the team's sorted ids down from the cursor. A limit below one
-// returns nothing, as outbox.ListAfter does.
+// List pages through the team's sorted ids, keeping the profiles the filter
+// matches.
 func (r profiles) List(ctx context.Context, teamID string, f ports.ProfileFilter) ([]profile.Profile, error) {
 	var out []profile.Profile
 	err := r.s.read(ctx, r.tx, func(st *state) error {
-		out = []profile.Profile{}
-		if f.Limit < 1 {
-			return nil
-		}
-		ids := st.profilesOf[teamID]
-		end := len(ids)
-		if f.BeforeID != "" {
-			end, _ = slices.BinarySearch(ids, f.BeforeID)
-		}
 		query := strings.ToLower(f.Query)
-		for i := end - 1; i >= 0 && len(out) < f.Limit; i-- {
-			p := st.profiles[ids[i]]
-			if profileMatches(p, f, query) {
-				out = append(out, cloneProfile(p))
+		out = pageDown(st.profilesOf[teamID], f.BeforeID, f.Limit, func(id string) (profile.Profile, bool) {
+			p := st.profiles[id]
+			if !profileMatches(p, f, query) {
+				return profile.Profile{}, false
 			}
-		}
+			return cloneProfile(p), true
+		})
 		return nil
 	})
 	return out, err

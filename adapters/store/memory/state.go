@@ -195,6 +195,23 @@ func removeSortedID[K comparable](undo *undoLog, index map[K][]string, key K, id
 	undo.record(func() { addSortedID(nil, index, key, id) })
 }
 
+// pageDown walks sorted ids down from below beforeID ("" for the top) and
+// returns up to limit rows that row turns an id into and keeps: the paging
+// of every List, newest (highest id) first. A limit below one returns none.
+func pageDown[T any](ids []string, beforeID string, limit int, row func(id string) (T, bool)) []T {
+	out := []T{}
+	end := len(ids)
+	if beforeID != "" {
+		end, _ = slices.BinarySearch(ids, beforeID)
+	}
+	for i := end - 1; i >= 0 && len(out) < limit; i-- {
+		if v, keep := row(ids[i]); keep {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // The clone functions copy everything a caller could change through a value:
 // byte slices, tag slices, time and session pointers. Times are stored in UTC
 // without a monotonic reading, as a database would return them.

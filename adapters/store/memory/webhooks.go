@@ -49,23 +49,13 @@ func (r webhookEndpoints) ByID(ctx context.Context, teamID, id string) (webhook.
 	return e, err
 }
 
-// List walks the team's sorted ids down from the cursor, as profiles.List
-// does. A limit below one returns nothing.
+// List pages through the team's sorted ids, as profiles.List does.
 func (r webhookEndpoints) List(ctx context.Context, teamID, beforeID string, limit int) ([]webhook.Endpoint, error) {
 	var out []webhook.Endpoint
 	err := r.s.read(ctx, r.tx, func(st *state) error {
-		out = []webhook.Endpoint{}
-		if limit < 1 {
-			return nil
-		}
-		ids := st.endpointsOf[teamID]
-		end := len(ids)
-		if beforeID != "" {
-			end, _ = slices.BinarySearch(ids, beforeID)
-		}
-		for i := end - 1; i >= 0 && len(out) < limit; i-- {
-			out = append(out, cloneEndpoint(st.endpoints[ids[i]]))
-		}
+		out = pageDown(st.endpointsOf[teamID], beforeID, limit, func(id string) (webhook.Endpoint, bool) {
+			return cloneEndpoint(st.endpoints[id]), true
+		})
 		return nil
 	})
 	return out, err
@@ -147,26 +137,18 @@ func (r deliveries) ByID(ctx context.Context, teamID, id string) (webhook.Delive
 	return d, err
 }
 
-// List walks the endpoint's sorted ids down from the cursor. A limit below
-// one returns nothing; a status other than the three matches nothing.
+// List pages through the endpoint's sorted ids; a status other than the
+// three matches nothing.
 func (r deliveries) List(ctx context.Context, teamID, endpointID string, f ports.DeliveryFilter) ([]webhook.Delivery, error) {
 	var out []webhook.Delivery
 	err := r.s.read(ctx, r.tx, func(st *state) error {
-		out = []webhook.Delivery{}
-		if f.Limit < 1 {
-			return nil
-		}
-		ids := st.deliveriesOf[endpointKey{teamID, endpointID}]
-		end := len(ids)
-		if f.BeforeID != "" {
-			end, _ = slices.BinarySearch(ids, f.BeforeID)
-		}
-		for i := end - 1; i >= 0 && len(out) < f.Limit; i-- {
-			d := st.deliveries[ids[i]].d
-			if f.Status == "" || d.Status == f.Status {
-				out = append(out, cloneDelivery(d))
+		out = pageDown(st.deliveriesOf[endpointKey{teamID, endpointID}], f.BeforeID, f.Limit, func(id string) (webhook.Delivery, bool) {
+			d := st.deliveries[id].d
+			if f.Status != "" && d.Status != f.Status {
+				return webhook.Delivery{}, false
 			}
-		}
+			return cloneDelivery(d), true
+		})
 		return nil
 	})
 	return out, err
