@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/profilesvc/profilesvc/application/paging"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/account"
 	"github.com/profilesvc/profilesvc/domain/team"
@@ -152,22 +153,15 @@ func (s *Service) CreateAPIKey(ctx context.Context, actor team.Actor, name strin
 	return NewAPIKey{APIKey: k, Key: apiKeyPrefix + idPart + "_" + secret}, nil
 }
 
-// Page is one page of a list, newest first.
-type Page[T any] struct {
-	Items      []T
-	NextCursor string
-	Limit      int
-}
-
 // ListAPIKeys lists the actor's own keys in the actor's team, newest first.
 // cursor is the id of the last key of the previous page.
-func (s *Service) ListAPIKeys(ctx context.Context, actor team.Actor, limit int, cursor string) (Page[account.APIKey], error) {
+func (s *Service) ListAPIKeys(ctx context.Context, actor team.Actor, limit int, cursor string) (paging.Page[account.APIKey], error) {
 	if err := actor.Require(team.ActRead); err != nil {
-		return Page[account.APIKey]{}, err
+		return paging.Page[account.APIKey]{}, err
 	}
 	keys, err := s.d.Store.APIKeys().ListByUser(ctx, actor.TeamID, actor.UserID)
 	if err != nil {
-		return Page[account.APIKey]{}, err
+		return paging.Page[account.APIKey]{}, err
 	}
 	start := 0
 	if cursor != "" {
@@ -179,12 +173,7 @@ func (s *Service) ListAPIKeys(ctx context.Context, actor team.Actor, limit int, 
 			}
 		}
 	}
-	page := Page[account.APIKey]{Items: keys[start:], Limit: limit}
-	if len(page.Items) > limit {
-		page.Items = page.Items[:limit]
-		page.NextCursor = page.Items[limit-1].ID
-	}
-	return page, nil
+	return paging.Cut(keys[start:], limit, func(k account.APIKey) string { return k.ID }), nil
 }
 
 // DeleteAPIKey deletes a key of the actor's team: one's own, or anyone's for

@@ -9,9 +9,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
+	"github.com/profilesvc/profilesvc/application/paging"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/profile"
@@ -52,13 +52,6 @@ func New(d Deps) *Service {
 		d.Policy.UpdateAttempts = 3
 	}
 	return &Service{d: d}
-}
-
-// Page is one page of a list, newest first; NextCursor is "" on the last.
-type Page[T any] struct {
-	Items      []T
-	NextCursor string
-	Limit      int
 }
 
 // Templates lists the built-in fingerprint templates.
@@ -134,34 +127,29 @@ type ListInput struct {
 // List returns a page of the team's profiles, newest first. The cursor is
 // the id of the last profile of the previous page, so profiles created while
 // a client pages (which sort before it) neither shift nor repeat the rest.
-func (s *Service) List(ctx context.Context, actor team.Actor, in ListInput) (Page[profile.Profile], error) {
+func (s *Service) List(ctx context.Context, actor team.Actor, in ListInput) (paging.Page[profile.Profile], error) {
 	if err := actor.Require(team.ActRead); err != nil {
-		return Page[profile.Profile]{}, err
+		return paging.Page[profile.Profile]{}, err
 	}
 	f := ports.ProfileFilter{Query: in.Query, Tag: in.Tag, BeforeID: in.Cursor, Limit: in.Limit + 1}
 	if in.Status != "" {
 		st, ok := profile.ParseStatus(in.Status)
 		if !ok {
-			return Page[profile.Profile]{}, domain.BadRequest("status must be idle or running")
+			return paging.Page[profile.Profile]{}, domain.BadRequest("status must be idle or running")
 		}
 		f.Status = st
 	}
-	if in.Cursor != "" && (!strings.HasPrefix(in.Cursor, "prf_") || len(in.Cursor) > 64) {
-		return Page[profile.Profile]{}, domain.BadRequest("cursor is not one this service issued")
+	if err := paging.CheckCursor(in.Cursor, "prf_"); err != nil {
+		return paging.Page[profile.Profile]{}, err
 	}
 	if len(in.Query) > profile.MaxNameRunes*4 || len(in.Tag) > profile.MaxTagRunes*4 {
-		return Page[profile.Profile]{}, domain.BadRequest("q and tag are too long")
+		return paging.Page[profile.Profile]{}, domain.BadRequest("q and tag are too long")
 	}
 	items, err := s.d.Store.Profiles().List(ctx, actor.TeamID, f)
 	if err != nil {
-		return Page[profile.Profile]{}, err
+		return paging.Page[profile.Profile]{}, err
 	}
-	page := Page[profile.Profile]{Items: items, Limit: in.Limit}
-	if len(items) > in.Limit {
-		page.Items = items[:in.Limit]
-		page.NextCursor = page.Items[in.Limit-1].ID
-	}
-	return page, nil
+	return paging.Cut(items, in.Limit, func(p profile.Profile) string { return p.ID }), nil
 }
 
 // Update applies a partial update. ifMatch, when set, must equal the stored

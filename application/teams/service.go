@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/profilesvc/profilesvc/application/paging"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/account"
 	"github.com/profilesvc/profilesvc/domain/event"
@@ -53,13 +54,6 @@ type TeamView struct {
 type MemberView struct {
 	Member team.Member
 	Name   string
-}
-
-// Page is one page of a list, newest first; NextCursor is "" on the last.
-type Page[T any] struct {
-	Items      []T
-	NextCursor string
-	Limit      int
 }
 
 // ListTeams returns every team the actor is an active member of, oldest
@@ -241,23 +235,20 @@ func (s *Service) Accept(ctx context.Context, actor team.Actor, token string) (T
 }
 
 // ListMembers returns a page of the actor's team's members, newest first.
-func (s *Service) ListMembers(ctx context.Context, actor team.Actor, cursor string, limit int) (Page[MemberView], error) {
+func (s *Service) ListMembers(ctx context.Context, actor team.Actor, cursor string, limit int) (paging.Page[MemberView], error) {
 	if err := actor.Require(team.ActRead); err != nil {
-		return Page[MemberView]{}, err
+		return paging.Page[MemberView]{}, err
 	}
-	if cursor != "" && (!strings.HasPrefix(cursor, "mem_") || len(cursor) > 64) {
-		return Page[MemberView]{}, domain.BadRequest("cursor is not one this service issued")
+	if err := paging.CheckCursor(cursor, "mem_"); err != nil {
+		return paging.Page[MemberView]{}, err
 	}
 	ms, err := s.d.Store.Memberships().List(ctx, actor.TeamID, cursor, limit+1)
 	if err != nil {
-		return Page[MemberView]{}, err
+		return paging.Page[MemberView]{}, err
 	}
-	page := Page[MemberView]{Limit: limit}
-	if len(ms) > limit {
-		ms = ms[:limit]
-		page.NextCursor = ms[limit-1].ID
-	}
-	page.Items, err = s.withNames(ctx, s.d.Store, ms)
+	cut := paging.Cut(ms, limit, func(m team.Member) string { return m.ID })
+	page := paging.Page[MemberView]{NextCursor: cut.NextCursor, Limit: limit}
+	page.Items, err = s.withNames(ctx, s.d.Store, cut.Items)
 	return page, err
 }
 

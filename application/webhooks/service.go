@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/profilesvc/profilesvc/application/paging"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/team"
@@ -82,13 +83,6 @@ func New(d Deps) *Service {
 	return &Service{d: d, owner: d.IDs.New("dsp")}
 }
 
-// Page is one page of a list, newest first; NextCursor is "" on the last.
-type Page[T any] struct {
-	Items      []T
-	NextCursor string
-	Limit      int
-}
-
 // CreateInput is a new endpoint.
 type CreateInput struct {
 	URL    string
@@ -137,35 +131,19 @@ func (s *Service) Get(ctx context.Context, actor team.Actor, id string) (webhook
 	return s.d.Store.WebhookEndpoints().ByID(ctx, actor.TeamID, id)
 }
 
-func checkCursor(cursor, prefix string) error {
-	if cursor != "" && (!strings.HasPrefix(cursor, prefix) || len(cursor) > 64) {
-		return domain.BadRequest("cursor is not one this service issued")
-	}
-	return nil
-}
-
 // List returns a page of the team's endpoints, newest first.
-func (s *Service) List(ctx context.Context, actor team.Actor, cursor string, limit int) (Page[webhook.Endpoint], error) {
+func (s *Service) List(ctx context.Context, actor team.Actor, cursor string, limit int) (paging.Page[webhook.Endpoint], error) {
 	if err := actor.Require(team.ActAdminister); err != nil {
-		return Page[webhook.Endpoint]{}, err
+		return paging.Page[webhook.Endpoint]{}, err
 	}
-	if err := checkCursor(cursor, "whk_"); err != nil {
-		return Page[webhook.Endpoint]{}, err
+	if err := paging.CheckCursor(cursor, "whk_"); err != nil {
+		return paging.Page[webhook.Endpoint]{}, err
 	}
 	eps, err := s.d.Store.WebhookEndpoints().List(ctx, actor.TeamID, cursor, limit+1)
 	if err != nil {
-		return Page[webhook.Endpoint]{}, err
+		return paging.Page[webhook.Endpoint]{}, err
 	}
-	return page(eps, limit, func(e webhook.Endpoint) string { return e.ID }), nil
-}
-
-func page[T any](items []T, limit int, id func(T) string) Page[T] {
-	p := Page[T]{Items: items, Limit: limit}
-	if len(items) > limit {
-		p.Items = items[:limit]
-		p.NextCursor = id(p.Items[limit-1])
-	}
-	return p
+	return paging.Cut(eps, limit, func(e webhook.Endpoint) string { return e.ID }), nil
 }
 
 // UpdateInput is a partial update: nil fields stay.
@@ -280,29 +258,29 @@ func (s *Service) Test(ctx context.Context, actor team.Actor, id, eventType stri
 }
 
 // ListDeliveries returns a page of an endpoint's deliveries, newest first.
-func (s *Service) ListDeliveries(ctx context.Context, actor team.Actor, endpointID, status, cursor string, limit int) (Page[webhook.Delivery], error) {
+func (s *Service) ListDeliveries(ctx context.Context, actor team.Actor, endpointID, status, cursor string, limit int) (paging.Page[webhook.Delivery], error) {
 	if err := actor.Require(team.ActAdminister); err != nil {
-		return Page[webhook.Delivery]{}, err
+		return paging.Page[webhook.Delivery]{}, err
 	}
 	f := ports.DeliveryFilter{BeforeID: cursor, Limit: limit + 1}
 	if status != "" {
 		st, ok := webhook.ParseStatus(status)
 		if !ok {
-			return Page[webhook.Delivery]{}, domain.BadRequest("status must be pending, succeeded or failed")
+			return paging.Page[webhook.Delivery]{}, domain.BadRequest("status must be pending, succeeded or failed")
 		}
 		f.Status = st
 	}
-	if err := checkCursor(cursor, "dlv_"); err != nil {
-		return Page[webhook.Delivery]{}, err
+	if err := paging.CheckCursor(cursor, "dlv_"); err != nil {
+		return paging.Page[webhook.Delivery]{}, err
 	}
 	if _, err := s.d.Store.WebhookEndpoints().ByID(ctx, actor.TeamID, endpointID); err != nil {
-		return Page[webhook.Delivery]{}, err
+		return paging.Page[webhook.Delivery]{}, err
 	}
 	ds, err := s.d.Store.Deliveries().List(ctx, actor.TeamID, endpointID, f)
 	if err != nil {
-		return Page[webhook.Delivery]{}, err
+		return paging.Page[webhook.Delivery]{}, err
 	}
-	return page(ds, limit, func(d webhook.Delivery) string { return d.ID }), nil
+	return paging.Cut(ds, limit, func(d webhook.Delivery) string { return d.ID }), nil
 }
 
 // Retry queues a failed delivery again for a new round of the schedule.

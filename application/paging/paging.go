@@ -1,0 +1,38 @@
+// Package paging owns the list convention every use case shares: pages
+// newest first, the cursor being the id of the last item of the previous
+// page, so that items created while a client pages neither shift nor
+// repeat the rest.
+package paging
+
+import (
+	"strings"
+
+	"github.com/profilesvc/profilesvc/domain"
+)
+
+// Page is one page of a list; NextCursor is "" on the last.
+type Page[T any] struct {
+	Items      []T
+	NextCursor string
+	Limit      int
+}
+
+// CheckCursor refuses a cursor that is not an id with the resource's
+// prefix ("prf_", "mem_", ...), before it reaches a query.
+func CheckCursor(cursor, prefix string) error {
+	if cursor != "" && (!strings.HasPrefix(cursor, prefix) || len(cursor) > 64) {
+		return domain.BadRequest("cursor is not one this service issued")
+	}
+	return nil
+}
+
+// Cut makes the page of items read with limit+1: the extra item, when
+// there, only says that another page follows.
+func Cut[T any](items []T, limit int, id func(T) string) Page[T] {
+	p := Page[T]{Items: items, Limit: limit}
+	if len(items) > limit {
+		p.Items = items[:limit]
+		p.NextCursor = id(p.Items[limit-1])
+	}
+	return p
+}
