@@ -83,10 +83,10 @@ func (s *Service) Create(ctx context.Context, actor team.Actor, in profile.Setti
 	if err != nil {
 		return profile.Profile{}, err
 	}
+	if err := checkProxy(p.ProxyID); err != nil {
+		return profile.Profile{}, err
+	}
 	err = s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
-		if err := s.checkProxy(ctx, tx, actor.TeamID, p.ProxyID); err != nil {
-			return err
-		}
 		if err := tx.Profiles().Create(ctx, p); err != nil {
 			return err
 		}
@@ -100,7 +100,7 @@ func (s *Service) Create(ctx context.Context, actor team.Actor, in profile.Setti
 
 // checkProxy requires a proxy id to name a stored proxy of the team. The
 // service stores no proxies yet, so any id is refused with a clear message.
-func (s *Service) checkProxy(_ context.Context, _ ports.Repositories, _ string, proxyID string) error {
+func checkProxy(proxyID string) error {
 	if proxyID == "" {
 		return nil
 	}
@@ -179,7 +179,7 @@ func (s *Service) Update(ctx context.Context, actor team.Actor, id string, patch
 				return err
 			}
 			if patch.ProxyID != nil && next.ProxyID != cur.ProxyID {
-				if err := s.checkProxy(ctx, tx, actor.TeamID, next.ProxyID); err != nil {
+				if err := checkProxy(next.ProxyID); err != nil {
 					return err
 				}
 			}

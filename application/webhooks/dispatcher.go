@@ -49,10 +49,7 @@ func (w *Waker) Wake() {
 func (s *Service) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	// Attempts in flight, by endpoint id and by delivery id (ids have
-	// distinct prefixes, so one map holds both).
-	inflight := map[string]int{}
-	var mu sync.Mutex
+	flight := &inFlight{perEndpoint: map[string]int{}, deliveries: map[string]bool{}}
 	slots := make(chan struct{}, s.d.Policy.Workers)
 	// The first pass and every poll fan out whatever other instances (or
 	// a previous run) left; in between, only committed events need it.
@@ -64,7 +61,7 @@ func (s *Service) Run(ctx context.Context) {
 			}
 		}
 		fanOut = false
-		s.claimAndStart(ctx, &wg, &mu, inflight, slots)
+		s.claimAndStart(ctx, &wg, flight, slots)
 		wait := s.d.Policy.PollInterval
 		if next, oldest, ok, err := s.d.Store.Deliveries().Pending(ctx); err == nil {
 			now := s.d.Clock.Now()
@@ -145,25 +142,61 @@ func (s *Service) FanOut(ctx context.Context) (int, error) {
 	return n, err
 }
 
+// inFlight is what this process is attempting: how many per endpoint, and
+// which deliveries.
+type inFlight struct {
+	mu          sync.Mutex
+	perEndpoint map[string]int
+	deliveries  map[string]bool
+}
+
+// busy lists the endpoints with limit attempts or more in flight.
+func (f *inFlight) busy(limit int) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for id, n := range f.perEndpoint {
+		if n >= limit {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// start records an attempt of d, unless d is being attempted already: its
+// lease lapsed under a clock that jumped (or a very slow attempt), and the
+// attempt in flight will record its outcome; a second would double it.
+func (f *inFlight) start(d webhook.Delivery) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.deliveries[d.ID] {
+		return false
+	}
+	f.deliveries[d.ID] = true
+	f.perEndpoint[d.EndpointID]++
+	return true
+}
+
+func (f *inFlight) done(d webhook.Delivery) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.deliveries, d.ID)
+	if f.perEndpoint[d.EndpointID]--; f.perEndpoint[d.EndpointID] <= 0 {
+		delete(f.perEndpoint, d.EndpointID)
+	}
+}
+
 // claimAndStart claims as many due deliveries as there are free workers
 // and starts an attempt for each.
-func (s *Service) claimAndStart(ctx context.Context, wg *sync.WaitGroup, mu *sync.Mutex, inflight map[string]int, slots chan struct{}) {
+func (s *Service) claimAndStart(ctx context.Context, wg *sync.WaitGroup, flight *inFlight, slots chan struct{}) {
 	free := cap(slots) - len(slots)
 	if free == 0 {
 		return
 	}
-	mu.Lock()
-	var busy []string
-	for id, n := range inflight {
-		if n >= s.d.Policy.PerEndpoint {
-			busy = append(busy, id)
-		}
-	}
-	mu.Unlock()
 	now := s.d.Clock.Now()
 	claimed, err := s.d.Store.Deliveries().Claim(ctx, ports.DeliveryClaim{
 		Owner: s.owner, Now: now, LeaseUntil: now.Add(s.d.Policy.LeaseTTL),
-		Limit: free, PerEndpoint: s.d.Policy.PerEndpoint, ExcludeEndpoints: busy,
+		Limit: free, PerEndpoint: s.d.Policy.PerEndpoint, ExcludeEndpoints: flight.busy(s.d.Policy.PerEndpoint),
 	})
 	if err != nil {
 		if ctx.Err() == nil {
@@ -172,26 +205,13 @@ func (s *Service) claimAndStart(ctx context.Context, wg *sync.WaitGroup, mu *syn
 		return
 	}
 	for _, d := range claimed {
-		mu.Lock()
-		if inflight[d.ID] > 0 {
-			// Still being attempted here: its lease lapsed under a clock
-			// that jumped (or a very slow attempt). The attempt in flight
-			// will record its outcome; a second one would double it.
-			mu.Unlock()
+		if !flight.start(d) {
 			continue
 		}
-		inflight[d.ID]++
-		inflight[d.EndpointID]++
-		mu.Unlock()
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() {
-				mu.Lock()
-				delete(inflight, d.ID)
-				if inflight[d.EndpointID]--; inflight[d.EndpointID] <= 0 {
-					delete(inflight, d.EndpointID)
-				}
-				mu.Unlock()
+				flight.done(d)
 				<-slots
 				s.d.Waker.Wake()
 			}()
