@@ -204,7 +204,23 @@ func (s *Service) claimAndStart(ctx context.Context, wg *sync.WaitGroup, flight 
 		}
 		return
 	}
+	// A claim holds at most PerEndpoint deliveries of an endpoint: read
+	// each endpoint once for all of them.
+	endpoints := map[string]webhook.Endpoint{}
 	for _, d := range claimed {
+		ep, seen := endpoints[d.EndpointID]
+		if !seen {
+			ep, err = s.d.Store.WebhookEndpoints().ByID(ctx, d.TeamID, d.EndpointID)
+			if domain.IsKind(err, domain.KindNotFound) {
+				continue // deleted with its deliveries
+			}
+			if err != nil {
+				// The lease lapses and the delivery is claimed again.
+				s.d.Log.ErrorContext(ctx, "webhook attempt: read endpoint", "delivery_id", d.ID, "error", err.Error())
+				continue
+			}
+			endpoints[d.EndpointID] = ep
+		}
 		if !flight.start(d) {
 			continue
 		}
@@ -215,7 +231,7 @@ func (s *Service) claimAndStart(ctx context.Context, wg *sync.WaitGroup, flight 
 				<-slots
 				s.d.Waker.Wake()
 			}()
-			s.attempt(context.WithoutCancel(ctx), d)
+			s.attempt(context.WithoutCancel(ctx), d, ep)
 		})
 	}
 }
@@ -228,17 +244,9 @@ func Sign(secret, body []byte) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// attempt makes one attempt of d and records it.
-func (s *Service) attempt(ctx context.Context, d webhook.Delivery) {
+// attempt makes one attempt of d to ep and records it.
+func (s *Service) attempt(ctx context.Context, d webhook.Delivery, ep webhook.Endpoint) {
 	log := s.d.Log.With("delivery_id", d.ID, "endpoint_id", d.EndpointID, "event_id", d.EventID)
-	ep, err := s.d.Store.WebhookEndpoints().ByID(ctx, d.TeamID, d.EndpointID)
-	if domain.IsKind(err, domain.KindNotFound) {
-		return // deleted with its deliveries
-	}
-	if err != nil {
-		log.ErrorContext(ctx, "webhook attempt: read endpoint", "error", err.Error())
-		return
-	}
 	a := webhook.Attempt{At: s.d.Clock.Now().UTC()}
 	var resp ports.WebhookResponse
 	if !ep.Enabled {
