@@ -46,8 +46,15 @@ type WebhookDeps struct {
 var Webhooks = fx.Options(
 	fx.Module("webhooks",
 		fx.Provide(
-			func(cfg config.Config) ports.WebhookSender {
-				return webhookhttp.NewSender(webhookhttp.Options{Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.AllowPrivateTargets})
+			func(lc fx.Lifecycle, cfg config.Config) ports.WebhookSender {
+				sender := webhookhttp.NewSender(webhookhttp.Options{Timeout: cfg.WebhookTimeout, AllowPrivate: cfg.AllowPrivateTargets})
+				// Registered before the dispatcher's hook, so it runs after
+				// the dispatcher has stopped using the pool.
+				lc.Append(fx.Hook{OnStop: func(context.Context) error {
+					sender.CloseIdleConnections()
+					return nil
+				}})
+				return sender
 			},
 			func(cfg config.Config) (ports.SecretBox, error) { return secretbox.New(cfg.SecretKey) },
 			func(reg *prometheus.Registry) ports.WebhookMetrics { return webhookhttp.NewMetrics(reg) },
