@@ -86,7 +86,7 @@ type teamRoleDTO struct {
 	Role string `json:"role"`
 }
 
-type sessionDTO struct {
+type signInDTO struct {
 	User         userDTO     `json:"user"`
 	Team         teamRoleDTO `json:"team"`
 	AccessToken  string      `json:"accessToken"`
@@ -95,8 +95,8 @@ type sessionDTO struct {
 	ExpiresIn    int         `json:"expiresIn"`
 }
 
-func toSessionDTO(s auth.Session) sessionDTO {
-	return sessionDTO{
+func toSignInDTO(s auth.SignIn) signInDTO {
+	return signInDTO{
 		User:         toUserDTO(s.User),
 		Team:         teamRoleDTO{ID: s.Team.ID, Name: s.Team.Name, Role: string(s.Role)},
 		AccessToken:  s.Tokens.AccessToken,
@@ -123,7 +123,7 @@ func (h *AuthHandlers) register(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, toSessionDTO(s))
+	writeJSON(w, http.StatusCreated, toSignInDTO(s))
 }
 
 type loginRequest struct {
@@ -142,7 +142,7 @@ func (h *AuthHandlers) login(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toSessionDTO(s))
+	writeJSON(w, http.StatusOK, toSignInDTO(s))
 }
 
 // clientAddr is the peer's IP. Forwarding headers are not trusted: any client
@@ -174,7 +174,7 @@ func (h *AuthHandlers) refresh(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toSessionDTO(s))
+	writeJSON(w, http.StatusOK, toSignInDTO(s))
 }
 
 type forgotPasswordRequest struct {

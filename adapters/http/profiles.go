@@ -72,7 +72,7 @@ type proxyRefDTO struct {
 	ID string `json:"id"`
 }
 
-type sessionDTOOut struct {
+type browserSessionDTO struct {
 	ID         string  `json:"id"`
 	StartedAt  int64   `json:"startedAt"`
 	ExpiresAt  int64   `json:"expiresAt"`
@@ -81,8 +81,8 @@ type sessionDTOOut struct {
 	CDPURL     *string `json:"cdpUrl"`
 }
 
-func toSessionOut(s profile.Session) sessionDTOOut {
-	d := sessionDTOOut{
+func toBrowserSessionDTO(s profile.Session) browserSessionDTO {
+	d := browserSessionDTO{
 		ID: s.ID, StartedAt: s.StartedAt.UnixMilli(), ExpiresAt: s.ExpiresAt.UnixMilli(),
 		LaunchedBy: s.LaunchedBy, Headless: s.Headless,
 	}
@@ -93,19 +93,19 @@ func toSessionOut(s profile.Session) sessionDTOOut {
 }
 
 type profileDTO struct {
-	ID          string         `json:"id"`
-	Name        string         `json:"name"`
-	TemplateID  string         `json:"templateId"`
-	Browser     string         `json:"browser"`
-	Fingerprint fingerprintDTO `json:"fingerprint"`
-	Proxy       *proxyRefDTO   `json:"proxy"`
-	Tags        []string       `json:"tags"`
-	Notes       string         `json:"notes"`
-	Status      string         `json:"status"`
-	Session     *sessionDTOOut `json:"session"`
-	Version     int            `json:"version"`
-	CreatedAt   int64          `json:"createdAt"`
-	UpdatedAt   int64          `json:"updatedAt"`
+	ID          string             `json:"id"`
+	Name        string             `json:"name"`
+	TemplateID  string             `json:"templateId"`
+	Browser     string             `json:"browser"`
+	Fingerprint fingerprintDTO     `json:"fingerprint"`
+	Proxy       *proxyRefDTO       `json:"proxy"`
+	Tags        []string           `json:"tags"`
+	Notes       string             `json:"notes"`
+	Status      string             `json:"status"`
+	Session     *browserSessionDTO `json:"session"`
+	Version     int                `json:"version"`
+	CreatedAt   int64              `json:"createdAt"`
+	UpdatedAt   int64              `json:"updatedAt"`
 }
 
 func toProfileDTO(p profile.Profile) profileDTO {
@@ -123,7 +123,7 @@ func toProfileDTO(p profile.Profile) profileDTO {
 		d.Proxy = &proxyRefDTO{ID: p.ProxyID}
 	}
 	if p.Session != nil {
-		s := toSessionOut(*p.Session)
+		s := toBrowserSessionDTO(*p.Session)
 		d.Session = &s
 	}
 	return d
@@ -335,7 +335,7 @@ type launchRequest struct {
 }
 
 type sessionEnvelope struct {
-	Session sessionDTOOut `json:"session"`
+	Session browserSessionDTO `json:"session"`
 }
 
 func (h *ProfileHandlers) launch(w http.ResponseWriter, r *http.Request) {
@@ -349,7 +349,7 @@ func (h *ProfileHandlers) launch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, sessionEnvelope{Session: toSessionOut(*p.Session)})
+	writeJSON(w, http.StatusOK, sessionEnvelope{Session: toBrowserSessionDTO(*p.Session)})
 }
 
 type heartbeatRequest struct {
@@ -368,7 +368,7 @@ func (h *ProfileHandlers) heartbeat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, sessionEnvelope{Session: toSessionOut(*p.Session)})
+	writeJSON(w, http.StatusOK, sessionEnvelope{Session: toBrowserSessionDTO(*p.Session)})
 }
 
 func (h *ProfileHandlers) release(w http.ResponseWriter, r *http.Request) {

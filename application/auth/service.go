@@ -87,8 +87,9 @@ type Tokens struct {
 	ExpiresIn int
 }
 
-// Session is what a successful register or login returns.
-type Session struct {
+// SignIn is what a successful register or login returns: the signed-in user
+// and their tokens. (A browser session is profile.Session, a different thing.)
+type SignIn struct {
 	User   account.User
 	Team   team.Team
 	Role   team.Role
@@ -103,7 +104,7 @@ type RegisterInput struct {
 }
 
 // Register creates the user together with a personal team they own.
-func (s *Service) Register(ctx context.Context, in RegisterInput) (Session, error) {
+func (s *Service) Register(ctx context.Context, in RegisterInput) (SignIn, error) {
 	var v domain.Validation
 	if err := account.ValidatePassword(in.Password, s.d.Hasher.MaxBytes()); err != nil {
 		v.Add("password", issueOf(err))
@@ -117,14 +118,14 @@ func (s *Service) Register(ctx context.Context, in RegisterInput) (Session, erro
 		}
 	}
 	if err := v.Err(); err != nil {
-		return Session{}, err
+		return SignIn{}, err
 	}
 	t, err := team.NewTeam(teamID, personalTeamName(u.Name), now)
 	if err != nil {
-		return Session{}, err
+		return SignIn{}, err
 	}
 	if u.PasswordHash, err = s.d.Hasher.Hash(ctx, in.Password); err != nil {
-		return Session{}, err
+		return SignIn{}, err
 	}
 	owner := team.NewOwner(s.d.IDs.New("mem"), t.ID, u.ID, u.Email, now)
 	var tokens Tokens
@@ -146,9 +147,9 @@ func (s *Service) Register(ctx context.Context, in RegisterInput) (Session, erro
 		return err
 	})
 	if err != nil {
-		return Session{}, err
+		return SignIn{}, err
 	}
-	return Session{User: u, Team: t, Role: team.RoleOwner, Tokens: tokens}, nil
+	return SignIn{User: u, Team: t, Role: team.RoleOwner, Tokens: tokens}, nil
 }
 
 func personalTeamName(userName string) string {
@@ -172,10 +173,10 @@ var errBadCredentials = domain.Unauthorized("invalid email or password")
 
 // Login checks the password and issues tokens. Wrong email and wrong password
 // answer alike; repeated failures per email or per address answer 429.
-func (s *Service) Login(ctx context.Context, in LoginInput) (Session, error) {
+func (s *Service) Login(ctx context.Context, in LoginInput) (SignIn, error) {
 	email := account.NormalizeEmail(in.Email)
 	if len(in.Password) > s.d.Hasher.MaxBytes() {
-		return Session{}, domain.Invalid("password", "must be at most "+strconv.Itoa(s.d.Hasher.MaxBytes())+" bytes")
+		return SignIn{}, domain.Invalid("password", "must be at most "+strconv.Itoa(s.d.Hasher.MaxBytes())+" bytes")
 	}
 	keys := []struct {
 		key   string
@@ -188,14 +189,14 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (Session, error) {
 	for _, k := range keys {
 		dec, err := s.d.Limiter.Check(ctx, k.key, k.limit, s.d.Policy.LoginWindow)
 		if err != nil {
-			return Session{}, err
+			return SignIn{}, err
 		}
 		if !dec.Allowed && dec.RetryAfter > wait {
 			wait = dec.RetryAfter
 		}
 	}
 	if wait > 0 {
-		return Session{}, domain.RateLimited("too many failed logins; try again later", wait)
+		return SignIn{}, domain.RateLimited("too many failed logins; try again later", wait)
 	}
 	u, err := s.d.Store.Users().ByEmail(ctx, email)
 	hash := u.PasswordHash
@@ -203,29 +204,29 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (Session, error) {
 	case domain.IsKind(err, domain.KindNotFound):
 		hash = s.dummyHash
 	case err != nil:
-		return Session{}, err
+		return SignIn{}, err
 	}
 	ok, err := s.d.Hasher.Verify(ctx, hash, in.Password)
 	if err != nil {
-		return Session{}, err
+		return SignIn{}, err
 	}
 	if !ok || u.ID == "" {
 		for _, k := range keys {
 			if _, err := s.d.Limiter.Hit(ctx, k.key, k.limit, s.d.Policy.LoginWindow); err != nil {
-				return Session{}, err
+				return SignIn{}, err
 			}
 		}
-		return Session{}, errBadCredentials
+		return SignIn{}, errBadCredentials
 	}
 	if err := s.d.Limiter.Reset(ctx, keys[0].key, s.d.Policy.LoginWindow); err != nil {
-		return Session{}, err
+		return SignIn{}, err
 	}
-	return s.session(ctx, u, s.d.IDs.New("rtf"))
+	return s.signIn(ctx, u, s.d.IDs.New("rtf"))
 }
 
-func (s *Service) session(ctx context.Context, u account.User, familyID string) (Session, error) {
+func (s *Service) signIn(ctx context.Context, u account.User, familyID string) (SignIn, error) {
 	now := s.d.Clock.Now().UTC()
-	var out Session
+	var out SignIn
 	err := s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
 		t, err := tx.Teams().ByID(ctx, u.DefaultTeamID)
 		if err != nil {
@@ -239,7 +240,7 @@ func (s *Service) session(ctx context.Context, u account.User, familyID string) 
 		if err != nil {
 			return err
 		}
-		out = Session{User: u, Team: t, Role: m.Role, Tokens: tokens}
+		out = SignIn{User: u, Team: t, Role: m.Role, Tokens: tokens}
 		return nil
 	})
 	return out, err
@@ -271,29 +272,29 @@ var errBadRefresh = domain.Unauthorized("invalid, expired or revoked refresh tok
 // Refresh exchanges a refresh token for a new pair. Each refresh token is
 // single-use: presenting one that was already used revokes its whole family,
 // since either the client or a thief holds a copy.
-func (s *Service) Refresh(ctx context.Context, refreshToken string) (Session, error) {
+func (s *Service) Refresh(ctx context.Context, refreshToken string) (SignIn, error) {
 	id, secret, ok := account.SplitToken(refreshToken)
 	if !ok {
-		return Session{}, errBadRefresh
+		return SignIn{}, errBadRefresh
 	}
 	rt, err := s.d.Store.RefreshTokens().ByID(ctx, id)
 	if domain.IsKind(err, domain.KindNotFound) {
-		return Session{}, errBadRefresh
+		return SignIn{}, errBadRefresh
 	}
 	if err != nil {
-		return Session{}, err
+		return SignIn{}, err
 	}
 	if subtle.ConstantTimeCompare(rt.Hash, account.Digest(secret)) != 1 {
-		return Session{}, errBadRefresh
+		return SignIn{}, errBadRefresh
 	}
 	now := s.d.Clock.Now().UTC()
 	if rt.RevokedAt != nil || !now.Before(rt.ExpiresAt) {
-		return Session{}, errBadRefresh
+		return SignIn{}, errBadRefresh
 	}
 	if rt.UsedAt != nil {
-		return Session{}, s.revokeReused(ctx, rt, now)
+		return SignIn{}, s.revokeReused(ctx, rt, now)
 	}
-	var out Session
+	var out SignIn
 	reused := false
 	err = s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
 		won, err := tx.RefreshTokens().Consume(ctx, rt.ID, now)
@@ -320,11 +321,11 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string) (Session, er
 		if err != nil {
 			return err
 		}
-		out = Session{User: u, Team: t, Role: m.Role, Tokens: tokens}
+		out = SignIn{User: u, Team: t, Role: m.Role, Tokens: tokens}
 		return nil
 	})
 	if reused {
-		return Session{}, s.revokeReused(ctx, rt, now)
+		return SignIn{}, s.revokeReused(ctx, rt, now)
 	}
 	return out, err
 }
