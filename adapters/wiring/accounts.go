@@ -12,6 +12,7 @@ import (
 	"github.com/profilesvc/profilesvc/application/auth"
 	"github.com/profilesvc/profilesvc/config"
 	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/storage"
 )
 
 // accessTokenTTL is the lifetime of access tokens (API.md: 15 min).
@@ -34,7 +35,8 @@ var Security = fx.Module("security",
 // AccountDeps are the ports of the account use cases.
 type AccountDeps struct {
 	fx.In
-	Store   ports.Store
+	Store   storage.Store
+	Tx      ports.UnitOfWork
 	Hasher  ports.PasswordHasher
 	Tokens  ports.TokenIssuer
 	Limiter ports.RateLimiter
@@ -49,7 +51,10 @@ type AccountDeps struct {
 // Accounts provides the account use cases.
 var Accounts = fx.Module("accounts", fx.Provide(func(d AccountDeps) (*auth.Service, error) {
 	return auth.New(context.Background(), auth.Deps{
-		Store: d.Store, Hasher: d.Hasher, Tokens: d.Tokens, Limiter: d.Limiter, Mailer: d.Mailer,
+		Tx: d.Tx, Users: d.Store.Users(), APIKeys: d.Store.APIKeys(),
+		RefreshTokens: d.Store.RefreshTokens(), ResetTokens: d.Store.ResetTokens(),
+		Teams: d.Store.Teams(), Memberships: d.Store.Memberships(),
+		Hasher: d.Hasher, Tokens: d.Tokens, Limiter: d.Limiter, Mailer: d.Mailer,
 		Cache: d.Cache, Clock: d.Clock, IDs: d.IDs, Log: d.Log, Policy: d.Policy,
 	})
 }))

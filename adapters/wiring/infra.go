@@ -21,6 +21,7 @@ import (
 	"github.com/profilesvc/profilesvc/adapters/store/memory"
 	"github.com/profilesvc/profilesvc/config"
 	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/storage"
 )
 
 // Logging provides the zap logger and the *slog.Logger that the application
@@ -56,14 +57,18 @@ var Runtime = fx.Module("runtime",
 // Storage provides the store of DATABASE_URL: memory, SQLite or PostgreSQL.
 // SQL stores are migrated when the app starts, before anything serves.
 var Storage = fx.Module("storage",
-	fx.Provide(NewStore),
-	fx.Provide(fx.Annotate(func(s ports.Store) Checker {
+	fx.Provide(
+		NewStore,
+		func(s storage.Store) ports.UnitOfWork { return s },
+		func(s storage.Store) ports.Outbox { return s.Outbox() },
+	),
+	fx.Provide(fx.Annotate(func(s storage.Store) Checker {
 		return Checker{Name: "store", Check: s.Ping}
 	}, fx.ResultTags(`group:"checkers"`))),
 )
 
 // NewStore opens the store named by cfg.DatabaseURL.
-func NewStore(lc fx.Lifecycle, cfg config.Config, log *zap.Logger) (ports.Store, error) {
+func NewStore(lc fx.Lifecycle, cfg config.Config, log *zap.Logger) (storage.Store, error) {
 	if isMemoryURL(cfg.DatabaseURL) {
 		return memory.New(), nil
 	}

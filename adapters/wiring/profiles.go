@@ -14,6 +14,7 @@ import (
 	"github.com/profilesvc/profilesvc/application/profiles"
 	"github.com/profilesvc/profilesvc/config"
 	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/storage"
 )
 
 // ReaperInterval is how often each instance looks for sessions whose lease
@@ -27,7 +28,9 @@ const defaultReaperInterval = ReaperInterval(5 * time.Second)
 // ProfileDeps are the ports of the profile use cases.
 type ProfileDeps struct {
 	fx.In
-	Store   ports.Store
+	Store   storage.Store
+	Tx      ports.UnitOfWork
+	Outbox  ports.Outbox
 	Runtime ports.BrowserRuntime
 	Clock   ports.Clock
 	IDs     ports.IDs
@@ -42,7 +45,8 @@ var Profiles = fx.Module("profiles",
 		newBrowserRuntime,
 		func(d ProfileDeps) *profiles.Service {
 			return profiles.New(profiles.Deps{
-				Store: d.Store, Runtime: d.Runtime, Clock: d.Clock, IDs: d.IDs, Log: d.Log,
+				Tx: d.Tx, Profiles: d.Store.Profiles(), Users: d.Store.Users(), Outbox: d.Outbox,
+				Runtime: d.Runtime, Clock: d.Clock, IDs: d.IDs, Log: d.Log,
 				Policy: profiles.Policy{SessionTTLDefault: d.Config.SessionTTLDefault, SessionTTLMax: d.Config.SessionTTLMax},
 			})
 		},

@@ -8,12 +8,15 @@ import (
 	httpapi "github.com/profilesvc/profilesvc/adapters/http"
 	"github.com/profilesvc/profilesvc/application/teams"
 	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/storage"
 )
 
 // TeamDeps are the ports of the team use cases.
 type TeamDeps struct {
 	fx.In
-	Store  ports.Store
+	Store  storage.Store
+	Tx     ports.UnitOfWork
+	Outbox ports.Outbox
 	Mailer ports.Mailer
 	Clock  ports.Clock
 	IDs    ports.IDs
@@ -24,7 +27,11 @@ type TeamDeps struct {
 var Teams = fx.Module("teams",
 	fx.Provide(
 		func(d TeamDeps) *teams.Service {
-			return teams.New(teams.Deps{Store: d.Store, Mailer: d.Mailer, Clock: d.Clock, IDs: d.IDs, Log: d.Log, Policy: teams.DefaultPolicy()})
+			return teams.New(teams.Deps{
+				Tx: d.Tx, Teams: d.Store.Teams(), Memberships: d.Store.Memberships(), Invitations: d.Store.Invitations(),
+				Users: d.Store.Users(), Outbox: d.Outbox,
+				Mailer: d.Mailer, Clock: d.Clock, IDs: d.IDs, Log: d.Log, Policy: teams.DefaultPolicy(),
+			})
 		},
 		fx.Annotate(func(svc *teams.Service) Routes { return httpapi.NewTeamHandlers(svc).Routes() }, fx.ResultTags(`group:"routes"`)),
 	),

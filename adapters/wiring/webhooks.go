@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,8 +15,10 @@ import (
 	webhookhttp "github.com/profilesvc/profilesvc/adapters/webhook"
 	"github.com/profilesvc/profilesvc/application/webhooks"
 	"github.com/profilesvc/profilesvc/config"
+	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/webhook"
 	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/storage"
 )
 
 // DispatcherPoll is how often an idle dispatcher looks for work committed
@@ -28,7 +31,8 @@ const defaultDispatcherPoll = DispatcherPoll(time.Second)
 // WebhookDeps are the ports of the webhook use cases.
 type WebhookDeps struct {
 	fx.In
-	Store   ports.Store
+	Store   storage.Store
+	Tx      ports.UnitOfWork
 	Sender  ports.WebhookSender
 	Box     ports.SecretBox
 	Metrics ports.WebhookMetrics
@@ -62,7 +66,8 @@ var Webhooks = fx.Options(
 			func(d WebhookDeps) *webhooks.Service {
 				timeout := d.Config.WebhookTimeout
 				return webhooks.New(webhooks.Deps{
-					Store: d.Store, Sender: d.Sender, Box: d.Box, Metrics: d.Metrics, Clock: d.Clock, IDs: d.IDs, Log: d.Log, Waker: d.Waker,
+					Tx: d.Tx, Endpoints: d.Store.WebhookEndpoints(), Deliveries: d.Store.Deliveries(), Outbox: d.Store.Outbox(),
+					Sender: d.Sender, Box: d.Box, Metrics: d.Metrics, Clock: d.Clock, IDs: d.IDs, Log: d.Log, Waker: d.Waker,
 					Policy: webhooks.Policy{
 						Schedule:            webhook.Schedule(d.Config.WebhookRetrySchedule),
 						AllowPrivateTargets: d.Config.AllowPrivateTargets,
@@ -76,11 +81,58 @@ var Webhooks = fx.Options(
 		),
 		fx.Invoke(startDispatcher),
 	),
-	// The waker and the store decoration live at the root, so the store that
-	// every module sees wakes the dispatcher on commit.
+	// The waker and the decoration live at the root, so the unit of work and
+	// the outbox every module sees wake the dispatcher on commit.
 	fx.Provide(webhooks.NewWaker),
-	fx.Decorate(func(s ports.Store, w *webhooks.Waker) ports.Store { return webhooks.NotifyingStore(s, w) }),
+	fx.Decorate(
+		func(u ports.UnitOfWork, w *webhooks.Waker) ports.UnitOfWork {
+			return notifyingUnit{inner: u, wake: w.EventsCommitted}
+		},
+		func(o ports.Outbox, w *webhooks.Waker) ports.Outbox {
+			return notifyingOutbox{inner: o, wake: w.EventsCommitted}
+		},
+	),
 )
+
+// notifyingUnit wakes the dispatcher after a unit that appended to the outbox
+// has committed, rather than at its next poll. The appends mark the unit
+// through its context; a unit that rolls back wakes nobody.
+type notifyingUnit struct {
+	inner ports.UnitOfWork
+	wake  func()
+}
+
+type appendedKey struct{}
+
+func (u notifyingUnit) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	var appended atomic.Bool
+	err := u.inner.Do(ctx, func(ctx context.Context) error {
+		return fn(context.WithValue(ctx, appendedKey{}, &appended))
+	})
+	if err == nil && appended.Load() {
+		u.wake()
+	}
+	return err
+}
+
+// notifyingOutbox marks the unit an append is part of, or wakes the
+// dispatcher at once for an append made on its own.
+type notifyingOutbox struct {
+	inner ports.Outbox
+	wake  func()
+}
+
+func (o notifyingOutbox) Append(ctx context.Context, e event.Event) error {
+	if err := o.inner.Append(ctx, e); err != nil {
+		return err
+	}
+	if appended, ok := ctx.Value(appendedKey{}).(*atomic.Bool); ok {
+		appended.Store(true)
+	} else {
+		o.wake()
+	}
+	return nil
+}
 
 func startDispatcher(lc fx.Lifecycle, svc *webhooks.Service) {
 	ctx, cancel := context.WithCancel(context.Background())

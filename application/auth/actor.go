@@ -55,7 +55,7 @@ func (s *Service) Authenticate(ctx context.Context, c Credentials) (team.Actor, 
 	default:
 		return team.Actor{}, errNoCredentials
 	}
-	m, err := s.d.Store.Memberships().ByUser(ctx, teamID, userID)
+	m, err := s.d.Memberships.ByUser(ctx, teamID, userID)
 	if domain.IsKind(err, domain.KindNotFound) || (err == nil && m.Status != team.StatusActive) {
 		return team.Actor{}, domain.NotFound("team")
 	}
@@ -88,7 +88,7 @@ func (s *Service) apiKey(ctx context.Context, presented string) (cachedKey, erro
 		s.d.Log.WarnContext(ctx, "api key cache read failed", "error", err.Error())
 	}
 	if !hit || json.Unmarshal(raw, &k) != nil {
-		stored, err := s.d.Store.APIKeys().ByID(ctx, id)
+		stored, err := s.d.APIKeys.ByID(ctx, id)
 		if domain.IsKind(err, domain.KindNotFound) {
 			return cachedKey{}, errBadAPIKey
 		}
@@ -147,7 +147,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, actor team.Actor, name strin
 		ID: id, TeamID: actor.TeamID, UserID: actor.UserID, Name: name,
 		Prefix: apiKeyPrefix + idPart, Hash: account.Digest(secret), CreatedAt: s.d.Clock.Now().UTC(),
 	}
-	if err := s.d.Store.APIKeys().Create(ctx, k); err != nil {
+	if err := s.d.APIKeys.Create(ctx, k); err != nil {
 		return NewAPIKey{}, err
 	}
 	return NewAPIKey{APIKey: k, Key: apiKeyPrefix + idPart + "_" + secret}, nil
@@ -159,7 +159,7 @@ func (s *Service) ListAPIKeys(ctx context.Context, actor team.Actor, limit int, 
 	if err := actor.Require(team.ActRead); err != nil {
 		return paging.Page[account.APIKey]{}, err
 	}
-	keys, err := s.d.Store.APIKeys().ListByUser(ctx, actor.TeamID, actor.UserID)
+	keys, err := s.d.APIKeys.ListByUser(ctx, actor.TeamID, actor.UserID)
 	if err != nil {
 		return paging.Page[account.APIKey]{}, err
 	}
@@ -182,7 +182,7 @@ func (s *Service) DeleteAPIKey(ctx context.Context, actor team.Actor, id string)
 	if err := actor.Require(team.ActRead); err != nil {
 		return err
 	}
-	k, err := s.d.Store.APIKeys().ByID(ctx, id)
+	k, err := s.d.APIKeys.ByID(ctx, id)
 	if err != nil || k.TeamID != actor.TeamID {
 		if err == nil || domain.IsKind(err, domain.KindNotFound) {
 			return domain.NotFound("api key")
@@ -194,7 +194,7 @@ func (s *Service) DeleteAPIKey(ctx context.Context, actor team.Actor, id string)
 			return err
 		}
 	}
-	if err := s.d.Store.APIKeys().Delete(ctx, actor.TeamID, id); err != nil {
+	if err := s.d.APIKeys.Delete(ctx, actor.TeamID, id); err != nil {
 		return err
 	}
 	return s.d.Cache.Delete(ctx, apiKeyCacheKey(id))
@@ -209,11 +209,11 @@ type Me struct {
 
 // Me returns the actor's user, active team and role.
 func (s *Service) Me(ctx context.Context, actor team.Actor) (Me, error) {
-	u, err := s.d.Store.Users().ByID(ctx, actor.UserID)
+	u, err := s.d.Users.ByID(ctx, actor.UserID)
 	if err != nil {
 		return Me{}, err
 	}
-	t, err := s.d.Store.Teams().ByID(ctx, actor.TeamID)
+	t, err := s.d.Teams.ByID(ctx, actor.TeamID)
 	if err != nil {
 		return Me{}, err
 	}

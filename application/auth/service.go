@@ -15,6 +15,7 @@ import (
 	"github.com/profilesvc/profilesvc/domain/account"
 	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/accountstore"
 )
 
 // Policy holds the lifetimes and throttling budgets of the auth use cases.
@@ -49,16 +50,22 @@ func DefaultPolicy() Policy {
 
 // Deps are the ports the service needs.
 type Deps struct {
-	Store   ports.Store
-	Hasher  ports.PasswordHasher
-	Tokens  ports.TokenIssuer
-	Limiter ports.RateLimiter
-	Mailer  ports.Mailer
-	Cache   ports.Cache
-	Clock   ports.Clock
-	IDs     ports.IDs
-	Log     *slog.Logger
-	Policy  Policy
+	Tx            ports.UnitOfWork
+	Users         accountstore.Users
+	APIKeys       accountstore.APIKeys
+	RefreshTokens accountstore.RefreshTokens
+	ResetTokens   accountstore.ResetTokens
+	Teams         Teams
+	Memberships   Memberships
+	Hasher        ports.PasswordHasher
+	Tokens        ports.TokenIssuer
+	Limiter       ports.RateLimiter
+	Mailer        ports.Mailer
+	Cache         ports.Cache
+	Clock         ports.Clock
+	IDs           ports.IDs
+	Log           *slog.Logger
+	Policy        Policy
 }
 
 // Service runs the auth use cases.
@@ -129,21 +136,21 @@ func (s *Service) Register(ctx context.Context, in RegisterInput) (SignIn, error
 	}
 	owner := team.NewOwner(s.d.IDs.New("mem"), t.ID, u.ID, u.Email, now)
 	var tokens Tokens
-	err = s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
-		if err := tx.Users().Create(ctx, u); err != nil {
+	err = s.d.Tx.Do(ctx, func(ctx context.Context) error {
+		if err := s.d.Users.Create(ctx, u); err != nil {
 			if domain.IsKind(err, domain.KindConflict) {
 				return domain.Conflict("an account with this email already exists")
 			}
 			return err
 		}
-		if err := tx.Teams().Create(ctx, t); err != nil {
+		if err := s.d.Teams.Create(ctx, t); err != nil {
 			return err
 		}
-		if err := tx.Memberships().Create(ctx, owner); err != nil {
+		if err := s.d.Memberships.Create(ctx, owner); err != nil {
 			return err
 		}
 		var err error
-		tokens, err = s.issue(ctx, tx, u, s.d.IDs.New("rtf"), now)
+		tokens, err = s.issue(ctx, u, s.d.IDs.New("rtf"), now)
 		return err
 	})
 	if err != nil {
@@ -198,7 +205,7 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (SignIn, error) {
 	if wait > 0 {
 		return SignIn{}, domain.RateLimited("too many failed logins; try again later", wait)
 	}
-	u, err := s.d.Store.Users().ByEmail(ctx, email)
+	u, err := s.d.Users.ByEmail(ctx, email)
 	hash := u.PasswordHash
 	switch {
 	case domain.IsKind(err, domain.KindNotFound):
@@ -227,16 +234,16 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (SignIn, error) {
 func (s *Service) signIn(ctx context.Context, u account.User, familyID string) (SignIn, error) {
 	now := s.d.Clock.Now().UTC()
 	var out SignIn
-	err := s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
-		t, err := tx.Teams().ByID(ctx, u.DefaultTeamID)
+	err := s.d.Tx.Do(ctx, func(ctx context.Context) error {
+		t, err := s.d.Teams.ByID(ctx, u.DefaultTeamID)
 		if err != nil {
 			return err
 		}
-		m, err := tx.Memberships().ByUser(ctx, t.ID, u.ID)
+		m, err := s.d.Memberships.ByUser(ctx, t.ID, u.ID)
 		if err != nil {
 			return err
 		}
-		tokens, err := s.issue(ctx, tx, u, familyID, now)
+		tokens, err := s.issue(ctx, u, familyID, now)
 		if err != nil {
 			return err
 		}
@@ -247,7 +254,7 @@ func (s *Service) signIn(ctx context.Context, u account.User, familyID string) (
 }
 
 // issue signs an access token and stores the next refresh token of familyID.
-func (s *Service) issue(ctx context.Context, tx ports.Repositories, u account.User, familyID string, now time.Time) (Tokens, error) {
+func (s *Service) issue(ctx context.Context, u account.User, familyID string, now time.Time) (Tokens, error) {
 	access, claims, err := s.d.Tokens.Issue(ports.AccessClaims{UserID: u.ID, TeamID: u.DefaultTeamID})
 	if err != nil {
 		return Tokens{}, err
@@ -257,7 +264,7 @@ func (s *Service) issue(ctx context.Context, tx ports.Repositories, u account.Us
 		ID: s.d.IDs.New("rt"), FamilyID: familyID, UserID: u.ID, TeamID: u.DefaultTeamID,
 		Hash: account.Digest(secret), IssuedAt: now, ExpiresAt: now.Add(s.d.Policy.RefreshTTL),
 	}
-	if err := tx.RefreshTokens().Create(ctx, rt); err != nil {
+	if err := s.d.RefreshTokens.Create(ctx, rt); err != nil {
 		return Tokens{}, err
 	}
 	return Tokens{
@@ -277,7 +284,7 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string) (SignIn, err
 	if !ok {
 		return SignIn{}, errBadRefresh
 	}
-	rt, err := s.d.Store.RefreshTokens().ByID(ctx, id)
+	rt, err := s.d.RefreshTokens.ByID(ctx, id)
 	if domain.IsKind(err, domain.KindNotFound) {
 		return SignIn{}, errBadRefresh
 	}
@@ -296,8 +303,8 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string) (SignIn, err
 	}
 	var out SignIn
 	reused := false
-	err = s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
-		won, err := tx.RefreshTokens().Consume(ctx, rt.ID, now)
+	err = s.d.Tx.Do(ctx, func(ctx context.Context) error {
+		won, err := s.d.RefreshTokens.Consume(ctx, rt.ID, now)
 		if err != nil {
 			return err
 		}
@@ -305,19 +312,19 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string) (SignIn, err
 			reused = true
 			return errBadRefresh
 		}
-		u, err := tx.Users().ByID(ctx, rt.UserID)
+		u, err := s.d.Users.ByID(ctx, rt.UserID)
 		if err != nil {
 			return err
 		}
-		t, err := tx.Teams().ByID(ctx, u.DefaultTeamID)
+		t, err := s.d.Teams.ByID(ctx, u.DefaultTeamID)
 		if err != nil {
 			return err
 		}
-		m, err := tx.Memberships().ByUser(ctx, t.ID, u.ID)
+		m, err := s.d.Memberships.ByUser(ctx, t.ID, u.ID)
 		if err != nil {
 			return err
 		}
-		tokens, err := s.issue(ctx, tx, u, rt.FamilyID, now)
+		tokens, err := s.issue(ctx, u, rt.FamilyID, now)
 		if err != nil {
 			return err
 		}
@@ -333,7 +340,7 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string) (SignIn, err
 // revokeReused commits the family's revocation before answering, so that the
 // refusal cannot be rolled back with the request.
 func (s *Service) revokeReused(ctx context.Context, rt account.RefreshToken, now time.Time) error {
-	if err := s.d.Store.RefreshTokens().RevokeFamily(ctx, rt.FamilyID, now); err != nil {
+	if err := s.d.RefreshTokens.RevokeFamily(ctx, rt.FamilyID, now); err != nil {
 		return err
 	}
 	s.d.Log.WarnContext(ctx, "refresh token reused; family revoked", "user_id", rt.UserID, "family_id", rt.FamilyID)
@@ -354,7 +361,7 @@ func (s *Service) ForgotPassword(ctx context.Context, email string) error {
 	if !dec.Allowed {
 		return nil
 	}
-	u, err := s.d.Store.Users().ByEmail(ctx, email)
+	u, err := s.d.Users.ByEmail(ctx, email)
 	if domain.IsKind(err, domain.KindNotFound) {
 		return nil
 	}
@@ -364,7 +371,7 @@ func (s *Service) ForgotPassword(ctx context.Context, email string) error {
 	now := s.d.Clock.Now().UTC()
 	secret := account.NewSecret(32)
 	t := account.ResetToken{ID: s.d.IDs.New("rst"), UserID: u.ID, Hash: account.Digest(secret), CreatedAt: now, ExpiresAt: now.Add(s.d.Policy.ResetTTL)}
-	if err := s.d.Store.ResetTokens().Create(ctx, t); err != nil {
+	if err := s.d.ResetTokens.Create(ctx, t); err != nil {
 		return err
 	}
 	msg := ports.Mail{
@@ -395,7 +402,7 @@ func (s *Service) ResetPassword(ctx context.Context, token, password string) err
 	if !ok {
 		return errBadReset
 	}
-	rt, err := s.d.Store.ResetTokens().ByID(ctx, id)
+	rt, err := s.d.ResetTokens.ByID(ctx, id)
 	if domain.IsKind(err, domain.KindNotFound) {
 		return errBadReset
 	}
@@ -410,18 +417,18 @@ func (s *Service) ResetPassword(ctx context.Context, token, password string) err
 	if err != nil {
 		return err
 	}
-	return s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
-		won, err := tx.ResetTokens().Consume(ctx, rt.ID, now)
+	return s.d.Tx.Do(ctx, func(ctx context.Context) error {
+		won, err := s.d.ResetTokens.Consume(ctx, rt.ID, now)
 		if err != nil {
 			return err
 		}
 		if !won {
 			return errBadReset
 		}
-		if err := tx.Users().UpdatePassword(ctx, rt.UserID, hash, now); err != nil {
+		if err := s.d.Users.UpdatePassword(ctx, rt.UserID, hash, now); err != nil {
 			return err
 		}
-		return tx.RefreshTokens().RevokeUser(ctx, rt.UserID, now)
+		return s.d.RefreshTokens.RevokeUser(ctx, rt.UserID, now)
 	})
 }
 

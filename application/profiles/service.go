@@ -13,10 +13,12 @@ import (
 
 	"github.com/profilesvc/profilesvc/application/paging"
 	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/account"
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/profilestore"
 )
 
 // Policy holds the session lease lengths and the reaper's batch size.
@@ -32,12 +34,21 @@ type Policy struct {
 
 // Deps are the ports the service needs.
 type Deps struct {
-	Store   ports.Store
-	Runtime ports.BrowserRuntime
-	Clock   ports.Clock
-	IDs     ports.IDs
-	Log     *slog.Logger
-	Policy  Policy
+	Tx       ports.UnitOfWork
+	Profiles profilestore.Profiles
+	Users    Users
+	Outbox   ports.Outbox
+	Runtime  ports.BrowserRuntime
+	Clock    ports.Clock
+	IDs      ports.IDs
+	Log      *slog.Logger
+	Policy   Policy
+}
+
+// Users reads the users the accounts module owns (ports/accountstore): a
+// conflict names the member who holds a session by email.
+type Users interface {
+	ByID(ctx context.Context, id string) (account.User, error)
 }
 
 // Service runs the profile use cases.
@@ -86,11 +97,11 @@ func (s *Service) Create(ctx context.Context, actor team.Actor, in profile.Setti
 	if err := checkProxy(p.ProxyID); err != nil {
 		return profile.Profile{}, err
 	}
-	err = s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
-		if err := tx.Profiles().Create(ctx, p); err != nil {
+	err = s.d.Tx.Do(ctx, func(ctx context.Context) error {
+		if err := s.d.Profiles.Create(ctx, p); err != nil {
 			return err
 		}
-		return s.emit(ctx, tx, p, event.ProfileCreated, nil)
+		return s.emit(ctx, p, event.ProfileCreated, nil)
 	})
 	if err != nil {
 		return profile.Profile{}, err
@@ -112,7 +123,7 @@ func (s *Service) Get(ctx context.Context, actor team.Actor, id string) (profile
 	if err := actor.Require(team.ActRead); err != nil {
 		return profile.Profile{}, err
 	}
-	return s.d.Store.Profiles().ByID(ctx, actor.TeamID, id)
+	return s.d.Profiles.ByID(ctx, actor.TeamID, id)
 }
 
 // ListInput selects a page of profiles.
@@ -131,7 +142,7 @@ func (s *Service) List(ctx context.Context, actor team.Actor, in ListInput) (pag
 	if err := actor.Require(team.ActRead); err != nil {
 		return paging.Page[profile.Profile]{}, err
 	}
-	f := ports.ProfileFilter{Query: in.Query, Tag: in.Tag, BeforeID: in.Cursor, Limit: in.Limit + 1}
+	f := profilestore.Filter{Query: in.Query, Tag: in.Tag, BeforeID: in.Cursor, Limit: in.Limit + 1}
 	if in.Status != "" {
 		st, ok := profile.ParseStatus(in.Status)
 		if !ok {
@@ -145,7 +156,7 @@ func (s *Service) List(ctx context.Context, actor team.Actor, in ListInput) (pag
 	if len(in.Query) > profile.MaxNameRunes*4 || len(in.Tag) > profile.MaxTagRunes*4 {
 		return paging.Page[profile.Profile]{}, domain.BadRequest("q and tag are too long")
 	}
-	items, err := s.d.Store.Profiles().List(ctx, actor.TeamID, f)
+	items, err := s.d.Profiles.List(ctx, actor.TeamID, f)
 	if err != nil {
 		return paging.Page[profile.Profile]{}, err
 	}
@@ -162,8 +173,8 @@ func (s *Service) Update(ctx context.Context, actor team.Actor, id string, patch
 	var out profile.Profile
 	var err error
 	for range s.d.Policy.UpdateAttempts {
-		err = s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
-			cur, err := tx.Profiles().ByID(ctx, actor.TeamID, id)
+		err = s.d.Tx.Do(ctx, func(ctx context.Context) error {
+			cur, err := s.d.Profiles.ByID(ctx, actor.TeamID, id)
 			if err != nil {
 				return err
 			}
@@ -183,11 +194,11 @@ func (s *Service) Update(ctx context.Context, actor team.Actor, id string, patch
 					return err
 				}
 			}
-			if err := tx.Profiles().Update(ctx, next, cur.Version); err != nil {
+			if err := s.d.Profiles.Update(ctx, next, cur.Version); err != nil {
 				return err
 			}
 			out = next
-			return s.emit(ctx, tx, next, event.ProfileUpdated, nil)
+			return s.emit(ctx, next, event.ProfileUpdated, nil)
 		})
 		if ifMatch != nil || !domain.IsKind(err, domain.KindPreconditionFailed) {
 			break
@@ -211,26 +222,26 @@ func (s *Service) Delete(ctx context.Context, actor team.Actor, id string) error
 	if err := actor.Require(team.ActDelete); err != nil {
 		return err
 	}
-	return s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
-		p, err := tx.Profiles().ByID(ctx, actor.TeamID, id)
+	return s.d.Tx.Do(ctx, func(ctx context.Context) error {
+		p, err := s.d.Profiles.ByID(ctx, actor.TeamID, id)
 		if err != nil {
 			return err
 		}
 		if err := p.CheckDeletable(); err != nil {
-			return s.running(ctx, tx, p)
+			return s.running(ctx, p)
 		}
-		if err := tx.Profiles().Delete(ctx, actor.TeamID, id); err != nil {
+		if err := s.d.Profiles.Delete(ctx, actor.TeamID, id); err != nil {
 			return err
 		}
-		return s.emit(ctx, tx, p, event.ProfileDeleted, nil)
+		return s.emit(ctx, p, event.ProfileDeleted, nil)
 	})
 }
 
 // running is the conflict of a profile that holds a session, naming who
 // holds it and until when.
-func (s *Service) running(ctx context.Context, tx ports.Repositories, p profile.Profile) error {
+func (s *Service) running(ctx context.Context, p profile.Profile) error {
 	holder := p.Session.LaunchedBy
-	if u, err := tx.Users().ByID(ctx, p.Session.LaunchedBy); err == nil {
+	if u, err := s.d.Users.ByID(ctx, p.Session.LaunchedBy); err == nil {
 		holder = u.Email + " (" + u.ID + ")"
 	}
 	until := p.Session.ExpiresAt.UTC().Format(time.RFC3339)
@@ -241,9 +252,9 @@ func (s *Service) running(ctx context.Context, tx ports.Repositories, p profile.
 	}
 }
 
-// emit appends an event about p to the outbox of tx. extra adds fields next
+// emit appends an event about p to the outbox, in ctx's unit. extra adds fields next
 // to data.profile.
-func (s *Service) emit(ctx context.Context, tx ports.Repositories, p profile.Profile, typ event.Type, extra map[string]any) error {
+func (s *Service) emit(ctx context.Context, p profile.Profile, typ event.Type, extra map[string]any) error {
 	data := map[string]any{"profile": eventProfile(p)}
 	for k, v := range extra {
 		data[k] = v
@@ -252,7 +263,7 @@ func (s *Service) emit(ctx context.Context, tx ports.Repositories, p profile.Pro
 	if err != nil {
 		return err
 	}
-	return tx.Outbox().Append(ctx, e)
+	return s.d.Outbox.Append(ctx, e)
 }
 
 // eventProfileData is SPEC's data.profile, in its snake_case shape.

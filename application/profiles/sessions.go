@@ -11,6 +11,7 @@ import (
 	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/profilestore"
 )
 
 // LaunchInput is what a client asks of a launch.
@@ -49,37 +50,37 @@ func (s *Service) Launch(ctx context.Context, actor team.Actor, id string, in La
 	sessionID := s.d.IDs.New("ses")
 	var p profile.Profile
 	var ended *profile.Session
-	err = s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
-		cur, err := tx.Profiles().ByID(ctx, actor.TeamID, id)
+	err = s.d.Tx.Do(ctx, func(ctx context.Context) error {
+		cur, err := s.d.Profiles.ByID(ctx, actor.TeamID, id)
 		if err != nil {
 			return err
 		}
 		next, old, err := cur.Launch(sessionID, actor.UserID, in.Headless, ttl, now)
 		if errors.Is(err, profile.ErrRunning) {
-			return s.running(ctx, tx, cur)
+			return s.running(ctx, cur)
 		}
 		if err != nil {
 			return err
 		}
-		swap := ports.SessionSwap{Next: next.Session}
+		swap := profilestore.SessionSwap{Next: next.Session}
 		if old != nil {
 			swap.ExpectSessionID, swap.ExpiredBy = old.ID, &now
 		}
-		ok, err := tx.Profiles().SwapSession(ctx, actor.TeamID, id, swap)
+		ok, err := s.d.Profiles.SwapSession(ctx, actor.TeamID, id, swap)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			return s.lostRace(ctx, tx, actor.TeamID, id)
+			return s.lostRace(ctx, actor.TeamID, id)
 		}
 		if old != nil {
 			ended = old
-			if err := s.emit(ctx, tx, cur, event.ProfileStopped, stopData(*old, profile.StopExpired)); err != nil {
+			if err := s.emit(ctx, cur, event.ProfileStopped, stopData(*old, profile.StopExpired)); err != nil {
 				return err
 			}
 		}
 		p = next
-		return s.emit(ctx, tx, p, event.ProfileLaunched, map[string]any{"session": eventSession(*p.Session)})
+		return s.emit(ctx, p, event.ProfileLaunched, map[string]any{"session": eventSession(*p.Session)})
 	})
 	if err != nil {
 		return profile.Profile{}, err
@@ -96,7 +97,7 @@ func (s *Service) Launch(ctx context.Context, actor team.Actor, id string, in La
 	if running.CDPURL != "" {
 		next := sess
 		next.CDPURL = running.CDPURL
-		ok, err := s.d.Store.Profiles().SwapSession(ctx, actor.TeamID, id, ports.SessionSwap{ExpectSessionID: sess.ID, Next: &next})
+		ok, err := s.d.Profiles.SwapSession(ctx, actor.TeamID, id, profilestore.SessionSwap{ExpectSessionID: sess.ID, Next: &next})
 		if err != nil {
 			s.stopBrowser(ctx, id, sess.ID)
 			return profile.Profile{}, err
@@ -112,27 +113,27 @@ func (s *Service) Launch(ctx context.Context, actor team.Actor, id string, in La
 
 // lostRace is the conflict of a launch whose compare-and-set found another
 // session: it names the session that won.
-func (s *Service) lostRace(ctx context.Context, tx ports.Repositories, teamID, id string) error {
-	cur, err := tx.Profiles().ByID(ctx, teamID, id)
+func (s *Service) lostRace(ctx context.Context, teamID, id string) error {
+	cur, err := s.d.Profiles.ByID(ctx, teamID, id)
 	if err != nil {
 		return err
 	}
 	if cur.Session == nil {
 		return domain.Conflict("profile changed while launching; try again")
 	}
-	return s.running(ctx, tx, cur)
+	return s.running(ctx, cur)
 }
 
 // abortLaunch ends a session whose browser did not start, so the profile is
 // not left locked until the lease runs out.
 func (s *Service) abortLaunch(ctx context.Context, p profile.Profile, sess profile.Session) {
 	ctx = context.WithoutCancel(ctx)
-	err := s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
-		ok, err := tx.Profiles().SwapSession(ctx, p.TeamID, p.ID, ports.SessionSwap{ExpectSessionID: sess.ID})
+	err := s.d.Tx.Do(ctx, func(ctx context.Context) error {
+		ok, err := s.d.Profiles.SwapSession(ctx, p.TeamID, p.ID, profilestore.SessionSwap{ExpectSessionID: sess.ID})
 		if err != nil || !ok {
 			return err
 		}
-		return s.emit(ctx, tx, p, event.ProfileStopped, stopData(sess, profile.StopFailed))
+		return s.emit(ctx, p, event.ProfileStopped, stopData(sess, profile.StopFailed))
 	})
 	if err != nil {
 		s.d.Log.ErrorContext(ctx, "end session of a failed launch", "profile_id", p.ID, "session_id", sess.ID, "error", err.Error())
@@ -173,7 +174,7 @@ func (s *Service) Heartbeat(ctx context.Context, actor team.Actor, id, sessionID
 	if err != nil {
 		return profile.Profile{}, err
 	}
-	repo := s.d.Store.Profiles()
+	repo := s.d.Profiles
 	cur, err := repo.ByID(ctx, actor.TeamID, id)
 	if err != nil {
 		return profile.Profile{}, err
@@ -185,7 +186,7 @@ func (s *Service) Heartbeat(ctx context.Context, actor team.Actor, id, sessionID
 	if err := mayHandle(actor, *cur.Session); err != nil {
 		return profile.Profile{}, err
 	}
-	ok, err := repo.SwapSession(ctx, actor.TeamID, id, ports.SessionSwap{ExpectSessionID: sessionID, Next: next.Session})
+	ok, err := repo.SwapSession(ctx, actor.TeamID, id, profilestore.SessionSwap{ExpectSessionID: sessionID, Next: next.Session})
 	if err != nil {
 		return profile.Profile{}, err
 	}
@@ -201,7 +202,7 @@ func (s *Service) Release(ctx context.Context, actor team.Actor, id string) (pro
 	if err := actor.Require(team.ActWrite); err != nil {
 		return profile.Profile{}, err
 	}
-	cur, err := s.d.Store.Profiles().ByID(ctx, actor.TeamID, id)
+	cur, err := s.d.Profiles.ByID(ctx, actor.TeamID, id)
 	if err != nil {
 		return profile.Profile{}, err
 	}
@@ -215,15 +216,15 @@ func (s *Service) Release(ctx context.Context, actor team.Actor, id string) (pro
 	if err := s.d.Runtime.Stop(ctx, id, sess.ID); err != nil {
 		return profile.Profile{}, fmt.Errorf("stop browser of profile %s: %w", id, err)
 	}
-	err = s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
-		ok, err := tx.Profiles().SwapSession(ctx, actor.TeamID, id, ports.SessionSwap{ExpectSessionID: sess.ID})
+	err = s.d.Tx.Do(ctx, func(ctx context.Context) error {
+		ok, err := s.d.Profiles.SwapSession(ctx, actor.TeamID, id, profilestore.SessionSwap{ExpectSessionID: sess.ID})
 		if err != nil {
 			return err
 		}
 		if !ok {
 			return profile.ErrNotRunning
 		}
-		return s.emit(ctx, tx, cur, event.ProfileStopped, stopData(sess, profile.StopReleased))
+		return s.emit(ctx, cur, event.ProfileStopped, stopData(sess, profile.StopReleased))
 	})
 	if err != nil {
 		return profile.Profile{}, err
@@ -240,7 +241,7 @@ func (s *Service) ReapExpired(ctx context.Context) (int, error) {
 	reaped := 0
 	seen := map[string]bool{}
 	for {
-		batch, err := s.d.Store.Profiles().ListExpiredSessions(ctx, now, s.d.Policy.ReapBatch)
+		batch, err := s.d.Profiles.ListExpiredSessions(ctx, now, s.d.Policy.ReapBatch)
 		if err != nil {
 			return reaped, err
 		}
@@ -273,13 +274,13 @@ func (s *Service) ReapExpired(ctx context.Context) (int, error) {
 func (s *Service) reap(ctx context.Context, p profile.Profile, now time.Time) (bool, error) {
 	sess := *p.Session
 	var ok bool
-	err := s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
+	err := s.d.Tx.Do(ctx, func(ctx context.Context) error {
 		var err error
-		ok, err = tx.Profiles().SwapSession(ctx, p.TeamID, p.ID, ports.SessionSwap{ExpectSessionID: sess.ID, ExpiredBy: &now})
+		ok, err = s.d.Profiles.SwapSession(ctx, p.TeamID, p.ID, profilestore.SessionSwap{ExpectSessionID: sess.ID, ExpiredBy: &now})
 		if err != nil || !ok {
 			return err
 		}
-		return s.emit(ctx, tx, p, event.ProfileStopped, stopData(sess, profile.StopExpired))
+		return s.emit(ctx, p, event.ProfileStopped, stopData(sess, profile.StopExpired))
 	})
 	if domain.IsKind(err, domain.KindNotFound) {
 		return false, nil

@@ -16,6 +16,7 @@ import (
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/teamstore"
 )
 
 // Policy holds the lifetime of invitations.
@@ -28,12 +29,26 @@ func DefaultPolicy() Policy { return Policy{InvitationTTL: 7 * 24 * time.Hour} }
 
 // Deps are the ports the service needs.
 type Deps struct {
-	Store  ports.Store
-	Mailer ports.Mailer
-	Clock  ports.Clock
-	IDs    ports.IDs
-	Log    *slog.Logger
-	Policy Policy
+	Tx          ports.UnitOfWork
+	Teams       teamstore.Teams
+	Memberships teamstore.Memberships
+	Invitations teamstore.Invitations
+	Users       Users
+	Outbox      ports.Outbox
+	Mailer      ports.Mailer
+	Clock       ports.Clock
+	IDs         ports.IDs
+	Log         *slog.Logger
+	Policy      Policy
+}
+
+// Users reads the users the accounts module owns (ports/accountstore): an
+// invitation finds the invitee's account by email, and member lists show
+// names.
+type Users interface {
+	ByID(ctx context.Context, id string) (account.User, error)
+	ByEmail(ctx context.Context, email string) (account.User, error)
+	ListByIDs(ctx context.Context, ids []string) ([]account.User, error)
 }
 
 // Service runs the team use cases.
@@ -62,7 +77,7 @@ func (s *Service) ListTeams(ctx context.Context, actor team.Actor) ([]TeamView, 
 	if err := actor.Require(team.ActRead); err != nil {
 		return nil, err
 	}
-	ms, err := s.d.Store.Memberships().ListByUser(ctx, actor.UserID)
+	ms, err := s.d.Memberships.ListByUser(ctx, actor.UserID)
 	if err != nil {
 		return nil, err
 	}
@@ -71,11 +86,11 @@ func (s *Service) ListTeams(ctx context.Context, actor team.Actor) ([]TeamView, 
 		if m.Status != team.StatusActive {
 			continue
 		}
-		t, err := s.d.Store.Teams().ByID(ctx, m.TeamID)
+		t, err := s.d.Teams.ByID(ctx, m.TeamID)
 		if err != nil {
 			return nil, err
 		}
-		active, _, err := s.d.Store.Memberships().Count(ctx, m.TeamID)
+		active, _, err := s.d.Memberships.Count(ctx, m.TeamID)
 		if err != nil {
 			return nil, err
 		}
@@ -109,25 +124,25 @@ func (s *Service) Invite(ctx context.Context, actor team.Actor, email, role stri
 	var view MemberView
 	var t team.Team
 	var inv team.Invitation
-	err := s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
-		if err := tx.Teams().Lock(ctx, actor.TeamID); err != nil {
+	err := s.d.Tx.Do(ctx, func(ctx context.Context) error {
+		if err := s.d.Teams.Lock(ctx, actor.TeamID); err != nil {
 			return err
 		}
 		var err error
-		if t, err = tx.Teams().ByID(ctx, actor.TeamID); err != nil {
+		if t, err = s.d.Teams.ByID(ctx, actor.TeamID); err != nil {
 			return err
 		}
 		userID, name := "", ""
-		if u, err := tx.Users().ByEmail(ctx, email); err == nil {
+		if u, err := s.d.Users.ByEmail(ctx, email); err == nil {
 			userID, name = u.ID, u.Name
 		} else if !domain.IsKind(err, domain.KindNotFound) {
 			return err
 		}
-		m, err := tx.Memberships().ByEmail(ctx, actor.TeamID, email)
+		m, err := s.d.Memberships.ByEmail(ctx, actor.TeamID, email)
 		switch {
 		case domain.IsKind(err, domain.KindNotFound):
 			m = team.NewInvited(s.d.IDs.New("mem"), actor.TeamID, userID, email, r, now)
-			if err := tx.Memberships().Create(ctx, m); err != nil {
+			if err := s.d.Memberships.Create(ctx, m); err != nil {
 				return err
 			}
 		case err != nil:
@@ -141,17 +156,17 @@ func (s *Service) Invite(ctx context.Context, actor team.Actor, email, role stri
 				}
 			}
 			m.UserID, m.Role, m.Status, m.InvitedAt, m.JoinedAt = userID, r, team.StatusInvited, now, nil
-			if err := tx.Memberships().Update(ctx, m); err != nil {
+			if err := s.d.Memberships.Update(ctx, m); err != nil {
 				return err
 			}
 		}
 		inv = team.Invitation{ID: s.d.IDs.New("inv"), TeamID: actor.TeamID, MemberID: m.ID, Email: email,
 			Hash: account.Digest(secret), CreatedAt: now, ExpiresAt: now.Add(s.d.Policy.InvitationTTL)}
-		if err := tx.Invitations().Create(ctx, inv); err != nil {
+		if err := s.d.Invitations.Create(ctx, inv); err != nil {
 			return err
 		}
 		view = MemberView{Member: m, Name: name}
-		return s.emit(ctx, tx, t, m, event.TeamMemberAdded)
+		return s.emit(ctx, t, m, event.TeamMemberAdded)
 	})
 	if err != nil {
 		return MemberView{}, err
@@ -181,8 +196,8 @@ func (s *Service) Accept(ctx context.Context, actor team.Actor, token string) (T
 		return TeamView{}, errBadInvitation
 	}
 	var out TeamView
-	err := s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
-		inv, err := tx.Invitations().ByID(ctx, id)
+	err := s.d.Tx.Do(ctx, func(ctx context.Context) error {
+		inv, err := s.d.Invitations.ByID(ctx, id)
 		if domain.IsKind(err, domain.KindNotFound) {
 			return errBadInvitation
 		}
@@ -193,38 +208,38 @@ func (s *Service) Accept(ctx context.Context, actor team.Actor, token string) (T
 		if subtle.ConstantTimeCompare(inv.Hash, account.Digest(secret)) != 1 || inv.UsedAt != nil || !now.Before(inv.ExpiresAt) {
 			return errBadInvitation
 		}
-		u, err := tx.Users().ByID(ctx, actor.UserID)
+		u, err := s.d.Users.ByID(ctx, actor.UserID)
 		if err != nil {
 			return err
 		}
 		if account.NormalizeEmail(u.Email) != account.NormalizeEmail(inv.Email) {
 			return domain.Forbidden("this invitation was sent to another email; sign in with that email to accept it")
 		}
-		if err := tx.Teams().Lock(ctx, inv.TeamID); err != nil {
+		if err := s.d.Teams.Lock(ctx, inv.TeamID); err != nil {
 			return err
 		}
-		m, err := tx.Memberships().ByID(ctx, inv.TeamID, inv.MemberID)
+		m, err := s.d.Memberships.ByID(ctx, inv.TeamID, inv.MemberID)
 		if err != nil {
 			return err
 		}
 		if m, err = m.Accept(u.ID, now); err != nil {
 			return err
 		}
-		used, err := tx.Invitations().Consume(ctx, inv.ID, now)
+		used, err := s.d.Invitations.Consume(ctx, inv.ID, now)
 		if err != nil {
 			return err
 		}
 		if !used {
 			return errBadInvitation
 		}
-		if err := tx.Memberships().Update(ctx, m); err != nil {
+		if err := s.d.Memberships.Update(ctx, m); err != nil {
 			return err
 		}
-		t, err := tx.Teams().ByID(ctx, inv.TeamID)
+		t, err := s.d.Teams.ByID(ctx, inv.TeamID)
 		if err != nil {
 			return err
 		}
-		active, _, err := tx.Memberships().Count(ctx, inv.TeamID)
+		active, _, err := s.d.Memberships.Count(ctx, inv.TeamID)
 		if err != nil {
 			return err
 		}
@@ -242,25 +257,25 @@ func (s *Service) ListMembers(ctx context.Context, actor team.Actor, cursor stri
 	if err := paging.CheckCursor(cursor, "mem_"); err != nil {
 		return paging.Page[MemberView]{}, err
 	}
-	ms, err := s.d.Store.Memberships().List(ctx, actor.TeamID, cursor, limit+1)
+	ms, err := s.d.Memberships.List(ctx, actor.TeamID, cursor, limit+1)
 	if err != nil {
 		return paging.Page[MemberView]{}, err
 	}
 	cut := paging.Cut(ms, limit, func(m team.Member) string { return m.ID })
 	page := paging.Page[MemberView]{NextCursor: cut.NextCursor, Limit: limit}
-	page.Items, err = s.withNames(ctx, s.d.Store, cut.Items)
+	page.Items, err = s.withNames(ctx, cut.Items)
 	return page, err
 }
 
 // withNames pairs memberships with their users' names, in one read.
-func (s *Service) withNames(ctx context.Context, repos ports.Repositories, ms []team.Member) ([]MemberView, error) {
+func (s *Service) withNames(ctx context.Context, ms []team.Member) ([]MemberView, error) {
 	var ids []string
 	for _, m := range ms {
 		if m.UserID != "" {
 			ids = append(ids, m.UserID)
 		}
 	}
-	users, err := repos.Users().ListByIDs(ctx, ids)
+	users, err := s.d.Users.ListByIDs(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -311,15 +326,15 @@ func (s *Service) UpdateMember(ctx context.Context, actor team.Actor, id string,
 		return MemberView{}, err
 	}
 	var out []MemberView
-	err := s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
-		if err := tx.Teams().Lock(ctx, actor.TeamID); err != nil {
+	err := s.d.Tx.Do(ctx, func(ctx context.Context) error {
+		if err := s.d.Teams.Lock(ctx, actor.TeamID); err != nil {
 			return err
 		}
-		m, err := tx.Memberships().ByID(ctx, actor.TeamID, id)
+		m, err := s.d.Memberships.ByID(ctx, actor.TeamID, id)
 		if err != nil {
 			return err
 		}
-		_, owners, err := tx.Memberships().Count(ctx, actor.TeamID)
+		_, owners, err := s.d.Memberships.Count(ctx, actor.TeamID)
 		if err != nil {
 			return err
 		}
@@ -327,20 +342,20 @@ func (s *Service) UpdateMember(ctx context.Context, actor team.Actor, id string,
 		if err != nil {
 			return err
 		}
-		if err := tx.Memberships().Update(ctx, next); err != nil {
+		if err := s.d.Memberships.Update(ctx, next); err != nil {
 			return err
 		}
-		if out, err = s.withNames(ctx, tx, []team.Member{next}); err != nil {
+		if out, err = s.withNames(ctx, []team.Member{next}); err != nil {
 			return err
 		}
 		if !ch.Remove {
 			return nil
 		}
-		t, err := tx.Teams().ByID(ctx, actor.TeamID)
+		t, err := s.d.Teams.ByID(ctx, actor.TeamID)
 		if err != nil {
 			return err
 		}
-		return s.emit(ctx, tx, t, m, event.TeamMemberRemoved)
+		return s.emit(ctx, t, m, event.TeamMemberRemoved)
 	})
 	if err != nil {
 		return MemberView{}, err
@@ -349,7 +364,7 @@ func (s *Service) UpdateMember(ctx context.Context, actor team.Actor, id string,
 }
 
 // emit appends a team event with API.md's data.team and data.member.
-func (s *Service) emit(ctx context.Context, tx ports.Repositories, t team.Team, m team.Member, typ event.Type) error {
+func (s *Service) emit(ctx context.Context, t team.Team, m team.Member, typ event.Type) error {
 	data := map[string]any{
 		"team":   map[string]string{"id": t.ID, "name": t.Name},
 		"member": map[string]string{"id": m.ID, "email": m.Email, "role": string(m.Role)},
@@ -358,5 +373,5 @@ func (s *Service) emit(ctx context.Context, tx ports.Repositories, t team.Team, 
 	if err != nil {
 		return err
 	}
-	return tx.Outbox().Append(ctx, e)
+	return s.d.Outbox.Append(ctx, e)
 }

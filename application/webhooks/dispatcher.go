@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/profilesvc/profilesvc/domain"
-	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/webhook"
 	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/webhookstore"
 )
 
 // Waker wakes the dispatcher when there may be work: an event committed, a
@@ -63,7 +63,7 @@ func (s *Service) Run(ctx context.Context) {
 		fanOut = false
 		s.claimAndStart(ctx, &wg, flight, slots)
 		wait := s.d.Policy.PollInterval
-		if next, oldest, ok, err := s.d.Store.Deliveries().Pending(ctx); err == nil {
+		if next, oldest, ok, err := s.d.Deliveries.Pending(ctx); err == nil {
 			now := s.d.Clock.Now()
 			if ok {
 				s.d.Metrics.OldestPending(now.Sub(oldest))
@@ -103,8 +103,8 @@ func (s *Service) fanOutAll(ctx context.Context) error {
 // doubled.
 func (s *Service) FanOut(ctx context.Context) (int, error) {
 	n := 0
-	err := s.d.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
-		events, err := tx.Outbox().ClaimUndispatched(ctx, s.d.Policy.FanOutBatch)
+	err := s.d.Tx.Do(ctx, func(ctx context.Context) error {
+		events, err := s.d.Outbox.ClaimUndispatched(ctx, s.d.Policy.FanOutBatch)
 		if err != nil || len(events) == 0 {
 			return err
 		}
@@ -116,7 +116,7 @@ func (s *Service) FanOut(ctx context.Context) (int, error) {
 			ids = append(ids, e.ID)
 			eps, seen := endpoints[e.TeamID]
 			if !seen {
-				if eps, err = tx.WebhookEndpoints().ListEnabled(ctx, e.TeamID); err != nil {
+				if eps, err = s.d.Endpoints.ListEnabled(ctx, e.TeamID); err != nil {
 					return err
 				}
 				endpoints[e.TeamID] = eps
@@ -132,12 +132,12 @@ func (s *Service) FanOut(ctx context.Context) (int, error) {
 					}
 				}
 				d := webhook.NewDelivery(s.d.IDs.New("dlv"), ep, e, payload, s.d.Policy.Schedule, now)
-				if err := tx.Deliveries().Create(ctx, d); err != nil {
+				if err := s.d.Deliveries.Create(ctx, d); err != nil {
 					return err
 				}
 			}
 		}
-		return tx.Outbox().MarkDispatched(ctx, ids, now)
+		return s.d.Outbox.MarkDispatched(ctx, ids, now)
 	})
 	return n, err
 }
@@ -194,7 +194,7 @@ func (s *Service) claimAndStart(ctx context.Context, wg *sync.WaitGroup, flight 
 		return
 	}
 	now := s.d.Clock.Now()
-	claimed, err := s.d.Store.Deliveries().Claim(ctx, ports.DeliveryClaim{
+	claimed, err := s.d.Deliveries.Claim(ctx, webhookstore.DeliveryClaim{
 		Owner: s.owner, Now: now, LeaseUntil: now.Add(s.d.Policy.LeaseTTL),
 		Limit: free, PerEndpoint: s.d.Policy.PerEndpoint, ExcludeEndpoints: flight.busy(s.d.Policy.PerEndpoint),
 	})
@@ -210,7 +210,7 @@ func (s *Service) claimAndStart(ctx context.Context, wg *sync.WaitGroup, flight 
 	for _, d := range claimed {
 		ep, seen := endpoints[d.EndpointID]
 		if !seen {
-			ep, err = s.d.Store.WebhookEndpoints().ByID(ctx, d.TeamID, d.EndpointID)
+			ep, err = s.d.Endpoints.ByID(ctx, d.TeamID, d.EndpointID)
 			if domain.IsKind(err, domain.KindNotFound) {
 				continue // deleted with its deliveries
 			}
@@ -272,7 +272,7 @@ func (s *Service) attempt(ctx context.Context, d webhook.Delivery, ep webhook.En
 		a.StatusCode, a.LatencyMs = resp.StatusCode, resp.Latency.Milliseconds()
 	}
 	next := d.Record(a, s.d.Policy.Schedule, s.d.Clock.Now())
-	ok, err := s.d.Store.Deliveries().Complete(ctx, next, s.owner)
+	ok, err := s.d.Deliveries.Complete(ctx, next, s.owner)
 	if err != nil {
 		log.ErrorContext(ctx, "webhook attempt: record", "error", err.Error())
 		return
@@ -289,54 +289,4 @@ func (s *Service) attempt(ctx context.Context, d webhook.Delivery, ep webhook.En
 		outcome = "failed"
 	}
 	s.d.Metrics.Attempt(outcome, resp.Latency)
-}
-
-// NotifyingStore wraps a store so that every commit that appended to the
-// outbox wakes the dispatcher at once, rather than at its next poll.
-func NotifyingStore(inner ports.Store, w *Waker) ports.Store {
-	return notifyingStore{Store: inner, w: w}
-}
-
-type notifyingStore struct {
-	ports.Store
-	w *Waker
-}
-
-func (s notifyingStore) Do(ctx context.Context, fn func(ctx context.Context, tx ports.Repositories) error) error {
-	var appended atomic.Bool
-	err := s.Store.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
-		return fn(ctx, notifyingRepos{Repositories: tx, appended: &appended})
-	})
-	if err == nil && appended.Load() {
-		s.w.EventsCommitted()
-	}
-	return err
-}
-
-func (s notifyingStore) Outbox() ports.Outbox {
-	return notifyingOutbox{Outbox: s.Store.Outbox(), wake: s.w.EventsCommitted}
-}
-
-type notifyingRepos struct {
-	ports.Repositories
-	appended *atomic.Bool
-}
-
-func (r notifyingRepos) Outbox() ports.Outbox {
-	return notifyingOutbox{Outbox: r.Repositories.Outbox(), wake: func() { r.appended.Store(true) }}
-}
-
-// notifyingOutbox calls wake after each successful append: inside a unit of
-// work it only marks the unit, whose commit wakes the dispatcher.
-type notifyingOutbox struct {
-	ports.Outbox
-	wake func()
-}
-
-func (o notifyingOutbox) Append(ctx context.Context, e event.Event) error {
-	if err := o.Outbox.Append(ctx, e); err != nil {
-		return err
-	}
-	o.wake()
-	return nil
 }

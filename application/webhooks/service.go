@@ -17,6 +17,7 @@ import (
 	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/domain/webhook"
 	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/webhookstore"
 )
 
 // Policy holds the delivery schedule and the dispatcher's limits.
@@ -42,15 +43,18 @@ type Policy struct {
 
 // Deps are the ports the service needs.
 type Deps struct {
-	Store   ports.Store
-	Sender  ports.WebhookSender
-	Box     ports.SecretBox
-	Metrics ports.WebhookMetrics
-	Clock   ports.Clock
-	IDs     ports.IDs
-	Log     *slog.Logger
-	Waker   *Waker
-	Policy  Policy
+	Tx         ports.UnitOfWork
+	Endpoints  webhookstore.Endpoints
+	Deliveries webhookstore.Deliveries
+	Outbox     webhookstore.OutboxClaims
+	Sender     ports.WebhookSender
+	Box        ports.SecretBox
+	Metrics    ports.WebhookMetrics
+	Clock      ports.Clock
+	IDs        ports.IDs
+	Log        *slog.Logger
+	Waker      *Waker
+	Policy     Policy
 }
 
 // Service runs the webhook use cases and the delivery pipeline.
@@ -117,7 +121,7 @@ func (s *Service) Create(ctx context.Context, actor team.Actor, in CreateInput) 
 	}
 	now := s.d.Clock.Now().UTC()
 	ep := webhook.Endpoint{ID: s.d.IDs.New("whk"), TeamID: actor.TeamID, URL: url, Events: events, SecretSealed: sealed, Enabled: true, CreatedAt: now, UpdatedAt: now}
-	if err := s.d.Store.WebhookEndpoints().Create(ctx, ep); err != nil {
+	if err := s.d.Endpoints.Create(ctx, ep); err != nil {
 		return webhook.Endpoint{}, err
 	}
 	return ep, nil
@@ -128,7 +132,7 @@ func (s *Service) Get(ctx context.Context, actor team.Actor, id string) (webhook
 	if err := actor.Require(team.ActAdminister); err != nil {
 		return webhook.Endpoint{}, err
 	}
-	return s.d.Store.WebhookEndpoints().ByID(ctx, actor.TeamID, id)
+	return s.d.Endpoints.ByID(ctx, actor.TeamID, id)
 }
 
 // List returns a page of the team's endpoints, newest first.
@@ -139,7 +143,7 @@ func (s *Service) List(ctx context.Context, actor team.Actor, cursor string, lim
 	if err := paging.CheckCursor(cursor, "whk_"); err != nil {
 		return paging.Page[webhook.Endpoint]{}, err
 	}
-	eps, err := s.d.Store.WebhookEndpoints().List(ctx, actor.TeamID, cursor, limit+1)
+	eps, err := s.d.Endpoints.List(ctx, actor.TeamID, cursor, limit+1)
 	if err != nil {
 		return paging.Page[webhook.Endpoint]{}, err
 	}
@@ -159,7 +163,7 @@ func (s *Service) Update(ctx context.Context, actor team.Actor, id string, in Up
 	if err := actor.Require(team.ActAdminister); err != nil {
 		return webhook.Endpoint{}, err
 	}
-	ep, err := s.d.Store.WebhookEndpoints().ByID(ctx, actor.TeamID, id)
+	ep, err := s.d.Endpoints.ByID(ctx, actor.TeamID, id)
 	if err != nil {
 		return webhook.Endpoint{}, err
 	}
@@ -188,7 +192,7 @@ func (s *Service) Update(ctx context.Context, actor team.Actor, id string, in Up
 		ep.Enabled = *in.Enabled
 	}
 	ep.UpdatedAt = s.d.Clock.Now().UTC()
-	if err := s.d.Store.WebhookEndpoints().Update(ctx, ep); err != nil {
+	if err := s.d.Endpoints.Update(ctx, ep); err != nil {
 		return webhook.Endpoint{}, err
 	}
 	return ep, nil
@@ -199,7 +203,7 @@ func (s *Service) Delete(ctx context.Context, actor team.Actor, id string) error
 	if err := actor.Require(team.ActAdminister); err != nil {
 		return err
 	}
-	return s.d.Store.WebhookEndpoints().Delete(ctx, actor.TeamID, id)
+	return s.d.Endpoints.Delete(ctx, actor.TeamID, id)
 }
 
 // sampleData is the data of a test event of each type, in the shapes the
@@ -235,7 +239,7 @@ func (s *Service) Test(ctx context.Context, actor team.Actor, id, eventType stri
 	if !event.Known(t) {
 		return "", domain.Invalid("event_type", "must be one of the event types")
 	}
-	ep, err := s.d.Store.WebhookEndpoints().ByID(ctx, actor.TeamID, id)
+	ep, err := s.d.Endpoints.ByID(ctx, actor.TeamID, id)
 	if err != nil {
 		return "", err
 	}
@@ -250,7 +254,7 @@ func (s *Service) Test(ctx context.Context, actor team.Actor, id, eventType stri
 		return "", err
 	}
 	d := webhook.NewDelivery(s.d.IDs.New("dlv"), ep, e, payload, s.d.Policy.Schedule, now)
-	if err := s.d.Store.Deliveries().Create(ctx, d); err != nil {
+	if err := s.d.Deliveries.Create(ctx, d); err != nil {
 		return "", err
 	}
 	s.d.Waker.Wake()
@@ -262,7 +266,7 @@ func (s *Service) ListDeliveries(ctx context.Context, actor team.Actor, endpoint
 	if err := actor.Require(team.ActAdminister); err != nil {
 		return paging.Page[webhook.Delivery]{}, err
 	}
-	f := ports.DeliveryFilter{BeforeID: cursor, Limit: limit + 1}
+	f := webhookstore.DeliveryFilter{BeforeID: cursor, Limit: limit + 1}
 	if status != "" {
 		st, ok := webhook.ParseStatus(status)
 		if !ok {
@@ -273,10 +277,10 @@ func (s *Service) ListDeliveries(ctx context.Context, actor team.Actor, endpoint
 	if err := paging.CheckCursor(cursor, "dlv_"); err != nil {
 		return paging.Page[webhook.Delivery]{}, err
 	}
-	if _, err := s.d.Store.WebhookEndpoints().ByID(ctx, actor.TeamID, endpointID); err != nil {
+	if _, err := s.d.Endpoints.ByID(ctx, actor.TeamID, endpointID); err != nil {
 		return paging.Page[webhook.Delivery]{}, err
 	}
-	ds, err := s.d.Store.Deliveries().List(ctx, actor.TeamID, endpointID, f)
+	ds, err := s.d.Deliveries.List(ctx, actor.TeamID, endpointID, f)
 	if err != nil {
 		return paging.Page[webhook.Delivery]{}, err
 	}
@@ -288,7 +292,7 @@ func (s *Service) Retry(ctx context.Context, actor team.Actor, endpointID, deliv
 	if err := actor.Require(team.ActAdminister); err != nil {
 		return webhook.Delivery{}, err
 	}
-	d, err := s.d.Store.Deliveries().ByID(ctx, actor.TeamID, deliveryID)
+	d, err := s.d.Deliveries.ByID(ctx, actor.TeamID, deliveryID)
 	if err != nil {
 		return webhook.Delivery{}, err
 	}
@@ -299,7 +303,7 @@ func (s *Service) Retry(ctx context.Context, actor team.Actor, endpointID, deliv
 	if !ok {
 		return webhook.Delivery{}, domain.Conflict("only a failed delivery can be retried; this one is " + string(d.Status))
 	}
-	if ok, err = s.d.Store.Deliveries().Requeue(ctx, next); err != nil {
+	if ok, err = s.d.Deliveries.Requeue(ctx, next); err != nil {
 		return webhook.Delivery{}, err
 	}
 	if !ok {

@@ -26,6 +26,7 @@ import (
 	"github.com/profilesvc/profilesvc/adapters/wiring"
 	"github.com/profilesvc/profilesvc/config"
 	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/storage"
 	"github.com/profilesvc/profilesvc/tests/testenv"
 )
 
@@ -78,7 +79,7 @@ type harness struct {
 	client *http.Client
 	// store is the service's own store, for arranging what the API cannot
 	// yet (memberships of other roles) and for reading the outbox.
-	store ports.Store
+	store storage.Store
 	// routes is the service's route table.
 	routes wiring.RouteTable
 	// stop stops the service (again: a no-op).
@@ -114,7 +115,7 @@ func start(t *testing.T, o options) *harness {
 	core, logs := observer.New(zapcore.DebugLevel)
 	fake := clock.NewFake(time.Now().UTC())
 	var srv *httpapi.Server
-	var store ports.Store
+	var store storage.Store
 	var routes wiring.RouteTable
 	opts := append([]fx.Option{
 		fx.Replace(zap.New(core)),

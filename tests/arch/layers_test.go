@@ -88,6 +88,9 @@ func rule(r, dep string) string {
 		if !isStd(dep) && !(own && under(depRel, "domain", "ports", "application")) {
 			return "application imports only ports, domain and the standard library"
 		}
+		if own {
+			return storageRule(r, depRel)
+		}
 	case under(r, "config"):
 		if own {
 			return "config knows no other layer"
@@ -110,6 +113,39 @@ func rule(r, dep string) string {
 		if isLib(dep, "github.com/gorilla/mux", "go.uber.org/fx") {
 			return "a driven adapter knows no HTTP router or fx"
 		}
+	}
+	return ""
+}
+
+// storeOwners names the application package that owns each module's storage
+// port. Another module that needs a little of it declares that little itself.
+var storeOwners = map[string]string{
+	"ports/accountstore": "application/auth",
+	"ports/teamstore":    "application/teams",
+	"ports/profilestore": "application/profiles",
+	"ports/webhookstore": "application/webhooks",
+}
+
+// isStorePort reports whether a package at r is a module's storage port.
+func isStorePort(r string) bool {
+	return strings.HasPrefix(r, "ports/") && strings.HasSuffix(r, "store") && strings.Count(r, "/") == 1
+}
+
+// storageRule reports why the application package at r may not depend on
+// depRel, a package of this module, or "".
+func storageRule(r, depRel string) string {
+	if under(depRel, "ports/storage") {
+		return "the whole store is the composition root's; a use case depends on its module's repositories and ports.UnitOfWork"
+	}
+	if !isStorePort(depRel) {
+		return ""
+	}
+	owner, ok := storeOwners[depRel]
+	if !ok {
+		return depRel + " has no owner in storeOwners"
+	}
+	if !under(r, owner) {
+		return depRel + " is the storage port of " + owner + "; declare the few calls this module needs in its own package"
 	}
 	return ""
 }
@@ -176,6 +212,11 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"adapters/store/memory", module + "/application/auth"},
 		{"adapters/cache", module + "/adapters/store/memory"},
 		{"config", module + "/domain"},
+		{"application/profiles", module + "/ports/teamstore"},
+		{"application/auth", module + "/ports/profilestore"},
+		{"application/teams", module + "/ports/storage"},
+		{"application/paging", module + "/ports/webhookstore"},
+		{"application/proxies", module + "/ports/proxystore"},
 	}
 	if directRule("adapters/http", module+"/ports") == "" {
 		t.Error("directRule allows adapters/http -> ports")
@@ -195,10 +236,37 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"adapters/store/bunstore", module + "/migrations"},
 		{"adapters/http", module + "/application/auth"},
 		{"adapters/wiring", "go.uber.org/fx"},
+		{"application/profiles", module + "/ports/profilestore"},
+		{"application/auth", module + "/ports/accountstore"},
+		{"application/webhooks", module + "/ports/webhookstore"},
+		{"application/teams", module + "/domain/account"},
+		{"adapters/store/memory", module + "/ports/storage"},
 	}
 	for _, g := range good {
 		if why := rule(g.pkg, g.dep); why != "" {
 			t.Errorf("rule refuses %s -> %s: %s", g.pkg, g.dep, why)
+		}
+	}
+}
+
+// TestEveryStoragePortHasAnOwner keeps storeOwners complete: a new module's
+// storage port must name the application package that owns it, and every
+// owner named must exist.
+func TestEveryStoragePortHasAnOwner(t *testing.T) {
+	found := map[string]bool{}
+	for _, p := range listPackages(t) {
+		if r, ok := rel(p.path); ok {
+			found[r] = true
+		}
+	}
+	for r := range found {
+		if _, ok := storeOwners[r]; isStorePort(r) && !ok {
+			t.Errorf("%s is a storage port without an owner in storeOwners", r)
+		}
+	}
+	for port, owner := range storeOwners {
+		if !found[port] || !found[owner] {
+			t.Errorf("storeOwners names %s owned by %s, but go list finds port %v, owner %v", port, owner, found[port], found[owner])
 		}
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/profilesvc/profilesvc/adapters/store/bunstore"
-	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/storage"
 	"github.com/profilesvc/profilesvc/tests/conformance"
 	"github.com/profilesvc/profilesvc/tests/testenv"
 )
@@ -13,7 +13,7 @@ import (
 // newBunStore returns a factory of fresh, migrated stores, each on a database
 // that newURL creates for the subtest.
 func newBunStore(newURL func(testing.TB) string) conformance.NewStore {
-	return func(t *testing.T) ports.Store {
+	return func(t *testing.T) storage.Store {
 		t.Helper()
 		s, err := bunstore.Open(context.Background(), newURL(t))
 		if err != nil {

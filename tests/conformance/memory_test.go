@@ -4,10 +4,10 @@ import (
 	"testing"
 
 	"github.com/profilesvc/profilesvc/adapters/store/memory"
-	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/storage"
 	"github.com/profilesvc/profilesvc/tests/conformance"
 )
 
 func TestMemoryStore(t *testing.T) {
-	conformance.RunStore(t, func(*testing.T) ports.Store { return memory.New() })
+	conformance.RunStore(t, func(*testing.T) storage.Store { return memory.New() })
 }

@@ -1,18 +1,20 @@
 package conformance
 
 import (
+	"context"
 	"testing"
 
-	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/storage"
 )
 
 // NewStore returns a fresh, empty, migrated store for one subtest, and
 // arranges (with t.Cleanup) to close it. Ids are unique across the test
 // binary, but the outbox checks list every event, so a store must not hold
 // events from an earlier subtest.
-type NewStore func(t *testing.T) ports.Store
+type NewStore func(t *testing.T) storage.Store
 
-// RunStore checks that a ports.Store honours the contracts of ports/store.go:
+// RunStore checks that a storage.Store honours the contracts of the storage
+// ports (ports/*store, ports.UnitOfWork, ports.Outbox):
 // every repository method, the not-found and conflict kinds, atomic token
 // and invitation consumption, membership and profile paging, profile
 // filters, a team lock that serialises units counting the team's owners,
@@ -52,4 +54,10 @@ func RunStore(t *testing.T, newStore NewStore) {
 	t.Run("webhook endpoints", func(t *testing.T) { runWebhookEndpoints(t, newStore) })
 	t.Run("deliveries", func(t *testing.T) { runDeliveries(t, newStore) })
 	t.Run("unit of work", func(t *testing.T) { runUnitOfWork(t, newStore) })
+}
+
+// inUnit runs fn in a unit of work of s. fn gets the store itself: its
+// repositories, called with fn's context, join the unit.
+func inUnit(ctx context.Context, s storage.Store, fn func(ctx context.Context, tx storage.Store) error) error {
+	return s.Do(ctx, func(ctx context.Context) error { return fn(ctx, s) })
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/profilesvc/profilesvc/domain/account"
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/team"
-	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/storage"
 )
 
 // storeTimePrecision is the coarsest precision a store may keep. The suite
@@ -56,7 +56,7 @@ func storeHash(seed byte) []byte {
 type storeFixture struct {
 	t   *testing.T
 	ctx context.Context
-	s   ports.Store
+	s   storage.Store
 }
 
 func newStoreFixture(t *testing.T, newStore NewStore) storeFixture {

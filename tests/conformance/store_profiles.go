@@ -10,7 +10,8 @@ import (
 
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/profile"
-	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/profilestore"
+	"github.com/profilesvc/profilesvc/ports/storage"
 )
 
 // swapRaces is how many goroutines race to start a session on one profile.
@@ -63,17 +64,17 @@ func (f storeFixture) createProfiles(ps ...profile.Profile) {
 // start gives the profile a session; the swap must apply.
 func (f storeFixture) start(p profile.Profile, s *profile.Session) {
 	f.t.Helper()
-	ok, err := f.s.Profiles().SwapSession(f.ctx, p.TeamID, p.ID, ports.SessionSwap{Next: s})
+	ok, err := f.s.Profiles().SwapSession(f.ctx, p.TeamID, p.ID, profilestore.SessionSwap{Next: s})
 	f.must("start session of "+p.ID, err)
 	if !ok {
 		f.t.Fatalf("starting a session on idle profile %s did not apply", p.ID)
 	}
 }
 
-// expectProfile reads the profile back through r and compares it with want.
-func (f storeFixture) expectProfile(r ports.Repositories, want profile.Profile) {
+// expectProfile reads the profile back, in ctx's unit if any, and compares it with want.
+func (f storeFixture) expectProfile(ctx context.Context, want profile.Profile) {
 	f.t.Helper()
-	got, err := r.Profiles().ByID(f.ctx, want.TeamID, want.ID)
+	got, err := f.s.Profiles().ByID(ctx, want.TeamID, want.ID)
 	if err != nil {
 		f.t.Fatalf("ByID %s: %v", want.ID, err)
 	}
@@ -130,7 +131,7 @@ func reversed(ps ...profile.Profile) []string {
 	return out
 }
 
-func (f storeFixture) list(teamID string, filter ports.ProfileFilter) []profile.Profile {
+func (f storeFixture) list(teamID string, filter profilestore.Filter) []profile.Profile {
 	f.t.Helper()
 	got, err := f.s.Profiles().List(f.ctx, teamID, filter)
 	if err != nil {
@@ -157,8 +158,8 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		bare := f.profile(teamID, "Bare")
 		bare.Notes = ""
 		f.createProfiles(full, bare)
-		f.expectProfile(f.s, full)
-		f.expectProfile(f.s, bare)
+		f.expectProfile(f.ctx, full)
+		f.expectProfile(f.ctx, bare)
 	})
 
 	t.Run("taken id is a conflict", func(t *testing.T) {
@@ -171,7 +172,7 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		elsewhere := f.profile(storeID("tm"), "Third")
 		elsewhere.ID = p.ID
 		expectConflict(t, "Create with the same id in another team", f.s.Profiles().Create(f.ctx, elsewhere))
-		f.expectProfile(f.s, p)
+		f.expectProfile(f.ctx, p)
 	})
 
 	t.Run("missing and another team's profile are not found", func(t *testing.T) {
@@ -204,11 +205,11 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		f.must("ByID", err)
 		got.Tags[1] = "changed"
 		got.Session.ID = "changed"
-		listed := f.list(p.TeamID, ports.ProfileFilter{Limit: 10})
+		listed := f.list(p.TeamID, profilestore.Filter{Limit: 10})
 		listed[0].Tags[0] = "changed"
 		listed[0].Session.CDPURL = "changed"
 
-		f.expectProfile(f.s, want)
+		f.expectProfile(f.ctx, want)
 	})
 
 	t.Run("List pages newest first by id", func(t *testing.T) {
@@ -224,7 +225,7 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		var all []profile.Profile
 		cursor := ""
 		for range 5 {
-			page := f.list(teamID, ports.ProfileFilter{BeforeID: cursor, Limit: 10})
+			page := f.list(teamID, profilestore.Filter{BeforeID: cursor, Limit: 10})
 			pages = append(pages, profileIDs(page))
 			all = append(all, page...)
 			if len(page) < 10 {
@@ -248,10 +249,10 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		for _, got := range all {
 			checkProfile(t, got, byID[got.ID])
 		}
-		if rest := f.list(teamID, ports.ProfileFilter{BeforeID: mine[0].ID, Limit: 10}); len(rest) != 0 {
+		if rest := f.list(teamID, profilestore.Filter{BeforeID: mine[0].ID, Limit: 10}); len(rest) != 0 {
 			t.Fatalf("page before the oldest profile: %v, want none", profileIDs(rest))
 		}
-		if got := f.list(storeID("tm"), ports.ProfileFilter{Limit: 10}); len(got) != 0 {
+		if got := f.list(storeID("tm"), profilestore.Filter{Limit: 10}); len(got) != 0 {
 			t.Fatalf("List of a team without profiles: %v", profileIDs(got))
 		}
 	})
@@ -272,26 +273,26 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 
 		for _, c := range []struct {
 			name   string
-			filter ports.ProfileFilter
+			filter profilestore.Filter
 			want   []string
 		}{
-			{"no filter", ports.ProfileFilter{}, reversed(percent, plain, underscore, letter, backslash, noBackslash, running)},
-			{"name ignoring case", ports.ProfileFilter{Query: "sHoP"}, reversed(percent, plain, running)},
-			{"percent is literal", ports.ProfileFilter{Query: "%"}, reversed(percent)},
-			{"underscore is literal", ports.ProfileFilter{Query: "_"}, reversed(underscore)},
-			{"backslash is literal", ports.ProfileFilter{Query: `\`}, reversed(backslash)},
-			{"no match", ports.ProfileFilter{Query: "nothing"}, nil},
-			{"running", ports.ProfileFilter{Status: profile.StatusRunning}, reversed(running)},
-			{"idle", ports.ProfileFilter{Status: profile.StatusIdle}, reversed(percent, plain, underscore, letter, backslash, noBackslash)},
-			{"exact tag", ports.ProfileFilter{Tag: "eu"}, reversed(percent, underscore, noBackslash, running)},
-			{"tag is case-sensitive", ports.ProfileFilter{Tag: "EU"}, nil},
-			{"second tag", ports.ProfileFilter{Tag: "x"}, reversed(underscore, running)},
-			{"unknown tag", ports.ProfileFilter{Tag: "e"}, nil},
-			{"name and tag", ports.ProfileFilter{Query: "shop", Tag: "eu"}, reversed(percent, running)},
-			{"name, tag and status", ports.ProfileFilter{Query: "shop", Tag: "eu", Status: profile.StatusIdle}, reversed(percent)},
-			{"tag and cursor", ports.ProfileFilter{Tag: "eu", BeforeID: running.ID}, reversed(percent, underscore, noBackslash)},
-			{"tag, cursor and limit", ports.ProfileFilter{Tag: "eu", BeforeID: noBackslash.ID, Limit: 1}, reversed(underscore)},
-			{"limit keeps the newest", ports.ProfileFilter{Status: profile.StatusIdle, Limit: 2}, reversed(backslash, noBackslash)},
+			{"no filter", profilestore.Filter{}, reversed(percent, plain, underscore, letter, backslash, noBackslash, running)},
+			{"name ignoring case", profilestore.Filter{Query: "sHoP"}, reversed(percent, plain, running)},
+			{"percent is literal", profilestore.Filter{Query: "%"}, reversed(percent)},
+			{"underscore is literal", profilestore.Filter{Query: "_"}, reversed(underscore)},
+			{"backslash is literal", profilestore.Filter{Query: `\`}, reversed(backslash)},
+			{"no match", profilestore.Filter{Query: "nothing"}, nil},
+			{"running", profilestore.Filter{Status: profile.StatusRunning}, reversed(running)},
+			{"idle", profilestore.Filter{Status: profile.StatusIdle}, reversed(percent, plain, underscore, letter, backslash, noBackslash)},
+			{"exact tag", profilestore.Filter{Tag: "eu"}, reversed(percent, underscore, noBackslash, running)},
+			{"tag is case-sensitive", profilestore.Filter{Tag: "EU"}, nil},
+			{"second tag", profilestore.Filter{Tag: "x"}, reversed(underscore, running)},
+			{"unknown tag", profilestore.Filter{Tag: "e"}, nil},
+			{"name and tag", profilestore.Filter{Query: "shop", Tag: "eu"}, reversed(percent, running)},
+			{"name, tag and status", profilestore.Filter{Query: "shop", Tag: "eu", Status: profile.StatusIdle}, reversed(percent)},
+			{"tag and cursor", profilestore.Filter{Tag: "eu", BeforeID: running.ID}, reversed(percent, underscore, noBackslash)},
+			{"tag, cursor and limit", profilestore.Filter{Tag: "eu", BeforeID: noBackslash.ID, Limit: 1}, reversed(underscore)},
+			{"limit keeps the newest", profilestore.Filter{Status: profile.StatusIdle, Limit: 2}, reversed(backslash, noBackslash)},
 		} {
 			if c.filter.Limit == 0 {
 				c.filter.Limit = 100
@@ -331,13 +332,13 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 
 		want := next
 		want.Session, want.CreatedBy, want.CreatedAt = s, p.CreatedBy, p.CreatedAt
-		f.expectProfile(f.s, want)
-		f.expectProfile(f.s, sibling)
-		checkIDs(t, "profiles tagged b", profileIDs(f.list(p.TeamID, ports.ProfileFilter{Tag: "b", Limit: 10})), []string{sibling.ID})
-		checkIDs(t, "profiles tagged new", profileIDs(f.list(p.TeamID, ports.ProfileFilter{Tag: "new", Limit: 10})), []string{p.ID})
+		f.expectProfile(f.ctx, want)
+		f.expectProfile(f.ctx, sibling)
+		checkIDs(t, "profiles tagged b", profileIDs(f.list(p.TeamID, profilestore.Filter{Tag: "b", Limit: 10})), []string{sibling.ID})
+		checkIDs(t, "profiles tagged new", profileIDs(f.list(p.TeamID, profilestore.Filter{Tag: "new", Limit: 10})), []string{p.ID})
 
 		// The session can still be ended after the update.
-		ok, err := f.s.Profiles().SwapSession(f.ctx, p.TeamID, p.ID, ports.SessionSwap{ExpectSessionID: s.ID})
+		ok, err := f.s.Profiles().SwapSession(f.ctx, p.TeamID, p.ID, profilestore.SessionSwap{ExpectSessionID: s.ID})
 		f.must("end session", err)
 		if !ok {
 			t.Fatal("ending the session after an update did not apply")
@@ -346,7 +347,7 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		last.Tags, last.Version, last.Session = nil, 3, nil
 		f.must("Update to no tags", f.s.Profiles().Update(f.ctx, last, 2))
 		last.Tags = []string{}
-		f.expectProfile(f.s, last)
+		f.expectProfile(f.ctx, last)
 	})
 
 	t.Run("Update with a stale version is a precondition failure", func(t *testing.T) {
@@ -359,7 +360,7 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 			next.Name, next.Tags, next.Version, next.UpdatedAt = "Lost", []string{"b"}, expect+1, storeAt(time.Hour)
 			expectPreconditionFailed(t, fmt.Sprintf("Update expecting version %d", expect), f.s.Profiles().Update(f.ctx, next, expect))
 		}
-		f.expectProfile(f.s, p)
+		f.expectProfile(f.ctx, p)
 	})
 
 	t.Run("Update of a missing or another team's profile is not found", func(t *testing.T) {
@@ -371,7 +372,7 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		expectNotFound(t, "Update from another team", f.s.Profiles().Update(f.ctx, stranger, 1))
 		missing := f.profile(p.TeamID, "Missing")
 		expectNotFound(t, "Update of an unknown id", f.s.Profiles().Update(f.ctx, missing, 1))
-		f.expectProfile(f.s, p)
+		f.expectProfile(f.ctx, p)
 		_, err := f.s.Profiles().ByID(f.ctx, stranger.TeamID, p.ID)
 		expectNotFound(t, "profile after an Update from another team", err)
 	})
@@ -385,15 +386,15 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		_, err := f.s.Profiles().ByID(f.ctx, p.TeamID, p.ID)
 		expectNotFound(t, "ByID after Delete", err)
 		expectNotFound(t, "second Delete", f.s.Profiles().Delete(f.ctx, p.TeamID, p.ID))
-		checkIDs(t, "profiles after Delete", profileIDs(f.list(p.TeamID, ports.ProfileFilter{Limit: 10})), []string{keep.ID})
-		checkIDs(t, "profiles tagged a", profileIDs(f.list(p.TeamID, ports.ProfileFilter{Tag: "a", Limit: 10})), []string{keep.ID})
-		f.expectProfile(f.s, keep)
+		checkIDs(t, "profiles after Delete", profileIDs(f.list(p.TeamID, profilestore.Filter{Limit: 10})), []string{keep.ID})
+		checkIDs(t, "profiles tagged a", profileIDs(f.list(p.TeamID, profilestore.Filter{Tag: "a", Limit: 10})), []string{keep.ID})
+		f.expectProfile(f.ctx, keep)
 
 		// No tag outlives its profile: the id can be stored again afresh.
 		again := f.profile(p.TeamID, "Again", "b", "c")
 		again.ID = p.ID
 		f.createProfiles(again)
-		f.expectProfile(f.s, again)
+		f.expectProfile(f.ctx, again)
 	})
 
 	t.Run("Delete of a running profile is a conflict", func(t *testing.T) {
@@ -406,9 +407,9 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		expectConflict(t, "Delete of a running profile", err)
 		want := p
 		want.Session = s
-		f.expectProfile(f.s, want)
+		f.expectProfile(f.ctx, want)
 
-		ok, err := f.s.Profiles().SwapSession(f.ctx, p.TeamID, p.ID, ports.SessionSwap{ExpectSessionID: s.ID})
+		ok, err := f.s.Profiles().SwapSession(f.ctx, p.TeamID, p.ID, profilestore.SessionSwap{ExpectSessionID: s.ID})
 		f.must("end session", err)
 		if !ok {
 			t.Fatal("ending the session did not apply")
@@ -422,7 +423,7 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		f.createProfiles(p)
 		expectNotFound(t, "Delete from another team", f.s.Profiles().Delete(f.ctx, storeID("tm"), p.ID))
 		expectNotFound(t, "Delete of an unknown id", f.s.Profiles().Delete(f.ctx, p.TeamID, storeID("prf")))
-		f.expectProfile(f.s, p)
+		f.expectProfile(f.ctx, p)
 	})
 
 	t.Run("SwapSession compares and sets the session", func(t *testing.T) {
@@ -430,7 +431,7 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		p := f.profile(storeID("tm"), "Leased", "a")
 		f.createProfiles(p)
 		repo := f.s.Profiles()
-		swap := func(what string, s ports.SessionSwap, wantOK bool) {
+		swap := func(what string, s profilestore.SessionSwap, wantOK bool) {
 			t.Helper()
 			ok, err := repo.SwapSession(f.ctx, p.TeamID, p.ID, s)
 			f.must(what, err)
@@ -441,53 +442,53 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		want := p
 
 		first := f.session(storeAt(time.Minute).In(storeZone), time.Hour)
-		swap("start", ports.SessionSwap{Next: first}, true)
+		swap("start", profilestore.SessionSwap{Next: first}, true)
 		want.Session = first
-		f.expectProfile(f.s, want)
+		f.expectProfile(f.ctx, want)
 
 		second := f.session(storeAt(time.Minute), time.Hour)
 		second.Headless, second.CDPURL = false, ""
-		swap("start again while running", ports.SessionSwap{Next: second}, false)
-		swap("swap expecting another session", ports.SessionSwap{ExpectSessionID: second.ID, Next: second}, false)
-		f.expectProfile(f.s, want)
+		swap("start again while running", profilestore.SessionSwap{Next: second}, false)
+		swap("swap expecting another session", profilestore.SessionSwap{ExpectSessionID: second.ID, Next: second}, false)
+		f.expectProfile(f.ctx, want)
 
 		// A heartbeat extends the lease of the session the profile holds.
 		beat := *first
 		beat.ExpiresAt = first.ExpiresAt.Add(time.Hour)
-		swap("heartbeat", ports.SessionSwap{ExpectSessionID: first.ID, Next: &beat}, true)
+		swap("heartbeat", profilestore.SessionSwap{ExpectSessionID: first.ID, Next: &beat}, true)
 		want.Session = &beat
-		f.expectProfile(f.s, want)
+		f.expectProfile(f.ctx, want)
 
 		// A reaper only ends a lease that expired by its clock.
 		early := beat.ExpiresAt.Add(-time.Second)
-		swap("reap before expiry", ports.SessionSwap{ExpectSessionID: first.ID, ExpiredBy: &early}, false)
-		f.expectProfile(f.s, want)
+		swap("reap before expiry", profilestore.SessionSwap{ExpectSessionID: first.ID, ExpiredBy: &early}, false)
+		f.expectProfile(f.ctx, want)
 		atExpiry := beat.ExpiresAt.In(storeZone)
-		swap("reap at expiry", ports.SessionSwap{ExpectSessionID: first.ID, ExpiredBy: &atExpiry}, true)
+		swap("reap at expiry", profilestore.SessionSwap{ExpectSessionID: first.ID, ExpiredBy: &atExpiry}, true)
 		want.Session = nil
-		f.expectProfile(f.s, want)
-		swap("end an ended session", ports.SessionSwap{ExpectSessionID: first.ID}, false)
-		swap("reap an idle profile", ports.SessionSwap{ExpiredBy: &atExpiry, Next: second}, false)
-		f.expectProfile(f.s, want)
+		f.expectProfile(f.ctx, want)
+		swap("end an ended session", profilestore.SessionSwap{ExpectSessionID: first.ID}, false)
+		swap("reap an idle profile", profilestore.SessionSwap{ExpiredBy: &atExpiry, Next: second}, false)
+		f.expectProfile(f.ctx, want)
 
 		// A session without headless mode or DevTools URL round-trips too.
-		swap("start a headed session", ports.SessionSwap{Next: second}, true)
+		swap("start a headed session", profilestore.SessionSwap{Next: second}, true)
 		want.Session = second
-		f.expectProfile(f.s, want)
+		f.expectProfile(f.ctx, want)
 	})
 
 	t.Run("SwapSession of a missing or another team's profile is not found", func(t *testing.T) {
 		f := newStoreFixture(t, newStore)
 		p := f.profile(storeID("tm"), "Mine")
 		f.createProfiles(p)
-		ok, err := f.s.Profiles().SwapSession(f.ctx, storeID("tm"), p.ID, ports.SessionSwap{Next: f.session(storeAt(0), time.Hour)})
+		ok, err := f.s.Profiles().SwapSession(f.ctx, storeID("tm"), p.ID, profilestore.SessionSwap{Next: f.session(storeAt(0), time.Hour)})
 		expectNotFound(t, "SwapSession from another team", err)
 		if ok {
 			t.Error("SwapSession from another team reported applied")
 		}
-		_, err = f.s.Profiles().SwapSession(f.ctx, p.TeamID, storeID("prf"), ports.SessionSwap{Next: f.session(storeAt(0), time.Hour)})
+		_, err = f.s.Profiles().SwapSession(f.ctx, p.TeamID, storeID("prf"), profilestore.SessionSwap{Next: f.session(storeAt(0), time.Hour)})
 		expectNotFound(t, "SwapSession of an unknown id", err)
-		f.expectProfile(f.s, p)
+		f.expectProfile(f.ctx, p)
 	})
 
 	t.Run("concurrent SwapSession: exactly one wins", func(t *testing.T) {
@@ -501,7 +502,7 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		applied := make([]bool, swapRaces)
 		storeWithin(t, "concurrent SwapSession", func() {
 			errs := runConcurrently(swapRaces, func(i int) error {
-				ok, err := f.s.Profiles().SwapSession(f.ctx, p.TeamID, p.ID, ports.SessionSwap{Next: sessions[i]})
+				ok, err := f.s.Profiles().SwapSession(f.ctx, p.TeamID, p.ID, profilestore.SessionSwap{Next: sessions[i]})
 				applied[i] = ok // each goroutine writes its own element
 				return err
 			})
@@ -522,7 +523,7 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		}
 		want := p
 		want.Session = sessions[winners[0]]
-		f.expectProfile(f.s, want)
+		f.expectProfile(f.ctx, want)
 	})
 
 	t.Run("writes inside a unit of work commit or roll back with it", func(t *testing.T) {
@@ -537,8 +538,8 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		next := edited
 		next.Name, next.Tags, next.Version, next.UpdatedAt = "Edited twice", []string{"z"}, 2, storeAt(time.Hour)
 
-		write := func(ctx context.Context, tx ports.Repositories) error {
-			ok, err := tx.Profiles().SwapSession(ctx, teamID, leased.ID, ports.SessionSwap{Next: s})
+		write := func(ctx context.Context, tx storage.Store) error {
+			ok, err := tx.Profiles().SwapSession(ctx, teamID, leased.ID, profilestore.SessionSwap{Next: s})
 			if err != nil || !ok {
 				return fmt.Errorf("swap: %v, %w", ok, err)
 			}
@@ -553,17 +554,17 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		wantLeased := leased
 		wantLeased.Session = s
 
-		err := f.s.Do(f.ctx, func(ctx context.Context, tx ports.Repositories) error {
+		err := inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
 			if err := write(ctx, tx); err != nil {
 				return err
 			}
 			// The unit reads its own writes.
-			f.expectProfile(tx, wantLeased)
-			f.expectProfile(tx, next)
-			f.expectProfile(tx, created)
+			f.expectProfile(ctx, wantLeased)
+			f.expectProfile(ctx, next)
+			f.expectProfile(ctx, created)
 			_, err := tx.Profiles().ByID(ctx, teamID, doomed.ID)
 			expectNotFound(t, "deleted profile inside the unit", err)
-			running, err := tx.Profiles().List(ctx, teamID, ports.ProfileFilter{Status: profile.StatusRunning, Limit: 10})
+			running, err := tx.Profiles().List(ctx, teamID, profilestore.Filter{Status: profile.StatusRunning, Limit: 10})
 			if err != nil {
 				return err
 			}
@@ -573,18 +574,18 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		if !errors.Is(err, errUnitFailed) {
 			t.Fatalf("Do returned %v, want the error fn returned", err)
 		}
-		f.expectProfile(f.s, leased)
-		f.expectProfile(f.s, edited)
-		f.expectProfile(f.s, doomed)
+		f.expectProfile(f.ctx, leased)
+		f.expectProfile(f.ctx, edited)
+		f.expectProfile(f.ctx, doomed)
 		_, err = f.s.Profiles().ByID(f.ctx, teamID, created.ID)
 		expectNotFound(t, "profile created in a failed unit", err)
-		checkIDs(t, "profiles after the failed unit", profileIDs(f.list(teamID, ports.ProfileFilter{Limit: 10})), reversed(leased, edited, doomed))
-		checkIDs(t, "profiles tagged c after the failed unit", profileIDs(f.list(teamID, ports.ProfileFilter{Tag: "c", Limit: 10})), []string{doomed.ID})
+		checkIDs(t, "profiles after the failed unit", profileIDs(f.list(teamID, profilestore.Filter{Limit: 10})), reversed(leased, edited, doomed))
+		checkIDs(t, "profiles tagged c after the failed unit", profileIDs(f.list(teamID, profilestore.Filter{Tag: "c", Limit: 10})), []string{doomed.ID})
 
-		f.must("Do", f.s.Do(f.ctx, write))
-		f.expectProfile(f.s, wantLeased)
-		f.expectProfile(f.s, next)
-		f.expectProfile(f.s, created)
+		f.must("Do", inUnit(f.ctx, f.s, write))
+		f.expectProfile(f.ctx, wantLeased)
+		f.expectProfile(f.ctx, next)
+		f.expectProfile(f.ctx, created)
 		_, err = f.s.Profiles().ByID(f.ctx, teamID, doomed.ID)
 		expectNotFound(t, "profile deleted in a committed unit", err)
 	})

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/profilesvc/profilesvc/domain/team"
-	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/storage"
 )
 
 // lockRounds is how many teams the lock check races on: one race may happen
@@ -361,7 +361,7 @@ func runTeamLock(t *testing.T, newStore NewStore) {
 		tm := f.team()
 		f.must("Create", f.s.Teams().Create(f.ctx, tm))
 		f.must("Lock", f.s.Teams().Lock(f.ctx, tm.ID))
-		f.must("Do", f.s.Do(f.ctx, func(ctx context.Context, tx ports.Repositories) error {
+		f.must("Do", inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
 			if err := tx.Teams().Lock(ctx, tm.ID); err != nil {
 				return err
 			}
@@ -374,7 +374,7 @@ func runTeamLock(t *testing.T, newStore NewStore) {
 		f := newStoreFixture(t, newStore)
 		expectNotFound(t, "Lock of an unknown id", f.s.Teams().Lock(f.ctx, storeID("tm")))
 		created := f.team()
-		err := f.s.Do(f.ctx, func(ctx context.Context, tx ports.Repositories) error {
+		err := inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
 			if err := tx.Teams().Create(ctx, created); err != nil {
 				return err
 			}
@@ -404,7 +404,7 @@ func runTeamLock(t *testing.T, newStore NewStore) {
 			var errs []error
 			storeWithin(t, "units locking one team", func() {
 				errs = runConcurrently(len(owners), func(i int) error {
-					return f.s.Do(f.ctx, func(ctx context.Context, tx ports.Repositories) error {
+					return inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
 						if err := tx.Teams().Lock(ctx, tm.ID); err != nil {
 							return fmt.Errorf("lock: %w", err)
 						}
@@ -529,7 +529,7 @@ func runInvitationRepository(t *testing.T, newStore NewStore) {
 		inv := f.invitation(storeID("tm"), storeID("mem"), "a@example.com")
 		f.must("Create", f.s.Invitations().Create(f.ctx, inv))
 		wins := raceConsume(t, func() (bool, error) {
-			return consumeInUnit(f.ctx, f.s, func(ctx context.Context, tx ports.Repositories) (bool, error) {
+			return consumeInUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) (bool, error) {
 				return tx.Invitations().Consume(ctx, inv.ID, storeAt(time.Minute))
 			})
 		})
@@ -555,7 +555,7 @@ func runInvitationRepository(t *testing.T, newStore NewStore) {
 
 		active, err := m.Accept(storeID("usr"), storeAt(time.Hour))
 		f.must("Accept", err)
-		err = f.s.Do(f.ctx, func(ctx context.Context, tx ports.Repositories) error {
+		err = inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
 			if err := tx.Invitations().Create(ctx, created); err != nil {
 				return err
 			}

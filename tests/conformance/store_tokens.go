@@ -8,7 +8,7 @@ import (
 
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/account"
-	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/storage"
 )
 
 // consumeRaces is how many goroutines race for one token.
@@ -49,9 +49,9 @@ func raceConsume(t *testing.T, consume func() (bool, error)) int {
 
 // consumeInUnit consumes through a unit of work of its own, as the refresh
 // use case does.
-func consumeInUnit(ctx context.Context, s ports.Store, consume func(ctx context.Context, tx ports.Repositories) (bool, error)) (bool, error) {
+func consumeInUnit(ctx context.Context, s storage.Store, consume func(ctx context.Context, tx storage.Store) (bool, error)) (bool, error) {
 	var ok bool
-	err := s.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
+	err := inUnit(ctx, s, func(ctx context.Context, tx storage.Store) error {
 		var err error
 		ok, err = consume(ctx, tx)
 		return err
@@ -216,7 +216,7 @@ func runRefreshTokenRepository(t *testing.T, newStore NewStore) {
 		tok := f.refreshToken(storeID("fam"), storeID("usr"), storeID("tm"))
 		f.must("Create", f.s.RefreshTokens().Create(f.ctx, tok))
 		wins := raceConsume(t, func() (bool, error) {
-			return consumeInUnit(f.ctx, f.s, func(ctx context.Context, tx ports.Repositories) (bool, error) {
+			return consumeInUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) (bool, error) {
 				return tx.RefreshTokens().Consume(ctx, tok.ID, storeAt(time.Minute))
 			})
 		})
@@ -335,7 +335,7 @@ func runResetTokenRepository(t *testing.T, newStore NewStore) {
 		tok := f.resetToken(storeID("usr"))
 		f.must("Create", f.s.ResetTokens().Create(f.ctx, tok))
 		wins := raceConsume(t, func() (bool, error) {
-			return consumeInUnit(f.ctx, f.s, func(ctx context.Context, tx ports.Repositories) (bool, error) {
+			return consumeInUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) (bool, error) {
 				return tx.ResetTokens().Consume(ctx, tok.ID, storeAt(time.Minute))
 			})
 		})

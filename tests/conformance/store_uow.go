@@ -12,7 +12,7 @@ import (
 	"github.com/profilesvc/profilesvc/domain/account"
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/team"
-	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/storage"
 )
 
 // unitRows is one row of every kind, as a sign-up writes them.
@@ -46,7 +46,7 @@ func (f storeFixture) unitRows() unitRows {
 }
 
 // write stores every row through r, stopping at the first error.
-func (w unitRows) write(ctx context.Context, r ports.Repositories) error {
+func (w unitRows) write(ctx context.Context, r storage.Store) error {
 	steps := []struct {
 		what string
 		do   func() error
@@ -69,7 +69,7 @@ func (w unitRows) write(ctx context.Context, r ports.Repositories) error {
 }
 
 // expectPresent reads every row back through r and compares it.
-func (w unitRows) expectPresent(t *testing.T, ctx context.Context, r ports.Repositories) {
+func (w unitRows) expectPresent(t *testing.T, ctx context.Context, r storage.Store) {
 	t.Helper()
 	u, err := r.Users().ByID(ctx, w.user.ID)
 	if err != nil {
@@ -139,7 +139,7 @@ func (w unitRows) expectPresent(t *testing.T, ctx context.Context, r ports.Repos
 }
 
 // expectAbsent checks through r that none of the rows exists.
-func (w unitRows) expectAbsent(t *testing.T, ctx context.Context, r ports.Repositories) {
+func (w unitRows) expectAbsent(t *testing.T, ctx context.Context, r storage.Store) {
 	t.Helper()
 	_, err := r.Users().ByID(ctx, w.user.ID)
 	expectNotFound(t, "user left behind", err)
@@ -204,7 +204,7 @@ func (f storeFixture) committedRows() mutations {
 	return m
 }
 
-func (m mutations) apply(ctx context.Context, r ports.Repositories) error {
+func (m mutations) apply(ctx context.Context, r storage.Store) error {
 	rows := m.rows
 	if err := r.Users().UpdatePassword(ctx, rows.user.ID, m.newHash, m.changedAt); err != nil {
 		return fmt.Errorf("update password: %w", err)
@@ -235,7 +235,7 @@ func (m mutations) apply(ctx context.Context, r ports.Repositories) error {
 	return nil
 }
 
-func (m mutations) expectUnchanged(t *testing.T, ctx context.Context, r ports.Repositories) {
+func (m mutations) expectUnchanged(t *testing.T, ctx context.Context, r storage.Store) {
 	t.Helper()
 	m.rows.expectPresent(t, ctx, r)
 	_, err := r.Memberships().ByUser(ctx, m.rows.team.ID, m.movedTo)
@@ -266,7 +266,7 @@ func runUnitOfWork(t *testing.T, newStore NewStore) {
 	t.Run("commit makes every write visible", func(t *testing.T) {
 		f := newStoreFixture(t, newStore)
 		rows := f.unitRows()
-		f.must("Do", f.s.Do(f.ctx, func(ctx context.Context, tx ports.Repositories) error {
+		f.must("Do", inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
 			return rows.write(ctx, tx)
 		}))
 		rows.expectPresent(t, f.ctx, f.s)
@@ -276,7 +276,7 @@ func runUnitOfWork(t *testing.T, newStore NewStore) {
 		f := newStoreFixture(t, newStore)
 		before := f.committedRows()
 		rows := f.unitRows()
-		f.must("Do", f.s.Do(f.ctx, func(ctx context.Context, tx ports.Repositories) error {
+		f.must("Do", inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
 			before.rows.expectPresent(t, ctx, tx)
 			if err := rows.write(ctx, tx); err != nil {
 				return err
@@ -323,7 +323,7 @@ func runUnitOfWork(t *testing.T, newStore NewStore) {
 		f := newStoreFixture(t, newStore)
 		before := f.committedRows()
 		rows := f.unitRows()
-		err := f.s.Do(f.ctx, func(ctx context.Context, tx ports.Repositories) error {
+		err := inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
 			if err := rows.write(ctx, tx); err != nil {
 				return err
 			}
@@ -339,7 +339,7 @@ func runUnitOfWork(t *testing.T, newStore NewStore) {
 		before.expectUnchanged(t, f.ctx, f.s)
 
 		// The store is still usable, and the same rows can now be written.
-		f.must("Do after rollback", f.s.Do(f.ctx, func(ctx context.Context, tx ports.Repositories) error {
+		f.must("Do after rollback", inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
 			return rows.write(ctx, tx)
 		}))
 		rows.expectPresent(t, f.ctx, f.s)
@@ -362,7 +362,7 @@ func runUnitOfWork(t *testing.T, newStore NewStore) {
 					t.Errorf("recovered %v, want the value fn panicked with", r)
 				}
 			}()
-			_ = f.s.Do(f.ctx, func(ctx context.Context, tx ports.Repositories) error {
+			_ = inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
 				if err := rows.write(ctx, tx); err != nil {
 					t.Errorf("write: %v", err)
 				}
@@ -379,7 +379,7 @@ func runUnitOfWork(t *testing.T, newStore NewStore) {
 		storeWithin(t, "reads after a panicking unit", func() {
 			rows.expectAbsent(t, f.ctx, f.s)
 			before.expectUnchanged(t, f.ctx, f.s)
-			if err := f.s.Do(f.ctx, func(ctx context.Context, tx ports.Repositories) error {
+			if err := inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
 				return rows.write(ctx, tx)
 			}); err != nil {
 				t.Errorf("Do after a panicking unit: %v", err)
@@ -393,7 +393,7 @@ func runUnitOfWork(t *testing.T, newStore NewStore) {
 		f.must("create user", f.s.Users().Create(f.ctx, taken))
 		rows := f.unitRows()
 		rows.user.Email = taken.Email
-		err := f.s.Do(f.ctx, func(ctx context.Context, tx ports.Repositories) error {
+		err := inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
 			if err := tx.Teams().Create(ctx, rows.team); err != nil {
 				return err
 			}
@@ -425,7 +425,7 @@ func runUnitOfWork(t *testing.T, newStore NewStore) {
 			all[i] = f.unitRows()
 		}
 		errs := runConcurrently(n, func(i int) error {
-			return f.s.Do(f.ctx, func(ctx context.Context, tx ports.Repositories) error {
+			return inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
 				return all[i].write(ctx, tx)
 			})
 		})
@@ -457,7 +457,7 @@ func runUnitOfWork(t *testing.T, newStore NewStore) {
 			all[i].user.Email = email
 		}
 		errs := runConcurrently(n, func(i int) error {
-			return f.s.Do(f.ctx, func(ctx context.Context, tx ports.Repositories) error {
+			return inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
 				// The team first, so that a loser has something to roll back.
 				if err := tx.Teams().Create(ctx, all[i].team); err != nil {
 					return err
@@ -499,7 +499,7 @@ func runUnitOfWork(t *testing.T, newStore NewStore) {
 		rows := f.unitRows()
 		outside := make(chan error, 1)
 		storeWithin(t, "Do while another goroutine reads", func() {
-			err := f.s.Do(f.ctx, func(ctx context.Context, tx ports.Repositories) error {
+			err := inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
 				if err := rows.write(ctx, tx); err != nil {
 					return err
 				}
@@ -519,6 +519,42 @@ func runUnitOfWork(t *testing.T, newStore NewStore) {
 			}
 		})
 		rows.expectPresent(t, f.ctx, f.s)
+	})
+
+	t.Run("a unit started inside another is refused and the outer one goes on", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		rows := f.unitRows()
+		var nested error
+		storeWithin(t, "nested Do", func() {
+			f.must("Do", f.s.Do(f.ctx, func(ctx context.Context) error {
+				nested = f.s.Do(ctx, func(ctx context.Context) error { return rows.write(ctx, f.s) })
+				return nil
+			}))
+		})
+		if nested == nil {
+			t.Fatal("a unit started with the context of a running unit was not refused")
+		}
+		rows.expectAbsent(t, f.ctx, f.s)
+	})
+
+	t.Run("a context that outlives its unit writes nothing", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		var leaked context.Context
+		f.must("Do", f.s.Do(f.ctx, func(ctx context.Context) error {
+			leaked = ctx
+			return nil
+		}))
+		rows := f.unitRows()
+		var err error
+		storeWithin(t, "a write with a finished unit's context", func() {
+			err = f.s.Users().Create(leaked, rows.user)
+		})
+		if err == nil {
+			t.Fatal("a write with the context of a finished unit succeeded")
+		}
+		if _, err := f.s.Users().ByID(f.ctx, rows.user.ID); !domain.IsKind(err, domain.KindNotFound) {
+			t.Fatalf("user written through a finished unit's context: %v, want not found", err)
+		}
 	})
 }
 

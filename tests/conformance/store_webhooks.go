@@ -13,7 +13,8 @@ import (
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/webhook"
-	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/storage"
+	"github.com/profilesvc/profilesvc/ports/webhookstore"
 )
 
 // storePayload is a webhook body that a store re-encoding JSON would change:
@@ -54,25 +55,25 @@ func (f storeFixture) createDeliveries(ds ...webhook.Delivery) {
 	}
 }
 
-func (f storeFixture) expectEndpoint(r ports.Repositories, want webhook.Endpoint) {
+func (f storeFixture) expectEndpoint(ctx context.Context, want webhook.Endpoint) {
 	f.t.Helper()
-	got, err := r.WebhookEndpoints().ByID(f.ctx, want.TeamID, want.ID)
+	got, err := f.s.WebhookEndpoints().ByID(ctx, want.TeamID, want.ID)
 	if err != nil {
 		f.t.Fatalf("webhook endpoint %s: %v", want.ID, err)
 	}
 	checkEndpoint(f.t, got, want)
 }
 
-func (f storeFixture) expectDelivery(r ports.Repositories, want webhook.Delivery) {
+func (f storeFixture) expectDelivery(ctx context.Context, want webhook.Delivery) {
 	f.t.Helper()
-	got, err := r.Deliveries().ByID(f.ctx, want.TeamID, want.ID)
+	got, err := f.s.Deliveries().ByID(ctx, want.TeamID, want.ID)
 	if err != nil {
 		f.t.Fatalf("delivery %s: %v", want.ID, err)
 	}
 	checkDelivery(f.t, got, want)
 }
 
-func (f storeFixture) claim(c ports.DeliveryClaim) []webhook.Delivery {
+func (f storeFixture) claim(c webhookstore.DeliveryClaim) []webhook.Delivery {
 	f.t.Helper()
 	got, err := f.s.Deliveries().Claim(f.ctx, c)
 	if err != nil {
@@ -149,8 +150,8 @@ func runWebhookEndpoints(t *testing.T, newStore NewStore) {
 		one := f.endpoint(e.TeamID)
 		one.Events, one.Enabled = []string{string(event.TeamMemberAdded)}, false
 		f.createEndpoints(e, one)
-		f.expectEndpoint(f.s, e)
-		f.expectEndpoint(f.s, one)
+		f.expectEndpoint(f.ctx, e)
+		f.expectEndpoint(f.ctx, one)
 	})
 
 	t.Run("returned values are copies", func(t *testing.T) {
@@ -164,7 +165,7 @@ func runWebhookEndpoints(t *testing.T, newStore NewStore) {
 		f.must("ByID", err)
 		checkEndpoint(t, got, want)
 		got.Events[0], got.SecretSealed[0] = "changed", got.SecretSealed[0]+1
-		f.expectEndpoint(f.s, want)
+		f.expectEndpoint(f.ctx, want)
 	})
 
 	t.Run("taken id is a conflict", func(t *testing.T) {
@@ -174,7 +175,7 @@ func runWebhookEndpoints(t *testing.T, newStore NewStore) {
 		again := f.endpoint(storeID("tm"))
 		again.ID = e.ID
 		expectConflict(t, "Create with the same id", f.s.WebhookEndpoints().Create(f.ctx, again))
-		f.expectEndpoint(f.s, e)
+		f.expectEndpoint(f.ctx, e)
 	})
 
 	t.Run("missing and another team's endpoint are not found", func(t *testing.T) {
@@ -196,7 +197,7 @@ func runWebhookEndpoints(t *testing.T, newStore NewStore) {
 		missing := f.endpoint(e.TeamID)
 		expectNotFound(t, "Update of an unknown id", f.s.WebhookEndpoints().Update(f.ctx, missing))
 		expectNotFound(t, "Delete of an unknown id", f.s.WebhookEndpoints().Delete(f.ctx, e.TeamID, missing.ID))
-		f.expectEndpoint(f.s, e)
+		f.expectEndpoint(f.ctx, e)
 	})
 
 	t.Run("List pages newest first within the team", func(t *testing.T) {
@@ -272,12 +273,12 @@ func runWebhookEndpoints(t *testing.T, newStore NewStore) {
 		f.must("Update", f.s.WebhookEndpoints().Update(f.ctx, next))
 		want := next
 		want.CreatedAt = e.CreatedAt
-		f.expectEndpoint(f.s, want)
+		f.expectEndpoint(f.ctx, want)
 
 		next.Enabled = true
 		f.must("Update enabling", f.s.WebhookEndpoints().Update(f.ctx, next))
 		want.Enabled = true
-		f.expectEndpoint(f.s, want)
+		f.expectEndpoint(f.ctx, want)
 	})
 
 	t.Run("Delete removes the endpoint and its deliveries", func(t *testing.T) {
@@ -289,7 +290,7 @@ func runWebhookEndpoints(t *testing.T, newStore NewStore) {
 		f.createDeliveries(goneDs[0], keptD, goneDs[1])
 
 		// A unit that deletes and then fails leaves everything.
-		err := f.s.Do(f.ctx, func(ctx context.Context, tx ports.Repositories) error {
+		err := inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
 			if err := tx.WebhookEndpoints().Delete(ctx, gone.TeamID, gone.ID); err != nil {
 				return err
 			}
@@ -298,9 +299,9 @@ func runWebhookEndpoints(t *testing.T, newStore NewStore) {
 		if !errors.Is(err, errUnitFailed) {
 			t.Fatalf("Do: %v, want the unit's error", err)
 		}
-		f.expectEndpoint(f.s, gone)
-		f.expectDelivery(f.s, goneDs[0])
-		f.expectDelivery(f.s, goneDs[1])
+		f.expectEndpoint(f.ctx, gone)
+		f.expectDelivery(f.ctx, goneDs[0])
+		f.expectDelivery(f.ctx, goneDs[1])
 
 		f.must("Delete", f.s.WebhookEndpoints().Delete(f.ctx, gone.TeamID, gone.ID))
 		_, err = f.s.WebhookEndpoints().ByID(f.ctx, gone.TeamID, gone.ID)
@@ -309,7 +310,7 @@ func runWebhookEndpoints(t *testing.T, newStore NewStore) {
 			_, err = f.s.Deliveries().ByID(f.ctx, d.TeamID, d.ID)
 			expectNotFound(t, "delivery of the deleted endpoint", err)
 		}
-		list, err := f.s.Deliveries().List(f.ctx, gone.TeamID, gone.ID, ports.DeliveryFilter{Limit: 10})
+		list, err := f.s.Deliveries().List(f.ctx, gone.TeamID, gone.ID, webhookstore.DeliveryFilter{Limit: 10})
 		f.must("List", err)
 		checkIDs(t, "deliveries of the deleted endpoint", deliveryIDs(list...), []string{})
 		eps, err := f.s.WebhookEndpoints().List(f.ctx, gone.TeamID, "", 10)
@@ -317,9 +318,9 @@ func runWebhookEndpoints(t *testing.T, newStore NewStore) {
 		checkIDs(t, "endpoints after Delete", endpointIDs(eps), []string{})
 		expectNotFound(t, "Delete again", f.s.WebhookEndpoints().Delete(f.ctx, gone.TeamID, gone.ID))
 
-		f.expectEndpoint(f.s, kept)
-		f.expectDelivery(f.s, keptD)
-		claimed := f.claim(ports.DeliveryClaim{Owner: "a", Now: storeAt(time.Hour), LeaseUntil: storeAt(2 * time.Hour), Limit: 10, PerEndpoint: 10})
+		f.expectEndpoint(f.ctx, kept)
+		f.expectDelivery(f.ctx, keptD)
+		claimed := f.claim(webhookstore.DeliveryClaim{Owner: "a", Now: storeAt(time.Hour), LeaseUntil: storeAt(2 * time.Hour), Limit: 10, PerEndpoint: 10})
 		checkIDs(t, "Claim after Delete", deliveryIDs(claimed...), []string{keptD.ID})
 	})
 }
@@ -341,8 +342,8 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 		tried.CreatedAt = storeAt(-time.Minute).In(storeZone)
 		tried.UpdatedAt = storeAt(time.Hour).In(storeZone)
 		f.createDeliveries(fresh, tried)
-		f.expectDelivery(f.s, fresh)
-		f.expectDelivery(f.s, tried)
+		f.expectDelivery(f.ctx, fresh)
+		f.expectDelivery(f.ctx, tried)
 	})
 
 	t.Run("returned values are copies", func(t *testing.T) {
@@ -357,7 +358,7 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 		f.must("ByID", err)
 		checkDelivery(t, got, want)
 		got.Payload[0], got.Attempts[0].StatusCode = ' ', 200
-		f.expectDelivery(f.s, want)
+		f.expectDelivery(f.ctx, want)
 	})
 
 	t.Run("taken id is a conflict", func(t *testing.T) {
@@ -367,7 +368,7 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 		again := f.delivery(f.endpoint(storeID("tm")), storeAt(time.Hour))
 		again.ID = d.ID
 		expectConflict(t, "Create with the same id", f.s.Deliveries().Create(f.ctx, again))
-		f.expectDelivery(f.s, d)
+		f.expectDelivery(f.ctx, d)
 	})
 
 	t.Run("missing and another team's delivery are not found", func(t *testing.T) {
@@ -401,34 +402,34 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 		for _, i := range []int{3, 0, 5, 1, 4, 2} {
 			f.createDeliveries(ds[i])
 		}
-		list := func(filter ports.DeliveryFilter) []string {
+		list := func(filter webhookstore.DeliveryFilter) []string {
 			t.Helper()
 			got, err := f.s.Deliveries().List(f.ctx, ep.TeamID, ep.ID, filter)
 			f.must(fmt.Sprintf("List %+v", filter), err)
 			return deliveryIDs(got...)
 		}
 		all := newestFirst(ds...)
-		checkIDs(t, "List all", list(ports.DeliveryFilter{Limit: 10}), all)
-		checkIDs(t, "first page", list(ports.DeliveryFilter{Limit: 4}), all[:4])
-		checkIDs(t, "second page", list(ports.DeliveryFilter{Limit: 4, BeforeID: all[3]}), all[4:])
-		checkIDs(t, "failed", list(ports.DeliveryFilter{Status: webhook.StatusFailed, Limit: 10}),
+		checkIDs(t, "List all", list(webhookstore.DeliveryFilter{Limit: 10}), all)
+		checkIDs(t, "first page", list(webhookstore.DeliveryFilter{Limit: 4}), all[:4])
+		checkIDs(t, "second page", list(webhookstore.DeliveryFilter{Limit: 4, BeforeID: all[3]}), all[4:])
+		checkIDs(t, "failed", list(webhookstore.DeliveryFilter{Status: webhook.StatusFailed, Limit: 10}),
 			newestFirst(ds[1], ds[3], ds[5]))
-		checkIDs(t, "failed, first page", list(ports.DeliveryFilter{Status: webhook.StatusFailed, Limit: 2}),
+		checkIDs(t, "failed, first page", list(webhookstore.DeliveryFilter{Status: webhook.StatusFailed, Limit: 2}),
 			newestFirst(ds[3], ds[5]))
 		checkIDs(t, "failed, second page",
-			list(ports.DeliveryFilter{Status: webhook.StatusFailed, Limit: 2, BeforeID: ds[3].ID}), []string{ds[1].ID})
-		checkIDs(t, "pending", list(ports.DeliveryFilter{Status: webhook.StatusPending, Limit: 10}),
+			list(webhookstore.DeliveryFilter{Status: webhook.StatusFailed, Limit: 2, BeforeID: ds[3].ID}), []string{ds[1].ID})
+		checkIDs(t, "pending", list(webhookstore.DeliveryFilter{Status: webhook.StatusPending, Limit: 10}),
 			newestFirst(ds[0], ds[4]))
-		checkIDs(t, "succeeded", list(ports.DeliveryFilter{Status: webhook.StatusSucceeded, Limit: 10}), []string{ds[2].ID})
-		checkIDs(t, "unknown status", list(ports.DeliveryFilter{Status: "bogus", Limit: 10}), []string{})
-		checkIDs(t, "limit 0", list(ports.DeliveryFilter{}), []string{})
+		checkIDs(t, "succeeded", list(webhookstore.DeliveryFilter{Status: webhook.StatusSucceeded, Limit: 10}), []string{ds[2].ID})
+		checkIDs(t, "unknown status", list(webhookstore.DeliveryFilter{Status: "bogus", Limit: 10}), []string{})
+		checkIDs(t, "limit 0", list(webhookstore.DeliveryFilter{}), []string{})
 
-		got, err := f.s.Deliveries().List(f.ctx, ep.TeamID, ep.ID, ports.DeliveryFilter{Limit: 1})
+		got, err := f.s.Deliveries().List(f.ctx, ep.TeamID, ep.ID, webhookstore.DeliveryFilter{Limit: 1})
 		f.must("List", err)
 		if len(got) == 1 {
 			checkDelivery(t, got[0], ds[5])
 		}
-		got, err = f.s.Deliveries().List(f.ctx, foreign.TeamID, ep.ID, ports.DeliveryFilter{Limit: 10})
+		got, err = f.s.Deliveries().List(f.ctx, foreign.TeamID, ep.ID, webhookstore.DeliveryFilter{Limit: 10})
 		f.must("List of the other team", err)
 		checkIDs(t, "other team's deliveries", deliveryIDs(got...), []string{foreign.ID})
 	})
@@ -448,7 +449,7 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 		failed.Status = webhook.StatusFailed
 		f.createDeliveries(later, tieB, done, atNow, failed, tieA, early)
 
-		c := ports.DeliveryClaim{Owner: "a", Now: now.In(storeZone), LeaseUntil: now.Add(30 * time.Second), Limit: 10, PerEndpoint: 10}
+		c := webhookstore.DeliveryClaim{Owner: "a", Now: now.In(storeZone), LeaseUntil: now.Add(30 * time.Second), Limit: 10, PerEndpoint: 10}
 		got := f.claim(c)
 		checkIDs(t, "first claim", deliveryIDs(got...), deliveryIDs(early, tieA, tieB, atNow))
 		if len(got) > 0 {
@@ -467,7 +468,7 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 		// A claim that fails with its unit leases nothing.
 		c.Owner = "d"
 		c.Now, c.LeaseUntil = now.Add(time.Hour), now.Add(2*time.Hour)
-		err := f.s.Do(f.ctx, func(ctx context.Context, tx ports.Repositories) error {
+		err := inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
 			got, err := tx.Deliveries().Claim(ctx, c)
 			if err != nil {
 				return err
@@ -480,7 +481,7 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 		}
 		c.Owner = "e"
 		checkIDs(t, "claim after the unit rolled back", deliveryIDs(f.claim(c)...), deliveryIDs(early, tieA, tieB, atNow, later))
-		f.expectDelivery(f.s, early)
+		f.expectDelivery(f.ctx, early)
 	})
 
 	t.Run("Claim takes at most Limit, PerEndpoint of each endpoint, none excluded", func(t *testing.T) {
@@ -498,7 +499,7 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 		c1 := f.delivery(epC, now.Add(-3*time.Minute))
 		f.createDeliveries(c1, bs[1], as[4], as[0], bs[0], as[2], as[1], as[3])
 
-		c := ports.DeliveryClaim{Owner: "a", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 3, PerEndpoint: 2}
+		c := webhookstore.DeliveryClaim{Owner: "a", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 3, PerEndpoint: 2}
 		checkIDs(t, "Limit 3, PerEndpoint 2", deliveryIDs(f.claim(c)...), deliveryIDs(as[0], as[1], bs[0]))
 		c.Limit = 10
 		checkIDs(t, "Limit 10, PerEndpoint 2", deliveryIDs(f.claim(c)...), deliveryIDs(as[2], as[3], bs[1], c1))
@@ -506,7 +507,7 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 
 		f2 := newStoreFixture(t, newStore)
 		f2.createDeliveries(c1, bs[1], as[4], as[0], bs[0], as[2], as[1], as[3])
-		c = ports.DeliveryClaim{Owner: "b", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 10, PerEndpoint: 10,
+		c = webhookstore.DeliveryClaim{Owner: "b", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 10, PerEndpoint: 10,
 			ExcludeEndpoints: []string{epA.ID}}
 		checkIDs(t, "excluding A", deliveryIDs(f2.claim(c)...), deliveryIDs(bs[0], bs[1], c1))
 		c.ExcludeEndpoints = []string{epA.ID, epC.ID}
@@ -539,7 +540,7 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 		deadline := time.Now().Add(storeHangLimit / 2)
 		storeWithin(t, "concurrent claims", func() {
 			errs := runConcurrently(claimers, func(i int) error {
-				c := ports.DeliveryClaim{Owner: fmt.Sprintf("dispatcher-%d", i), Now: now,
+				c := webhookstore.DeliveryClaim{Owner: fmt.Sprintf("dispatcher-%d", i), Now: now,
 					LeaseUntil: now.Add(time.Hour), Limit: 10, PerEndpoint: 3}
 				for count.Load() < total {
 					if time.Now().After(deadline) {
@@ -578,7 +579,7 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 				t.Errorf("delivery %s claimed %d times", id, n)
 			}
 		}
-		left := f.claim(ports.DeliveryClaim{Owner: "late", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 10, PerEndpoint: 10})
+		left := f.claim(webhookstore.DeliveryClaim{Owner: "late", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 10, PerEndpoint: 10})
 		checkIDs(t, "claim after all were claimed", deliveryIDs(left...), []string{})
 	})
 
@@ -598,16 +599,16 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 		if ok, err := f.s.Deliveries().Complete(f.ctx, f.delivery(ep, now), "a"); err != nil || ok {
 			t.Fatalf("Complete of an unknown delivery = %v, %v; want false", ok, err)
 		}
-		c := ports.DeliveryClaim{Owner: "a", Now: now, LeaseUntil: now.Add(30 * time.Second), Limit: 10, PerEndpoint: 10}
+		c := webhookstore.DeliveryClaim{Owner: "a", Now: now, LeaseUntil: now.Add(30 * time.Second), Limit: 10, PerEndpoint: 10}
 		checkIDs(t, "claim", deliveryIDs(f.claim(c)...), []string{d.ID})
 		if ok, err := f.s.Deliveries().Complete(f.ctx, next, "b"); err != nil || ok {
 			t.Fatalf("Complete by another owner = %v, %v; want false", ok, err)
 		}
-		f.expectDelivery(f.s, d)
+		f.expectDelivery(f.ctx, d)
 		if ok, err := f.s.Deliveries().Complete(f.ctx, next, "a"); err != nil || !ok {
 			t.Fatalf("Complete by the owner = %v, %v; want true", ok, err)
 		}
-		f.expectDelivery(f.s, next)
+		f.expectDelivery(f.ctx, next)
 		if ok, err := f.s.Deliveries().Complete(f.ctx, next, "a"); err != nil || ok {
 			t.Fatalf("Complete again after the lease was freed = %v, %v; want false", ok, err)
 		}
@@ -628,7 +629,7 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 			t.Fatalf("Complete after the lease lapsed = %v, %v; want true", ok, err)
 		}
 		checkField(t, "status after a 200", final.Status, webhook.StatusSucceeded)
-		f.expectDelivery(f.s, final)
+		f.expectDelivery(f.ctx, final)
 		c.Owner, c.Now, c.LeaseUntil = "c", now.Add(30*time.Minute), now.Add(time.Hour)
 		checkIDs(t, "claim of a succeeded delivery", deliveryIDs(f.claim(c)...), []string{})
 	})
@@ -650,7 +651,7 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 		if ok, err := f.s.Deliveries().Requeue(f.ctx, forced); err != nil || ok {
 			t.Fatalf("Requeue of a pending delivery = %v, %v; want false", ok, err)
 		}
-		f.expectDelivery(f.s, pending)
+		f.expectDelivery(f.ctx, pending)
 
 		retried, ok := d.Retry(now.Add(time.Minute).In(storeZone))
 		if !ok {
@@ -661,15 +662,15 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 		if ok, err := f.s.Deliveries().Requeue(f.ctx, foreign); err != nil || ok {
 			t.Fatalf("Requeue from another team = %v, %v; want false", ok, err)
 		}
-		f.expectDelivery(f.s, d)
+		f.expectDelivery(f.ctx, d)
 		if ok, err := f.s.Deliveries().Requeue(f.ctx, retried); err != nil || !ok {
 			t.Fatalf("Requeue = %v, %v; want true", ok, err)
 		}
-		f.expectDelivery(f.s, retried)
+		f.expectDelivery(f.ctx, retried)
 		if ok, err := f.s.Deliveries().Requeue(f.ctx, retried); err != nil || ok {
 			t.Fatalf("Requeue again = %v, %v; want false", ok, err)
 		}
-		c := ports.DeliveryClaim{Owner: "a", Now: now.Add(time.Minute), LeaseUntil: now.Add(time.Hour), Limit: 10, PerEndpoint: 10}
+		c := webhookstore.DeliveryClaim{Owner: "a", Now: now.Add(time.Minute), LeaseUntil: now.Add(time.Hour), Limit: 10, PerEndpoint: 10}
 		checkIDs(t, "claim after Requeue", deliveryIDs(f.claim(c)...), deliveryIDs(pending, d))
 	})
 
@@ -704,7 +705,7 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 }
 
 func runOutboxDispatch(t *testing.T, newStore NewStore) {
-	claim := func(f storeFixture, r ports.Repositories, ctx context.Context, limit int) []string {
+	claim := func(f storeFixture, r storage.Store, ctx context.Context, limit int) []string {
 		f.t.Helper()
 		got, err := r.Outbox().ClaimUndispatched(ctx, limit)
 		f.must("ClaimUndispatched", err)
@@ -722,7 +723,7 @@ func runOutboxDispatch(t *testing.T, newStore NewStore) {
 		}
 		all := eventIDs(events)
 		checkIDs(t, "limit 0", claim(f, f.s, f.ctx, 0), []string{})
-		f.must("Do", f.s.Do(f.ctx, func(ctx context.Context, tx ports.Repositories) error {
+		f.must("Do", inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
 			got, err := tx.Outbox().ClaimUndispatched(ctx, 3)
 			if err != nil {
 				return err
@@ -749,7 +750,7 @@ func runOutboxDispatch(t *testing.T, newStore NewStore) {
 		for _, e := range events {
 			f.must("Append", f.s.Outbox().Append(f.ctx, e))
 		}
-		err := f.s.Do(f.ctx, func(ctx context.Context, tx ports.Repositories) error {
+		err := inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
 			got, err := tx.Outbox().ClaimUndispatched(ctx, 10)
 			if err != nil {
 				return err
@@ -763,7 +764,7 @@ func runOutboxDispatch(t *testing.T, newStore NewStore) {
 		if !errors.Is(err, errUnitFailed) {
 			t.Fatalf("Do: %v, want the unit's error", err)
 		}
-		f.must("Do", f.s.Do(f.ctx, func(ctx context.Context, tx ports.Repositories) error {
+		f.must("Do", inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
 			checkIDs(t, "claim after the rollback", claim(f, tx, ctx, 10), eventIDs(events))
 			return nil
 		}))
@@ -791,7 +792,7 @@ func runOutboxDispatch(t *testing.T, newStore NewStore) {
 		claims := make([][]string, 2)
 		storeWithin(t, "concurrent claiming units", func() {
 			errs := runConcurrently(2, func(i int) error {
-				return f.s.Do(f.ctx, func(ctx context.Context, tx ports.Repositories) error {
+				return inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
 					got, err := tx.Outbox().ClaimUndispatched(ctx, n/2)
 					if err != nil {
 						return err

@@ -48,10 +48,10 @@ func (r *apiKeyRow) apiKey() account.APIKey {
 	}
 }
 
-type apiKeyRepository struct{ db bun.IDB }
+type apiKeyRepository struct{ db *bun.DB }
 
 func (r apiKeyRepository) Create(ctx context.Context, k account.APIKey) error {
-	if _, err := r.db.NewInsert().Model(newAPIKeyRow(k)).Exec(ctx); err != nil {
+	if _, err := conn(ctx, r.db).NewInsert().Model(newAPIKeyRow(k)).Exec(ctx); err != nil {
 		return writeErr(err, "api key", "api key already exists")
 	}
 	return nil
@@ -59,7 +59,7 @@ func (r apiKeyRepository) Create(ctx context.Context, k account.APIKey) error {
 
 func (r apiKeyRepository) ByID(ctx context.Context, id string) (account.APIKey, error) {
 	var row apiKeyRow
-	if err := r.db.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); err != nil {
+	if err := conn(ctx, r.db).NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); err != nil {
 		return account.APIKey{}, readErr(err, "api key")
 	}
 	return row.apiKey(), nil
@@ -67,7 +67,7 @@ func (r apiKeyRepository) ByID(ctx context.Context, id string) (account.APIKey, 
 
 func (r apiKeyRepository) ListByUser(ctx context.Context, teamID, userID string) ([]account.APIKey, error) {
 	var rows []apiKeyRow
-	err := r.db.NewSelect().Model(&rows).
+	err := conn(ctx, r.db).NewSelect().Model(&rows).
 		Where("team_id = ?", teamID).
 		Where("user_id = ?", userID).
 		OrderExpr("created_at DESC, id DESC").
@@ -83,7 +83,7 @@ func (r apiKeyRepository) ListByUser(ctx context.Context, teamID, userID string)
 }
 
 func (r apiKeyRepository) Delete(ctx context.Context, teamID, id string) error {
-	res, err := r.db.NewDelete().Model((*apiKeyRow)(nil)).
+	res, err := conn(ctx, r.db).NewDelete().Model((*apiKeyRow)(nil)).
 		Where("id = ?", id).
 		Where("team_id = ?", teamID).
 		Exec(ctx)

@@ -48,10 +48,10 @@ func (r *invitationRow) invitation() team.Invitation {
 	}
 }
 
-type invitationRepository struct{ db bun.IDB }
+type invitationRepository struct{ db *bun.DB }
 
 func (r invitationRepository) Create(ctx context.Context, inv team.Invitation) error {
-	if _, err := r.db.NewInsert().Model(newInvitationRow(inv)).Exec(ctx); err != nil {
+	if _, err := conn(ctx, r.db).NewInsert().Model(newInvitationRow(inv)).Exec(ctx); err != nil {
 		return writeErr(err, "invitation", "invitation already exists")
 	}
 	return nil
@@ -59,7 +59,7 @@ func (r invitationRepository) Create(ctx context.Context, inv team.Invitation) e
 
 func (r invitationRepository) ByID(ctx context.Context, id string) (team.Invitation, error) {
 	var row invitationRow
-	if err := r.db.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); err != nil {
+	if err := conn(ctx, r.db).NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); err != nil {
 		return team.Invitation{}, readErr(err, "invitation")
 	}
 	return row.invitation(), nil
@@ -67,10 +67,10 @@ func (r invitationRepository) ByID(ctx context.Context, id string) (team.Invitat
 
 // Consume: see refreshTokenRepository.Consume.
 func (r invitationRepository) Consume(ctx context.Context, id string, at time.Time) (bool, error) {
-	res, err := r.db.NewUpdate().Model((*invitationRow)(nil)).
+	res, err := conn(ctx, r.db).NewUpdate().Model((*invitationRow)(nil)).
 		Set("used_at = ?", utc(at)).
 		Where("id = ?", id).
 		Where("used_at IS NULL").
 		Exec(ctx)
-	return consumed(ctx, r.db, res, err, (*invitationRow)(nil), id, "invitation")
+	return consumed(ctx, conn(ctx, r.db), res, err, (*invitationRow)(nil), id, "invitation")
 }

@@ -48,12 +48,12 @@ func (r *outboxEventRow) event() event.Event {
 	}
 }
 
-type outbox struct{ db bun.IDB }
+type outbox struct{ db *bun.DB }
 
 // Append stamps created_at with the wall clock: it records when the row was
 // written, for operators, and no behaviour depends on it.
 func (o outbox) Append(ctx context.Context, e event.Event) error {
-	if _, err := o.db.NewInsert().Model(newOutboxEventRow(e, time.Now())).Exec(ctx); err != nil {
+	if _, err := conn(ctx, o.db).NewInsert().Model(newOutboxEventRow(e, time.Now())).Exec(ctx); err != nil {
 		return writeErr(err, "outbox event", "event already in the outbox")
 	}
 	return nil
@@ -65,7 +65,7 @@ func (o outbox) ListAfter(ctx context.Context, afterID string, limit int) ([]eve
 		return []event.Event{}, nil
 	}
 	var rows []outboxEventRow
-	err := o.db.NewSelect().Model(&rows).
+	err := conn(ctx, o.db).NewSelect().Model(&rows).
 		Where("id > ?", afterID).
 		OrderExpr("id ASC").
 		Limit(int64(limit)).
@@ -89,11 +89,11 @@ func (o outbox) ClaimUndispatched(ctx context.Context, limit int) ([]event.Event
 		return []event.Event{}, nil
 	}
 	var rows []outboxEventRow
-	q := o.db.NewSelect().Model(&rows).
+	q := conn(ctx, o.db).NewSelect().Model(&rows).
 		Where("dispatched_at IS NULL").
 		OrderExpr("id ASC").
 		Limit(int64(limit))
-	if o.db.Dialect().Name() == dialect.PG {
+	if conn(ctx, o.db).Dialect().Name() == dialect.PG {
 		q = q.For("UPDATE SKIP LOCKED")
 	}
 	if err := q.Scan(ctx); err != nil {
@@ -112,7 +112,7 @@ func (o outbox) MarkDispatched(ctx context.Context, ids []string, at time.Time) 
 	if len(ids) == 0 {
 		return nil
 	}
-	_, err := o.db.NewUpdate().Model((*outboxEventRow)(nil)).
+	_, err := conn(ctx, o.db).NewUpdate().Model((*outboxEventRow)(nil)).
 		Set("dispatched_at = ?", utc(at)).
 		Where("id IN (?)", bun.List(ids)).
 		Where("dispatched_at IS NULL").

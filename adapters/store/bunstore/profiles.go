@@ -11,7 +11,7 @@ import (
 
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/profile"
-	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/profilestore"
 )
 
 // profileRow is a profile with its fingerprint in columns of its own. The
@@ -160,14 +160,14 @@ type profileTagRow struct {
 	Position  int    `bun:"position"`
 }
 
-type profileRepository struct{ db bun.IDB }
+type profileRepository struct{ db *bun.DB }
 
 // Create, Update and Delete write the profile and its tags together: in a
 // transaction of their own, or in a savepoint of the caller's unit of work,
 // so that a failure leaves neither half behind.
 
 func (r profileRepository) Create(ctx context.Context, p profile.Profile) error {
-	return r.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	return conn(ctx, r.db).RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewInsert().Model(newProfileRow(p)).Exec(ctx); err != nil {
 			return writeErr(err, "profile", "profile already exists")
 		}
@@ -177,14 +177,14 @@ func (r profileRepository) Create(ctx context.Context, p profile.Profile) error 
 
 func (r profileRepository) ByID(ctx context.Context, teamID, id string) (profile.Profile, error) {
 	var row profileRow
-	err := r.db.NewSelect().Model(&row).
+	err := conn(ctx, r.db).NewSelect().Model(&row).
 		Where("team_id = ?", teamID).
 		Where("id = ?", id).
 		Scan(ctx)
 	if err != nil {
 		return profile.Profile{}, readErr(err, "profile")
 	}
-	tags, err := loadProfileTags(ctx, r.db, []profileRow{row})
+	tags, err := loadProfileTags(ctx, conn(ctx, r.db), []profileRow{row})
 	if err != nil {
 		return profile.Profile{}, err
 	}
@@ -193,12 +193,12 @@ func (r profileRepository) ByID(ctx context.Context, teamID, id string) (profile
 
 // List returns nothing for a limit below one: bun reads LIMIT 0 as "no
 // limit". A status other than idle or running matches nothing.
-func (r profileRepository) List(ctx context.Context, teamID string, f ports.ProfileFilter) ([]profile.Profile, error) {
+func (r profileRepository) List(ctx context.Context, teamID string, f profilestore.Filter) ([]profile.Profile, error) {
 	if f.Limit < 1 {
 		return []profile.Profile{}, nil
 	}
 	var rows []profileRow
-	q := r.db.NewSelect().Model(&rows).Where("p.team_id = ?", teamID)
+	q := conn(ctx, r.db).NewSelect().Model(&rows).Where("p.team_id = ?", teamID)
 	if f.BeforeID != "" {
 		q = q.Where("p.id < ?", f.BeforeID)
 	}
@@ -222,7 +222,7 @@ func (r profileRepository) List(ctx context.Context, teamID string, f ports.Prof
 	if err := q.OrderExpr("p.id DESC").Limit(int64(f.Limit)).Scan(ctx); err != nil {
 		return nil, readErr(err, "profiles")
 	}
-	return profilesWithTags(ctx, r.db, rows)
+	return profilesWithTags(ctx, conn(ctx, r.db), rows)
 }
 
 // escapeLike makes s match itself literally in a LIKE pattern with ESCAPE '\'.
@@ -233,7 +233,7 @@ func escapeLike(s string) string {
 // Update is one UPDATE conditional on the version, so that of two writers
 // that read one version only one can succeed.
 func (r profileRepository) Update(ctx context.Context, p profile.Profile, expectVersion int) error {
-	return r.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	return conn(ctx, r.db).RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		res, err := tx.NewUpdate().Model(newProfileRow(p)).
 			Column(profileSettingsColumns...).
 			Where("team_id = ?", p.TeamID).
@@ -259,7 +259,7 @@ func (r profileRepository) Update(ctx context.Context, p profile.Profile, expect
 
 // Delete removes the profile only while it holds no session.
 func (r profileRepository) Delete(ctx context.Context, teamID, id string) error {
-	return r.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	return conn(ctx, r.db).RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		res, err := tx.NewDelete().Model((*profileRow)(nil)).
 			Where("team_id = ?", teamID).
 			Where("id = ?", id).
@@ -286,10 +286,10 @@ func (r profileRepository) Delete(ctx context.Context, teamID, id string) error 
 // concurrent swaps applies: PostgreSQL re-evaluates the condition on the row
 // a concurrent swap has changed once that swap commits, and SQLite runs one
 // writer at a time.
-func (r profileRepository) SwapSession(ctx context.Context, teamID, id string, s ports.SessionSwap) (bool, error) {
+func (r profileRepository) SwapSession(ctx context.Context, teamID, id string, s profilestore.SessionSwap) (bool, error) {
 	row := &profileRow{}
 	row.setSession(s.Next)
-	q := r.db.NewUpdate().Model(row).
+	q := conn(ctx, r.db).NewUpdate().Model(row).
 		Column(profileSessionColumns...).
 		Where("team_id = ?", teamID).
 		Where("id = ?", id)
@@ -309,7 +309,7 @@ func (r profileRepository) SwapSession(ctx context.Context, teamID, id string, s
 	if n > 0 {
 		return true, nil
 	}
-	if err := profileExists(ctx, r.db, teamID, id); err != nil {
+	if err := profileExists(ctx, conn(ctx, r.db), teamID, id); err != nil {
 		return false, err
 	}
 	return false, nil
@@ -321,7 +321,7 @@ func (r profileRepository) ListExpiredSessions(ctx context.Context, now time.Tim
 		return []profile.Profile{}, nil
 	}
 	var rows []profileRow
-	err := r.db.NewSelect().Model(&rows).
+	err := conn(ctx, r.db).NewSelect().Model(&rows).
 		Where("session_id IS NOT NULL").
 		Where("session_expires_at <= ?", utc(now)).
 		OrderExpr("session_expires_at ASC, id ASC").
@@ -330,7 +330,7 @@ func (r profileRepository) ListExpiredSessions(ctx context.Context, now time.Tim
 	if err != nil {
 		return nil, readErr(err, "profiles")
 	}
-	return profilesWithTags(ctx, r.db, rows)
+	return profilesWithTags(ctx, conn(ctx, r.db), rows)
 }
 
 // profileExists returns nil when the team has the profile, and a not-found

@@ -1,11 +1,12 @@
 // Package bunstore owns the SQL storage of the service: every repository of
-// ports.Store implemented with bun, on SQLite (the embedded default, pure-Go
+// storage.Store implemented with bun, on SQLite (the embedded default, pure-Go
 // driver) or on PostgreSQL (pgx), and the running of the embedded migrations.
 package bunstore
 
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -13,15 +14,18 @@ import (
 	"strings"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"github.com/profilesvc/profilesvc/ports/accountstore"
+	"github.com/profilesvc/profilesvc/ports/profilestore"
+	"github.com/profilesvc/profilesvc/ports/storage"
+	"github.com/profilesvc/profilesvc/ports/teamstore"
+	"github.com/profilesvc/profilesvc/ports/webhookstore"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 	"github.com/uptrace/bun/dialect/sqlitedialect"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
-
-	"github.com/profilesvc/profilesvc/ports"
 )
 
-var _ ports.Store = (*Store)(nil)
+var _ storage.Store = (*Store)(nil)
 
 // Dialect names returned by (*Store).Dialect.
 const (
@@ -33,9 +37,8 @@ const (
 // much larger pool was slower.
 const postgresPoolSize = 8
 
-// Store is a ports.Store on one SQL database.
+// Store is a storage.Store on one SQL database.
 type Store struct {
-	repositories
 	db      *bun.DB
 	dialect string
 }
@@ -66,7 +69,7 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("DATABASE_URL: connect to %s database: %w", dialect, err)
 	}
-	return &Store{repositories: repositories{db: db}, db: db, dialect: dialect}, nil
+	return &Store{db: db, dialect: dialect}, nil
 }
 
 func openSQLite(path string) (*bun.DB, error) {
@@ -132,31 +135,62 @@ func (s *Store) Dialect() string { return s.dialect }
 // Ping reports whether the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 
-// Do runs fn in one transaction. bun's RunInTx rolls back when fn returns an
-// error and, through a deferred rollback, when fn panics; the panic goes on
-// to the caller.
-func (s *Store) Do(ctx context.Context, fn func(ctx context.Context, tx ports.Repositories) error) error {
+// Do runs fn in one transaction, carried by fn's context. bun's RunInTx rolls
+// back when fn returns an error and, through a deferred rollback, when fn
+// panics; the panic goes on to the caller.
+func (s *Store) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	if _, nested := ctx.Value(txKey{db: s.db}).(bun.Tx); nested {
+		return errNestedUnit
+	}
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		return fn(ctx, repositories{db: tx})
+		return fn(context.WithValue(ctx, txKey{db: s.db}, tx))
 	})
 }
 
-// repositories binds every repository to one bun.IDB: the database itself, or
-// a transaction inside Do.
-type repositories struct{ db bun.IDB }
+var errNestedUnit = errors.New("unit of work started inside another; units do not nest")
 
-func (r repositories) Users() ports.UserRepository             { return userRepository(r) }
-func (r repositories) Teams() ports.TeamRepository             { return teamRepository(r) }
-func (r repositories) Memberships() ports.MembershipRepository { return membershipRepository(r) }
-func (r repositories) Invitations() ports.InvitationRepository { return invitationRepository(r) }
-func (r repositories) APIKeys() ports.APIKeyRepository         { return apiKeyRepository(r) }
-func (r repositories) RefreshTokens() ports.RefreshTokenRepository {
-	return refreshTokenRepository(r)
+// txKey finds a unit's transaction in its context; keyed by database, so a
+// unit of one store never leaks into another's calls.
+type txKey struct{ db *bun.DB }
+
+// conn is what a repository call runs on: the transaction of the unit ctx
+// carries, or the database itself.
+func conn(ctx context.Context, db *bun.DB) bun.IDB {
+	if tx, ok := ctx.Value(txKey{db: db}).(bun.Tx); ok {
+		return tx
+	}
+	return db
 }
-func (r repositories) ResetTokens() ports.ResetTokenRepository { return resetTokenRepository(r) }
-func (r repositories) Profiles() ports.ProfileRepository       { return profileRepository(r) }
-func (r repositories) WebhookEndpoints() ports.WebhookEndpointRepository {
-	return webhookEndpointRepository(r)
-}
-func (r repositories) Deliveries() ports.DeliveryRepository { return deliveryRepository(r) }
-func (r repositories) Outbox() ports.Outbox                 { return outbox(r) }
+
+// Users returns the user repository.
+func (s *Store) Users() accountstore.Users { return userRepository{db: s.db} }
+
+// Teams returns the team repository.
+func (s *Store) Teams() teamstore.Teams { return teamRepository{db: s.db} }
+
+// Memberships returns the membership repository.
+func (s *Store) Memberships() teamstore.Memberships { return membershipRepository{db: s.db} }
+
+// Invitations returns the invitation repository.
+func (s *Store) Invitations() teamstore.Invitations { return invitationRepository{db: s.db} }
+
+// APIKeys returns the API key repository.
+func (s *Store) APIKeys() accountstore.APIKeys { return apiKeyRepository{db: s.db} }
+
+// RefreshTokens returns the refresh token repository.
+func (s *Store) RefreshTokens() accountstore.RefreshTokens { return refreshTokenRepository{db: s.db} }
+
+// ResetTokens returns the reset token repository.
+func (s *Store) ResetTokens() accountstore.ResetTokens { return resetTokenRepository{db: s.db} }
+
+// Profiles returns the profile repository.
+func (s *Store) Profiles() profilestore.Profiles { return profileRepository{db: s.db} }
+
+// WebhookEndpoints returns the webhook endpoint repository.
+func (s *Store) WebhookEndpoints() webhookstore.Endpoints { return webhookEndpointRepository{db: s.db} }
+
+// Deliveries returns the delivery repository.
+func (s *Store) Deliveries() webhookstore.Deliveries { return deliveryRepository{db: s.db} }
+
+// Outbox returns the outbox.
+func (s *Store) Outbox() storage.Outbox { return outbox{db: s.db} }

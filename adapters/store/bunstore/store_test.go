@@ -16,7 +16,7 @@ import (
 	"github.com/profilesvc/profilesvc/domain/account"
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/team"
-	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/storage"
 	"github.com/profilesvc/profilesvc/tests/testenv"
 )
 
@@ -43,7 +43,7 @@ func openStore(t *testing.T, url string) *bunstore.Store {
 // at has nanoseconds that no SQL store keeps and a zone that is not UTC.
 var at = time.Date(2030, 5, 6, 7, 8, 9, 123456789, time.FixedZone("CEST", 2*3600))
 
-func seed(t *testing.T, r ports.Repositories, userID, teamID, email string) {
+func seed(t *testing.T, r storage.Store, userID, teamID, email string) {
 	t.Helper()
 	ctx := context.Background()
 	if err := r.Teams().Create(ctx, team.Team{ID: teamID, Name: "T", CreatedAt: at}); err != nil {
@@ -153,16 +153,16 @@ func TestOutboxKeepsTheExactBytes(t *testing.T) {
 func TestDoRollsBackOnErrorAndPanic(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, s *bunstore.Store) {
 		ctx := context.Background()
-		appendEvent := func(ctx context.Context, tx ports.Repositories, id string) {
+		appendEvent := func(ctx context.Context, id string) {
 			t.Helper()
 			e := event.Event{ID: id, TeamID: "team_1", Type: event.ProfileCreated, OccurredAt: at, Data: json.RawMessage(`{}`)}
-			if err := tx.Outbox().Append(ctx, e); err != nil {
+			if err := s.Outbox().Append(ctx, e); err != nil {
 				t.Fatal(err)
 			}
 		}
 		boom := errors.New("boom")
-		err := s.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
-			appendEvent(ctx, tx, "evt_1")
+		err := s.Do(ctx, func(ctx context.Context) error {
+			appendEvent(ctx, "evt_1")
 			return boom
 		})
 		if !errors.Is(err, boom) {
@@ -174,13 +174,13 @@ func TestDoRollsBackOnErrorAndPanic(t *testing.T) {
 					t.Fatal("Do swallowed the panic")
 				}
 			}()
-			_ = s.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
-				appendEvent(ctx, tx, "evt_2")
+			_ = s.Do(ctx, func(ctx context.Context) error {
+				appendEvent(ctx, "evt_2")
 				panic("boom")
 			})
 		}()
-		if err := s.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
-			appendEvent(ctx, tx, "evt_3")
+		if err := s.Do(ctx, func(ctx context.Context) error {
+			appendEvent(ctx, "evt_3")
 			return nil
 		}); err != nil {
 			t.Fatal(err)

@@ -27,10 +27,10 @@ func (r *teamRow) team() team.Team {
 	return team.Team{ID: r.ID, Name: r.Name, CreatedAt: utc(r.CreatedAt)}
 }
 
-type teamRepository struct{ db bun.IDB }
+type teamRepository struct{ db *bun.DB }
 
 func (r teamRepository) Create(ctx context.Context, t team.Team) error {
-	if _, err := r.db.NewInsert().Model(newTeamRow(t)).Exec(ctx); err != nil {
+	if _, err := conn(ctx, r.db).NewInsert().Model(newTeamRow(t)).Exec(ctx); err != nil {
 		return writeErr(err, "team", "team already exists")
 	}
 	return nil
@@ -38,7 +38,7 @@ func (r teamRepository) Create(ctx context.Context, t team.Team) error {
 
 func (r teamRepository) ByID(ctx context.Context, id string) (team.Team, error) {
 	var row teamRow
-	if err := r.db.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); err != nil {
+	if err := conn(ctx, r.db).NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); err != nil {
 		return team.Team{}, readErr(err, "team")
 	}
 	return row.team(), nil
@@ -50,8 +50,8 @@ func (r teamRepository) ByID(ctx context.Context, id string) (team.Team, error) 
 // hold the database's write lock from BEGIN, so units already run one at a
 // time; there Lock only checks that the team exists.
 func (r teamRepository) Lock(ctx context.Context, id string) error {
-	q := r.db.NewSelect().Model((*teamRow)(nil)).Column("id").Where("id = ?", id)
-	if r.db.Dialect().Name() == dialect.PG {
+	q := conn(ctx, r.db).NewSelect().Model((*teamRow)(nil)).Column("id").Where("id = ?", id)
+	if conn(ctx, r.db).Dialect().Name() == dialect.PG {
 		q = q.For("UPDATE")
 	}
 	var locked string
@@ -100,10 +100,10 @@ func (r *membershipRow) member() team.Member {
 	}
 }
 
-type membershipRepository struct{ db bun.IDB }
+type membershipRepository struct{ db *bun.DB }
 
 func (r membershipRepository) Create(ctx context.Context, m team.Member) error {
-	if _, err := r.db.NewInsert().Model(newMembershipRow(m)).Exec(ctx); err != nil {
+	if _, err := conn(ctx, r.db).NewInsert().Model(newMembershipRow(m)).Exec(ctx); err != nil {
 		return writeErr(err, "membership", "user or email is already a member of this team")
 	}
 	return nil
@@ -115,7 +115,7 @@ func (r membershipRepository) ByUser(ctx context.Context, teamID, userID string)
 	if userID == "" {
 		return team.Member{}, domain.NotFound("membership")
 	}
-	return r.one(ctx, r.db.NewSelect().
+	return r.one(ctx, conn(ctx, r.db).NewSelect().
 		Where("team_id = ?", teamID).
 		Where("user_id = ?", userID))
 }
@@ -126,7 +126,7 @@ func (r membershipRepository) ListByUser(ctx context.Context, userID string) ([]
 		return []team.Member{}, nil
 	}
 	var rows []membershipRow
-	err := r.db.NewSelect().Model(&rows).
+	err := conn(ctx, r.db).NewSelect().Model(&rows).
 		Where("user_id = ?", userID).
 		OrderExpr("invited_at ASC, id ASC").
 		Scan(ctx)
@@ -137,14 +137,14 @@ func (r membershipRepository) ListByUser(ctx context.Context, userID string) ([]
 }
 
 func (r membershipRepository) ByID(ctx context.Context, teamID, id string) (team.Member, error) {
-	return r.one(ctx, r.db.NewSelect().
+	return r.one(ctx, conn(ctx, r.db).NewSelect().
 		Where("team_id = ?", teamID).
 		Where("id = ?", id))
 }
 
 // ByEmail uses the expression of the unique index on (team_id, lower(email)).
 func (r membershipRepository) ByEmail(ctx context.Context, teamID, email string) (team.Member, error) {
-	return r.one(ctx, r.db.NewSelect().
+	return r.one(ctx, conn(ctx, r.db).NewSelect().
 		Where("team_id = ?", teamID).
 		Where("lower(email) = lower(?)", email))
 }
@@ -167,7 +167,7 @@ func (r membershipRepository) List(ctx context.Context, teamID, beforeID string,
 		return []team.Member{}, nil
 	}
 	var rows []membershipRow
-	q := r.db.NewSelect().Model(&rows).Where("team_id = ?", teamID)
+	q := conn(ctx, r.db).NewSelect().Model(&rows).Where("team_id = ?", teamID)
 	if beforeID != "" {
 		q = q.Where("id < ?", beforeID)
 	}
@@ -183,7 +183,7 @@ var membershipUpdateColumns = []string{"user_id", "role", "status", "joined_at"}
 // Update is one UPDATE by team and id; the partial unique index on
 // (team_id, user_id) refuses a user who is already a member.
 func (r membershipRepository) Update(ctx context.Context, m team.Member) error {
-	res, err := r.db.NewUpdate().Model(newMembershipRow(m)).
+	res, err := conn(ctx, r.db).NewUpdate().Model(newMembershipRow(m)).
 		Column(membershipUpdateColumns...).
 		Where("team_id = ?", m.TeamID).
 		Where("id = ?", m.ID).
@@ -196,7 +196,7 @@ func (r membershipRepository) Update(ctx context.Context, m team.Member) error {
 
 // Count counts in one query; count() skips the NULL of a non-owner.
 func (r membershipRepository) Count(ctx context.Context, teamID string) (active, owners int, err error) {
-	err = r.db.NewSelect().Model((*membershipRow)(nil)).
+	err = conn(ctx, r.db).NewSelect().Model((*membershipRow)(nil)).
 		ColumnExpr("count(*)").
 		ColumnExpr("count(CASE WHEN role = ? THEN 1 END)", string(team.RoleOwner)).
 		Where("team_id = ?", teamID).

@@ -54,10 +54,10 @@ func (r *refreshTokenRow) refreshToken() account.RefreshToken {
 	}
 }
 
-type refreshTokenRepository struct{ db bun.IDB }
+type refreshTokenRepository struct{ db *bun.DB }
 
 func (r refreshTokenRepository) Create(ctx context.Context, t account.RefreshToken) error {
-	if _, err := r.db.NewInsert().Model(newRefreshTokenRow(t)).Exec(ctx); err != nil {
+	if _, err := conn(ctx, r.db).NewInsert().Model(newRefreshTokenRow(t)).Exec(ctx); err != nil {
 		return writeErr(err, "refresh token", "refresh token already exists")
 	}
 	return nil
@@ -65,7 +65,7 @@ func (r refreshTokenRepository) Create(ctx context.Context, t account.RefreshTok
 
 func (r refreshTokenRepository) ByID(ctx context.Context, id string) (account.RefreshToken, error) {
 	var row refreshTokenRow
-	if err := r.db.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); err != nil {
+	if err := conn(ctx, r.db).NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); err != nil {
 		return account.RefreshToken{}, readErr(err, "refresh token")
 	}
 	return row.refreshToken(), nil
@@ -74,17 +74,17 @@ func (r refreshTokenRepository) ByID(ctx context.Context, id string) (account.Re
 // Consume is one conditional UPDATE, so the database decides which of
 // concurrent callers wins: only one of them can find used_at still NULL.
 func (r refreshTokenRepository) Consume(ctx context.Context, id string, at time.Time) (bool, error) {
-	res, err := r.db.NewUpdate().Model((*refreshTokenRow)(nil)).
+	res, err := conn(ctx, r.db).NewUpdate().Model((*refreshTokenRow)(nil)).
 		Set("used_at = ?", utc(at)).
 		Where("id = ?", id).
 		Where("used_at IS NULL").
 		Where("revoked_at IS NULL").
 		Exec(ctx)
-	return consumed(ctx, r.db, res, err, (*refreshTokenRow)(nil), id, "refresh token")
+	return consumed(ctx, conn(ctx, r.db), res, err, (*refreshTokenRow)(nil), id, "refresh token")
 }
 
 func (r refreshTokenRepository) RevokeFamily(ctx context.Context, familyID string, at time.Time) error {
-	_, err := r.db.NewUpdate().Model((*refreshTokenRow)(nil)).
+	_, err := conn(ctx, r.db).NewUpdate().Model((*refreshTokenRow)(nil)).
 		Set("revoked_at = ?", utc(at)).
 		Where("family_id = ?", familyID).
 		Where("revoked_at IS NULL").
@@ -96,7 +96,7 @@ func (r refreshTokenRepository) RevokeFamily(ctx context.Context, familyID strin
 }
 
 func (r refreshTokenRepository) RevokeUser(ctx context.Context, userID string, at time.Time) error {
-	_, err := r.db.NewUpdate().Model((*refreshTokenRow)(nil)).
+	_, err := conn(ctx, r.db).NewUpdate().Model((*refreshTokenRow)(nil)).
 		Set("revoked_at = ?", utc(at)).
 		Where("user_id = ?", userID).
 		Where("revoked_at IS NULL").
@@ -140,10 +140,10 @@ func (r *resetTokenRow) resetToken() account.ResetToken {
 	}
 }
 
-type resetTokenRepository struct{ db bun.IDB }
+type resetTokenRepository struct{ db *bun.DB }
 
 func (r resetTokenRepository) Create(ctx context.Context, t account.ResetToken) error {
-	if _, err := r.db.NewInsert().Model(newResetTokenRow(t)).Exec(ctx); err != nil {
+	if _, err := conn(ctx, r.db).NewInsert().Model(newResetTokenRow(t)).Exec(ctx); err != nil {
 		return writeErr(err, "reset token", "reset token already exists")
 	}
 	return nil
@@ -151,7 +151,7 @@ func (r resetTokenRepository) Create(ctx context.Context, t account.ResetToken) 
 
 func (r resetTokenRepository) ByID(ctx context.Context, id string) (account.ResetToken, error) {
 	var row resetTokenRow
-	if err := r.db.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); err != nil {
+	if err := conn(ctx, r.db).NewSelect().Model(&row).Where("id = ?", id).Scan(ctx); err != nil {
 		return account.ResetToken{}, readErr(err, "reset token")
 	}
 	return row.resetToken(), nil
@@ -159,12 +159,12 @@ func (r resetTokenRepository) ByID(ctx context.Context, id string) (account.Rese
 
 // Consume: see refreshTokenRepository.Consume.
 func (r resetTokenRepository) Consume(ctx context.Context, id string, at time.Time) (bool, error) {
-	res, err := r.db.NewUpdate().Model((*resetTokenRow)(nil)).
+	res, err := conn(ctx, r.db).NewUpdate().Model((*resetTokenRow)(nil)).
 		Set("used_at = ?", utc(at)).
 		Where("id = ?", id).
 		Where("used_at IS NULL").
 		Exec(ctx)
-	return consumed(ctx, r.db, res, err, (*resetTokenRow)(nil), id, "reset token")
+	return consumed(ctx, conn(ctx, r.db), res, err, (*resetTokenRow)(nil), id, "reset token")
 }
 
 // consumed reads the outcome of a consuming UPDATE: one row changed means

@@ -45,10 +45,10 @@ func (r *userRow) user() account.User {
 	}
 }
 
-type userRepository struct{ db bun.IDB }
+type userRepository struct{ db *bun.DB }
 
 func (r userRepository) Create(ctx context.Context, u account.User) error {
-	if _, err := r.db.NewInsert().Model(newUserRow(u)).Exec(ctx); err != nil {
+	if _, err := conn(ctx, r.db).NewInsert().Model(newUserRow(u)).Exec(ctx); err != nil {
 		return writeErr(err, "user", "email already registered")
 	}
 	return nil
@@ -64,14 +64,14 @@ func (r userRepository) ByEmail(ctx context.Context, email string) (account.User
 
 func (r userRepository) one(ctx context.Context, where string, arg string) (account.User, error) {
 	var row userRow
-	if err := r.db.NewSelect().Model(&row).Where(where, arg).Scan(ctx); err != nil {
+	if err := conn(ctx, r.db).NewSelect().Model(&row).Where(where, arg).Scan(ctx); err != nil {
 		return account.User{}, readErr(err, "user")
 	}
 	return row.user(), nil
 }
 
 func (r userRepository) UpdatePassword(ctx context.Context, id, passwordHash string, at time.Time) error {
-	res, err := r.db.NewUpdate().Model((*userRow)(nil)).
+	res, err := conn(ctx, r.db).NewUpdate().Model((*userRow)(nil)).
 		Set("password_hash = ?", passwordHash).
 		Set("updated_at = ?", utc(at)).
 		Where("id = ?", id).
@@ -85,7 +85,7 @@ func (r userRepository) ListByIDs(ctx context.Context, ids []string) ([]account.
 		return []account.User{}, nil
 	}
 	var rows []userRow
-	if err := r.db.NewSelect().Model(&rows).Where("id IN (?)", bun.List(ids)).Scan(ctx); err != nil {
+	if err := conn(ctx, r.db).NewSelect().Model(&rows).Where("id IN (?)", bun.List(ids)).Scan(ctx); err != nil {
 		return nil, readErr(err, "users")
 	}
 	users := make([]account.User, 0, len(rows))

@@ -11,7 +11,7 @@ import (
 
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/webhook"
-	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/webhookstore"
 )
 
 // webhookEndpointRow is an endpoint with its event types as a JSON array of
@@ -90,14 +90,14 @@ func webhookEndpoints(rows []webhookEndpointRow) ([]webhook.Endpoint, error) {
 	return out, nil
 }
 
-type webhookEndpointRepository struct{ db bun.IDB }
+type webhookEndpointRepository struct{ db *bun.DB }
 
 func (r webhookEndpointRepository) Create(ctx context.Context, e webhook.Endpoint) error {
 	row, err := newWebhookEndpointRow(e)
 	if err != nil {
 		return err
 	}
-	if _, err := r.db.NewInsert().Model(row).Exec(ctx); err != nil {
+	if _, err := conn(ctx, r.db).NewInsert().Model(row).Exec(ctx); err != nil {
 		return writeErr(err, "webhook endpoint", "webhook endpoint already exists")
 	}
 	return nil
@@ -105,7 +105,7 @@ func (r webhookEndpointRepository) Create(ctx context.Context, e webhook.Endpoin
 
 func (r webhookEndpointRepository) ByID(ctx context.Context, teamID, id string) (webhook.Endpoint, error) {
 	var row webhookEndpointRow
-	err := r.db.NewSelect().Model(&row).
+	err := conn(ctx, r.db).NewSelect().Model(&row).
 		Where("team_id = ?", teamID).
 		Where("id = ?", id).
 		Scan(ctx)
@@ -122,7 +122,7 @@ func (r webhookEndpointRepository) List(ctx context.Context, teamID, beforeID st
 		return []webhook.Endpoint{}, nil
 	}
 	var rows []webhookEndpointRow
-	q := r.db.NewSelect().Model(&rows).Where("team_id = ?", teamID)
+	q := conn(ctx, r.db).NewSelect().Model(&rows).Where("team_id = ?", teamID)
 	if beforeID != "" {
 		q = q.Where("id < ?", beforeID)
 	}
@@ -135,7 +135,7 @@ func (r webhookEndpointRepository) List(ctx context.Context, teamID, beforeID st
 // ListEnabled returns the endpoints in id order, oldest first.
 func (r webhookEndpointRepository) ListEnabled(ctx context.Context, teamID string) ([]webhook.Endpoint, error) {
 	var rows []webhookEndpointRow
-	err := r.db.NewSelect().Model(&rows).
+	err := conn(ctx, r.db).NewSelect().Model(&rows).
 		Where("team_id = ?", teamID).
 		Where("enabled = ?", true).
 		OrderExpr("id ASC").
@@ -151,7 +151,7 @@ func (r webhookEndpointRepository) Update(ctx context.Context, e webhook.Endpoin
 	if err != nil {
 		return err
 	}
-	res, err := r.db.NewUpdate().Model(row).
+	res, err := conn(ctx, r.db).NewUpdate().Model(row).
 		Column(webhookEndpointUpdateColumns...).
 		Where("team_id = ?", e.TeamID).
 		Where("id = ?", e.ID).
@@ -162,7 +162,7 @@ func (r webhookEndpointRepository) Update(ctx context.Context, e webhook.Endpoin
 // Delete removes the endpoint and its deliveries together: in a transaction
 // of its own, or in a savepoint of the caller's unit of work.
 func (r webhookEndpointRepository) Delete(ctx context.Context, teamID, id string) error {
-	return r.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	return conn(ctx, r.db).RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		res, err := tx.NewDelete().Model((*webhookEndpointRow)(nil)).
 			Where("team_id = ?", teamID).
 			Where("id = ?", id).
@@ -312,14 +312,14 @@ func webhookDeliveries(rows []webhookDeliveryRow) ([]webhook.Delivery, error) {
 	return out, nil
 }
 
-type deliveryRepository struct{ db bun.IDB }
+type deliveryRepository struct{ db *bun.DB }
 
 func (r deliveryRepository) Create(ctx context.Context, d webhook.Delivery) error {
 	row, err := newWebhookDeliveryRow(d)
 	if err != nil {
 		return err
 	}
-	if _, err := r.db.NewInsert().Model(row).Exec(ctx); err != nil {
+	if _, err := conn(ctx, r.db).NewInsert().Model(row).Exec(ctx); err != nil {
 		return writeErr(err, "delivery", "delivery already exists")
 	}
 	return nil
@@ -327,7 +327,7 @@ func (r deliveryRepository) Create(ctx context.Context, d webhook.Delivery) erro
 
 func (r deliveryRepository) ByID(ctx context.Context, teamID, id string) (webhook.Delivery, error) {
 	var row webhookDeliveryRow
-	err := r.db.NewSelect().Model(&row).
+	err := conn(ctx, r.db).NewSelect().Model(&row).
 		Where("team_id = ?", teamID).
 		Where("id = ?", id).
 		Scan(ctx)
@@ -339,12 +339,12 @@ func (r deliveryRepository) ByID(ctx context.Context, teamID, id string) (webhoo
 
 // List returns nothing for a limit below one: bun reads LIMIT 0 as "no
 // limit". A status other than the three matches nothing.
-func (r deliveryRepository) List(ctx context.Context, teamID, endpointID string, f ports.DeliveryFilter) ([]webhook.Delivery, error) {
+func (r deliveryRepository) List(ctx context.Context, teamID, endpointID string, f webhookstore.DeliveryFilter) ([]webhook.Delivery, error) {
 	if f.Limit < 1 {
 		return []webhook.Delivery{}, nil
 	}
 	var rows []webhookDeliveryRow
-	q := r.db.NewSelect().Model(&rows).
+	q := conn(ctx, r.db).NewSelect().Model(&rows).
 		Where("team_id = ?", teamID).
 		Where("endpoint_id = ?", endpointID)
 	if f.Status != "" {
@@ -361,7 +361,7 @@ func (r deliveryRepository) List(ctx context.Context, teamID, endpointID string,
 
 // whereDue keeps the deliveries c may claim: pending, due, with no lease or
 // a lapsed one, of an endpoint not excluded.
-func whereDue(q *bun.SelectQuery, c ports.DeliveryClaim) *bun.SelectQuery {
+func whereDue(q *bun.SelectQuery, c webhookstore.DeliveryClaim) *bun.SelectQuery {
 	now := utc(c.Now)
 	q = q.Where("status = ?", string(webhook.StatusPending)).
 		Where("next_attempt_at <= ?", now).
@@ -385,12 +385,12 @@ func whereDue(q *bun.SelectQuery, c ports.DeliveryClaim) *bun.SelectQuery {
 // concurrent claims never lease one delivery twice; they may lease fewer
 // than Limit, and the next claim takes the rest. SQLite runs one writing
 // transaction at a time and needs no lock clause.
-func (r deliveryRepository) Claim(ctx context.Context, c ports.DeliveryClaim) ([]webhook.Delivery, error) {
+func (r deliveryRepository) Claim(ctx context.Context, c webhookstore.DeliveryClaim) ([]webhook.Delivery, error) {
 	if c.Limit < 1 || c.PerEndpoint < 1 {
 		return []webhook.Delivery{}, nil
 	}
 	var rows []webhookDeliveryRow
-	err := r.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := conn(ctx, r.db).RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		ranked := whereDue(tx.NewSelect().TableExpr("webhook_deliveries").
 			Column("id", "next_attempt_at").
 			ColumnExpr("ROW_NUMBER() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS rn"), c)
@@ -443,7 +443,7 @@ func (r deliveryRepository) Complete(ctx context.Context, d webhook.Delivery, ow
 	if err != nil {
 		return false, err
 	}
-	res, err := r.db.NewUpdate().Model(row).
+	res, err := conn(ctx, r.db).NewUpdate().Model(row).
 		Column(deliveryCompleteColumns...).
 		Where("id = ?", d.ID).
 		Where("lease_owner = ?", owner).
@@ -459,7 +459,7 @@ func (r deliveryRepository) Requeue(ctx context.Context, d webhook.Delivery) (bo
 	if err != nil {
 		return false, err
 	}
-	res, err := r.db.NewUpdate().Model(row).
+	res, err := conn(ctx, r.db).NewUpdate().Model(row).
 		Column(deliveryRequeueColumns...).
 		Where("team_id = ?", d.TeamID).
 		Where("id = ?", d.ID).
@@ -475,7 +475,7 @@ func (r deliveryRepository) Pending(ctx context.Context) (nextDue, oldestCreated
 		n            int
 		next, oldest bun.NullTime
 	)
-	err = r.db.NewSelect().Model((*webhookDeliveryRow)(nil)).
+	err = conn(ctx, r.db).NewSelect().Model((*webhookDeliveryRow)(nil)).
 		ColumnExpr("count(*)").
 		ColumnExpr("min(next_attempt_at)").
 		ColumnExpr("min(created_at)").

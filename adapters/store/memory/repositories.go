@@ -12,19 +12,16 @@ import (
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/domain/team"
-	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/profilestore"
 )
 
 // Each repository is bound to a unit of work when tx is set, and makes each
 // call on its own otherwise.
 
-type users struct {
-	s  *Store
-	tx *txn
-}
+type users struct{ s *Store }
 
 func (r users) Create(ctx context.Context, u account.User) error {
-	return r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+	return r.s.write(ctx, func(st *state, undo *undoLog) error {
 		email := account.NormalizeEmail(u.Email)
 		if _, taken := st.userByEmail[email]; taken {
 			return domain.Conflict("a user with this email already exists")
@@ -40,7 +37,7 @@ func (r users) Create(ctx context.Context, u account.User) error {
 
 func (r users) ByID(ctx context.Context, id string) (account.User, error) {
 	var u account.User
-	err := r.s.read(ctx, r.tx, func(st *state) error {
+	err := r.s.read(ctx, func(st *state) error {
 		found, ok := st.users[id]
 		if !ok {
 			return domain.NotFound("user")
@@ -53,7 +50,7 @@ func (r users) ByID(ctx context.Context, id string) (account.User, error) {
 
 func (r users) ByEmail(ctx context.Context, email string) (account.User, error) {
 	var u account.User
-	err := r.s.read(ctx, r.tx, func(st *state) error {
+	err := r.s.read(ctx, func(st *state) error {
 		id, ok := st.userByEmail[account.NormalizeEmail(email)]
 		if !ok {
 			return domain.NotFound("user")
@@ -65,7 +62,7 @@ func (r users) ByEmail(ctx context.Context, email string) (account.User, error) 
 }
 
 func (r users) UpdatePassword(ctx context.Context, id, passwordHash string, at time.Time) error {
-	return r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+	return r.s.write(ctx, func(st *state, undo *undoLog) error {
 		u, ok := st.users[id]
 		if !ok {
 			return domain.NotFound("user")
@@ -79,7 +76,7 @@ func (r users) UpdatePassword(ctx context.Context, id, passwordHash string, at t
 // ListByIDs skips unknown ids and returns a user named twice once.
 func (r users) ListByIDs(ctx context.Context, ids []string) ([]account.User, error) {
 	var out []account.User
-	err := r.s.read(ctx, r.tx, func(st *state) error {
+	err := r.s.read(ctx, func(st *state) error {
 		out = make([]account.User, 0, len(ids))
 		seen := make(map[string]bool, len(ids))
 		for _, id := range ids {
@@ -95,13 +92,10 @@ func (r users) ListByIDs(ctx context.Context, ids []string) ([]account.User, err
 	return out, err
 }
 
-type teams struct {
-	s  *Store
-	tx *txn
-}
+type teams struct{ s *Store }
 
 func (r teams) Create(ctx context.Context, t team.Team) error {
-	return r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+	return r.s.write(ctx, func(st *state, undo *undoLog) error {
 		if _, taken := st.teams[t.ID]; taken {
 			return domain.Conflict("a team with this id already exists")
 		}
@@ -112,7 +106,7 @@ func (r teams) Create(ctx context.Context, t team.Team) error {
 
 func (r teams) ByID(ctx context.Context, id string) (team.Team, error) {
 	var t team.Team
-	err := r.s.read(ctx, r.tx, func(st *state) error {
+	err := r.s.read(ctx, func(st *state) error {
 		found, ok := st.teams[id]
 		if !ok {
 			return domain.NotFound("team")
@@ -126,7 +120,7 @@ func (r teams) ByID(ctx context.Context, id string) (team.Team, error) {
 // Lock only checks that the team exists: the unit of work already holds the
 // store's write lock, so no other unit runs until it ends.
 func (r teams) Lock(ctx context.Context, id string) error {
-	return r.s.read(ctx, r.tx, func(st *state) error {
+	return r.s.read(ctx, func(st *state) error {
 		if _, ok := st.teams[id]; !ok {
 			return domain.NotFound("team")
 		}
@@ -134,15 +128,12 @@ func (r teams) Lock(ctx context.Context, id string) error {
 	})
 }
 
-type memberships struct {
-	s  *Store
-	tx *txn
-}
+type memberships struct{ s *Store }
 
 // Create indexes a membership by user only when it has a user id: members
 // invited by an email without an account share the empty one.
 func (r memberships) Create(ctx context.Context, m team.Member) error {
-	return r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+	return r.s.write(ctx, func(st *state, undo *undoLog) error {
 		key := memberKey{m.TeamID, m.UserID}
 		if _, taken := st.memberOf[key]; taken && m.UserID != "" {
 			return domain.Conflict("the user is already a member of this team")
@@ -168,7 +159,7 @@ func (r memberships) Create(ctx context.Context, m team.Member) error {
 // every member still waiting for an account, not a user.
 func (r memberships) ByUser(ctx context.Context, teamID, userID string) (team.Member, error) {
 	var m team.Member
-	err := r.s.read(ctx, r.tx, func(st *state) error {
+	err := r.s.read(ctx, func(st *state) error {
 		id, ok := st.memberOf[memberKey{teamID, userID}]
 		if !ok {
 			return domain.NotFound("membership")
@@ -182,7 +173,7 @@ func (r memberships) ByUser(ctx context.Context, teamID, userID string) (team.Me
 // ListByUser lists nothing for the empty user id, as ByUser finds nothing.
 func (r memberships) ListByUser(ctx context.Context, userID string) ([]team.Member, error) {
 	var out []team.Member
-	err := r.s.read(ctx, r.tx, func(st *state) error {
+	err := r.s.read(ctx, func(st *state) error {
 		out = []team.Member{}
 		if userID == "" {
 			return nil
@@ -212,7 +203,7 @@ func (st *state) memberOfTeam(teamID, id string) (team.Member, error) {
 
 func (r memberships) ByID(ctx context.Context, teamID, id string) (team.Member, error) {
 	var m team.Member
-	err := r.s.read(ctx, r.tx, func(st *state) error {
+	err := r.s.read(ctx, func(st *state) error {
 		found, err := st.memberOfTeam(teamID, id)
 		if err != nil {
 			return err
@@ -225,7 +216,7 @@ func (r memberships) ByID(ctx context.Context, teamID, id string) (team.Member, 
 
 func (r memberships) ByEmail(ctx context.Context, teamID, email string) (team.Member, error) {
 	var m team.Member
-	err := r.s.read(ctx, r.tx, func(st *state) error {
+	err := r.s.read(ctx, func(st *state) error {
 		id, ok := st.memberByEmail[memberEmailKey{teamID, account.NormalizeEmail(email)}]
 		if !ok {
 			return domain.NotFound("membership")
@@ -239,7 +230,7 @@ func (r memberships) ByEmail(ctx context.Context, teamID, email string) (team.Me
 // List pages through the team's sorted ids, as profiles.List does.
 func (r memberships) List(ctx context.Context, teamID, beforeID string, limit int) ([]team.Member, error) {
 	var out []team.Member
-	err := r.s.read(ctx, r.tx, func(st *state) error {
+	err := r.s.read(ctx, func(st *state) error {
 		out = pageDown(st.membersOf[teamID], beforeID, limit, func(id string) (team.Member, bool) {
 			return cloneMember(st.members[id]), true
 		})
@@ -251,7 +242,7 @@ func (r memberships) List(ctx context.Context, teamID, beforeID string, limit in
 // Update keeps the stored email and invitation time: only the user id, role,
 // status and JoinedAt come from m.
 func (r memberships) Update(ctx context.Context, m team.Member) error {
-	return r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+	return r.s.write(ctx, func(st *state, undo *undoLog) error {
 		cur, err := st.memberOfTeam(m.TeamID, m.ID)
 		if err != nil {
 			return err
@@ -276,7 +267,7 @@ func (r memberships) Update(ctx context.Context, m team.Member) error {
 }
 
 func (r memberships) Count(ctx context.Context, teamID string) (active, owners int, err error) {
-	err = r.s.read(ctx, r.tx, func(st *state) error {
+	err = r.s.read(ctx, func(st *state) error {
 		for _, id := range st.membersOf[teamID] {
 			m := st.members[id]
 			if m.Status != team.StatusActive {
@@ -295,13 +286,10 @@ func (r memberships) Count(ctx context.Context, teamID string) (active, owners i
 	return active, owners, nil
 }
 
-type invitations struct {
-	s  *Store
-	tx *txn
-}
+type invitations struct{ s *Store }
 
 func (r invitations) Create(ctx context.Context, inv team.Invitation) error {
-	return r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+	return r.s.write(ctx, func(st *state, undo *undoLog) error {
 		if _, taken := st.invitations[inv.ID]; taken {
 			return domain.Conflict("an invitation with this id already exists")
 		}
@@ -312,7 +300,7 @@ func (r invitations) Create(ctx context.Context, inv team.Invitation) error {
 
 func (r invitations) ByID(ctx context.Context, id string) (team.Invitation, error) {
 	var inv team.Invitation
-	err := r.s.read(ctx, r.tx, func(st *state) error {
+	err := r.s.read(ctx, func(st *state) error {
 		found, ok := st.invitations[id]
 		if !ok {
 			return domain.NotFound("invitation")
@@ -326,7 +314,7 @@ func (r invitations) ByID(ctx context.Context, id string) (team.Invitation, erro
 // Consume reports an unknown id as false, as refreshTokens.Consume does.
 func (r invitations) Consume(ctx context.Context, id string, at time.Time) (bool, error) {
 	consumed := false
-	err := r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+	err := r.s.write(ctx, func(st *state, undo *undoLog) error {
 		inv, ok := st.invitations[id]
 		if !ok || inv.UsedAt != nil {
 			return nil
@@ -339,13 +327,10 @@ func (r invitations) Consume(ctx context.Context, id string, at time.Time) (bool
 	return consumed, err
 }
 
-type apiKeys struct {
-	s  *Store
-	tx *txn
-}
+type apiKeys struct{ s *Store }
 
 func (r apiKeys) Create(ctx context.Context, k account.APIKey) error {
-	return r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+	return r.s.write(ctx, func(st *state, undo *undoLog) error {
 		if _, taken := st.apiKeys[k.ID]; taken {
 			return domain.Conflict("an API key with this id already exists")
 		}
@@ -356,7 +341,7 @@ func (r apiKeys) Create(ctx context.Context, k account.APIKey) error {
 
 func (r apiKeys) ByID(ctx context.Context, id string) (account.APIKey, error) {
 	var k account.APIKey
-	err := r.s.read(ctx, r.tx, func(st *state) error {
+	err := r.s.read(ctx, func(st *state) error {
 		found, ok := st.apiKeys[id]
 		if !ok {
 			return domain.NotFound("API key")
@@ -369,7 +354,7 @@ func (r apiKeys) ByID(ctx context.Context, id string) (account.APIKey, error) {
 
 func (r apiKeys) ListByUser(ctx context.Context, teamID, userID string) ([]account.APIKey, error) {
 	var out []account.APIKey
-	err := r.s.read(ctx, r.tx, func(st *state) error {
+	err := r.s.read(ctx, func(st *state) error {
 		out = []account.APIKey{}
 		for _, k := range st.apiKeys {
 			if k.TeamID == teamID && k.UserID == userID {
@@ -385,7 +370,7 @@ func (r apiKeys) ListByUser(ctx context.Context, teamID, userID string) ([]accou
 }
 
 func (r apiKeys) Delete(ctx context.Context, teamID, id string) error {
-	return r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+	return r.s.write(ctx, func(st *state, undo *undoLog) error {
 		k, ok := st.apiKeys[id]
 		if !ok || k.TeamID != teamID {
 			return domain.NotFound("API key")
@@ -395,13 +380,10 @@ func (r apiKeys) Delete(ctx context.Context, teamID, id string) error {
 	})
 }
 
-type refreshTokens struct {
-	s  *Store
-	tx *txn
-}
+type refreshTokens struct{ s *Store }
 
 func (r refreshTokens) Create(ctx context.Context, t account.RefreshToken) error {
-	return r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+	return r.s.write(ctx, func(st *state, undo *undoLog) error {
 		if _, taken := st.refresh[t.ID]; taken {
 			return domain.Conflict("a refresh token with this id already exists")
 		}
@@ -412,7 +394,7 @@ func (r refreshTokens) Create(ctx context.Context, t account.RefreshToken) error
 
 func (r refreshTokens) ByID(ctx context.Context, id string) (account.RefreshToken, error) {
 	var t account.RefreshToken
-	err := r.s.read(ctx, r.tx, func(st *state) error {
+	err := r.s.read(ctx, func(st *state) error {
 		found, ok := st.refresh[id]
 		if !ok {
 			return domain.NotFound("refresh token")
@@ -427,7 +409,7 @@ func (r refreshTokens) ByID(ctx context.Context, id string) (account.RefreshToke
 // already looked the token up, and either way it may not be exchanged.
 func (r refreshTokens) Consume(ctx context.Context, id string, at time.Time) (bool, error) {
 	consumed := false
-	err := r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+	err := r.s.write(ctx, func(st *state, undo *undoLog) error {
 		t, ok := st.refresh[id]
 		if !ok || t.UsedAt != nil || t.RevokedAt != nil {
 			return nil
@@ -451,7 +433,7 @@ func (r refreshTokens) RevokeUser(ctx context.Context, userID string, at time.Ti
 // revokeWhere keeps the first revocation time of a token already revoked, so
 // that the time a family was first compromised is not overwritten.
 func (r refreshTokens) revokeWhere(ctx context.Context, at time.Time, match func(account.RefreshToken) bool) error {
-	return r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+	return r.s.write(ctx, func(st *state, undo *undoLog) error {
 		for id, t := range st.refresh {
 			if t.RevokedAt == nil && match(t) {
 				t.RevokedAt = utcPtr(&at)
@@ -462,13 +444,10 @@ func (r refreshTokens) revokeWhere(ctx context.Context, at time.Time, match func
 	})
 }
 
-type resetTokens struct {
-	s  *Store
-	tx *txn
-}
+type resetTokens struct{ s *Store }
 
 func (r resetTokens) Create(ctx context.Context, t account.ResetToken) error {
-	return r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+	return r.s.write(ctx, func(st *state, undo *undoLog) error {
 		if _, taken := st.resets[t.ID]; taken {
 			return domain.Conflict("a reset token with this id already exists")
 		}
@@ -479,7 +458,7 @@ func (r resetTokens) Create(ctx context.Context, t account.ResetToken) error {
 
 func (r resetTokens) ByID(ctx context.Context, id string) (account.ResetToken, error) {
 	var t account.ResetToken
-	err := r.s.read(ctx, r.tx, func(st *state) error {
+	err := r.s.read(ctx, func(st *state) error {
 		found, ok := st.resets[id]
 		if !ok {
 			return domain.NotFound("reset token")
@@ -493,7 +472,7 @@ func (r resetTokens) ByID(ctx context.Context, id string) (account.ResetToken, e
 // Consume reports an unknown id as false, as refreshTokens.Consume does.
 func (r resetTokens) Consume(ctx context.Context, id string, at time.Time) (bool, error) {
 	consumed := false
-	err := r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+	err := r.s.write(ctx, func(st *state, undo *undoLog) error {
 		t, ok := st.resets[id]
 		if !ok || t.UsedAt != nil {
 			return nil
@@ -506,13 +485,10 @@ func (r resetTokens) Consume(ctx context.Context, id string, at time.Time) (bool
 	return consumed, err
 }
 
-type profiles struct {
-	s  *Store
-	tx *txn
-}
+type profiles struct{ s *Store }
 
 func (r profiles) Create(ctx context.Context, p profile.Profile) error {
-	return r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+	return r.s.write(ctx, func(st *state, undo *undoLog) error {
 		if _, taken := st.profiles[p.ID]; taken {
 			return domain.Conflict("a profile with this id already exists")
 		}
@@ -533,7 +509,7 @@ func (st *state) profileOf(teamID, id string) (profile.Profile, error) {
 
 func (r profiles) ByID(ctx context.Context, teamID, id string) (profile.Profile, error) {
 	var p profile.Profile
-	err := r.s.read(ctx, r.tx, func(st *state) error {
+	err := r.s.read(ctx, func(st *state) error {
 		found, err := st.profileOf(teamID, id)
 		if err != nil {
 			return err
@@ -546,9 +522,9 @@ func (r profiles) ByID(ctx context.Context, teamID, id string) (profile.Profile,
 
 // List pages through the team's sorted ids, keeping the profiles the filter
 // matches.
-func (r profiles) List(ctx context.Context, teamID string, f ports.ProfileFilter) ([]profile.Profile, error) {
+func (r profiles) List(ctx context.Context, teamID string, f profilestore.Filter) ([]profile.Profile, error) {
 	var out []profile.Profile
-	err := r.s.read(ctx, r.tx, func(st *state) error {
+	err := r.s.read(ctx, func(st *state) error {
 		query := strings.ToLower(f.Query)
 		out = pageDown(st.profilesOf[teamID], f.BeforeID, f.Limit, func(id string) (profile.Profile, bool) {
 			p := st.profiles[id]
@@ -564,7 +540,7 @@ func (r profiles) List(ctx context.Context, teamID string, f ports.ProfileFilter
 
 // profileMatches applies the filter's conditions; query is f.Query lowered.
 // A status other than idle or running matches nothing.
-func profileMatches(p profile.Profile, f ports.ProfileFilter, query string) bool {
+func profileMatches(p profile.Profile, f profilestore.Filter, query string) bool {
 	if query != "" && !strings.Contains(strings.ToLower(p.Name), query) {
 		return false
 	}
@@ -580,7 +556,7 @@ func profileMatches(p profile.Profile, f ports.ProfileFilter, query string) bool
 // Update keeps the stored session, creator and creation time: only the
 // settings, version and UpdatedAt come from p.
 func (r profiles) Update(ctx context.Context, p profile.Profile, expectVersion int) error {
-	return r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+	return r.s.write(ctx, func(st *state, undo *undoLog) error {
 		cur, err := st.profileOf(p.TeamID, p.ID)
 		if err != nil {
 			return err
@@ -598,7 +574,7 @@ func (r profiles) Update(ctx context.Context, p profile.Profile, expectVersion i
 }
 
 func (r profiles) Delete(ctx context.Context, teamID, id string) error {
-	return r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+	return r.s.write(ctx, func(st *state, undo *undoLog) error {
 		cur, err := st.profileOf(teamID, id)
 		if err != nil {
 			return err
@@ -612,9 +588,9 @@ func (r profiles) Delete(ctx context.Context, teamID, id string) error {
 	})
 }
 
-func (r profiles) SwapSession(ctx context.Context, teamID, id string, s ports.SessionSwap) (bool, error) {
+func (r profiles) SwapSession(ctx context.Context, teamID, id string, s profilestore.SessionSwap) (bool, error) {
 	swapped := false
-	err := r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+	err := r.s.write(ctx, func(st *state, undo *undoLog) error {
 		cur, err := st.profileOf(teamID, id)
 		if err != nil {
 			return err
@@ -632,7 +608,7 @@ func (r profiles) SwapSession(ctx context.Context, teamID, id string, s ports.Se
 
 // sessionMatches is the condition of a swap, as SQL evaluates it: an idle
 // profile has no expiry, so a swap with ExpiredBy never matches it.
-func sessionMatches(cur *profile.Session, s ports.SessionSwap) bool {
+func sessionMatches(cur *profile.Session, s profilestore.SessionSwap) bool {
 	if cur == nil {
 		return s.ExpectSessionID == "" && s.ExpiredBy == nil
 	}
@@ -644,7 +620,7 @@ func sessionMatches(cur *profile.Session, s ports.SessionSwap) bool {
 
 func (r profiles) ListExpiredSessions(ctx context.Context, now time.Time, limit int) ([]profile.Profile, error) {
 	var out []profile.Profile
-	err := r.s.read(ctx, r.tx, func(st *state) error {
+	err := r.s.read(ctx, func(st *state) error {
 		out = []profile.Profile{}
 		if limit < 1 {
 			return nil
@@ -666,13 +642,10 @@ func (r profiles) ListExpiredSessions(ctx context.Context, now time.Time, limit 
 	return out, err
 }
 
-type outbox struct {
-	s  *Store
-	tx *txn
-}
+type outbox struct{ s *Store }
 
 func (r outbox) Append(ctx context.Context, e event.Event) error {
-	return r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+	return r.s.write(ctx, func(st *state, undo *undoLog) error {
 		if !st.appendEvent(undo, cloneEvent(e)) {
 			return domain.Conflict("an event with this id already exists")
 		}
@@ -684,7 +657,7 @@ func (r outbox) Append(ctx context.Context, e event.Event) error {
 // caller that computed a bad limit should not pull the whole outbox.
 func (r outbox) ListAfter(ctx context.Context, afterID string, limit int) ([]event.Event, error) {
 	var out []event.Event
-	err := r.s.read(ctx, r.tx, func(st *state) error {
+	err := r.s.read(ctx, func(st *state) error {
 		out = []event.Event{}
 		if limit < 1 {
 			return nil
@@ -706,7 +679,7 @@ func (r outbox) ListAfter(ctx context.Context, afterID string, limit int) ([]eve
 // this one has marked them or rolled back.
 func (r outbox) ClaimUndispatched(ctx context.Context, limit int) ([]event.Event, error) {
 	var out []event.Event
-	err := r.s.read(ctx, r.tx, func(st *state) error {
+	err := r.s.read(ctx, func(st *state) error {
 		out = []event.Event{}
 		if limit < 1 {
 			return nil
@@ -724,7 +697,7 @@ func (r outbox) ClaimUndispatched(ctx context.Context, limit int) ([]event.Event
 // MarkDispatched keeps the first dispatch time of an event marked twice and
 // ignores ids that are not in the outbox, as an UPDATE would.
 func (r outbox) MarkDispatched(ctx context.Context, ids []string, at time.Time) error {
-	return r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+	return r.s.write(ctx, func(st *state, undo *undoLog) error {
 		for _, id := range ids {
 			if _, found := slices.BinarySearchFunc(st.outbox, id, compareEventID); !found {
 				continue

@@ -1,4 +1,4 @@
-// Package memory owns the in-memory ports.Store: every repository held in
+// Package memory owns the in-memory storage.Store: every repository held in
 // process memory behind one lock. It is the reference implementation of the
 // store contract, used by tests and by adopters who boot the service without
 // a database; it keeps nothing across restarts.
@@ -10,23 +10,28 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/accountstore"
+	"github.com/profilesvc/profilesvc/ports/profilestore"
+	"github.com/profilesvc/profilesvc/ports/storage"
+	"github.com/profilesvc/profilesvc/ports/teamstore"
+	"github.com/profilesvc/profilesvc/ports/webhookstore"
 )
 
-var _ ports.Store = (*Store)(nil)
+var _ storage.Store = (*Store)(nil)
 
 var (
 	errUnitFinished = errors.New("memory store: transaction used after its unit of work finished")
-	errInsideUnit   = errors.New("memory store: store called inside its own unit of work; use the tx repositories")
+	errNestedUnit   = errors.New("memory store: unit of work started inside another; units do not nest")
 )
 
 // Store keeps every repository in memory. A unit of work holds the write lock
 // from start to end, so units run one at a time and a plain call from another
 // goroutine waits until the unit has finished.
 //
-// Inside fn, use only tx: the store's own repositories (or a nested Do) would
-// wait for the lock fn's unit holds. Such a call made with fn's context is
-// refused with an error rather than left to deadlock.
+// Inside fn, call repositories with fn's context: that context carries the
+// unit, so the calls write to it. A call with another context would wait for
+// the lock fn's unit holds; a nested Do with fn's context is refused with an
+// error rather than left to deadlock.
 type Store struct {
 	mu sync.RWMutex
 	st state
@@ -49,12 +54,13 @@ type txn struct {
 type txKey struct{}
 
 // Do runs fn under the store's write lock and undoes every write fn made if fn
-// returns an error, panics, or the context ends before it returns.
-func (s *Store) Do(ctx context.Context, fn func(ctx context.Context, tx ports.Repositories) error) error {
+// returns an error, panics, or the context ends before it returns. The unit
+// travels in fn's context: repositories called with it write to the unit.
+func (s *Store) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := s.refuseInsideUnit(ctx); err != nil {
+	if err := s.refuseNested(ctx); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -71,7 +77,7 @@ func (s *Store) Do(ctx context.Context, fn func(ctx context.Context, tx ports.Re
 		tx.mu.Unlock()
 		s.mu.Unlock()
 	}()
-	if err := fn(context.WithValue(ctx, txKey{}, tx), repositories{s: s, tx: tx}); err != nil {
+	if err := fn(context.WithValue(ctx, txKey{}, tx)); err != nil {
 		return err
 	}
 	// A database would refuse to commit once the context has ended.
@@ -85,84 +91,67 @@ func (s *Store) Do(ctx context.Context, fn func(ctx context.Context, tx ports.Re
 // Ping always succeeds: there is nothing to reach.
 func (s *Store) Ping(context.Context) error { return nil }
 
-// Users returns the user repository, each call on its own.
-func (s *Store) Users() ports.UserRepository { return users{s: s} }
+// Users returns the user repository.
+func (s *Store) Users() accountstore.Users { return users{s: s} }
 
-// Teams returns the team repository, each call on its own.
-func (s *Store) Teams() ports.TeamRepository { return teams{s: s} }
+// Teams returns the team repository.
+func (s *Store) Teams() teamstore.Teams { return teams{s: s} }
 
-// Memberships returns the membership repository, each call on its own.
-func (s *Store) Memberships() ports.MembershipRepository { return memberships{s: s} }
+// Memberships returns the membership repository.
+func (s *Store) Memberships() teamstore.Memberships { return memberships{s: s} }
 
-// Invitations returns the invitation repository, each call on its own.
-func (s *Store) Invitations() ports.InvitationRepository { return invitations{s: s} }
+// Invitations returns the invitation repository.
+func (s *Store) Invitations() teamstore.Invitations { return invitations{s: s} }
 
-// APIKeys returns the API key repository, each call on its own.
-func (s *Store) APIKeys() ports.APIKeyRepository { return apiKeys{s: s} }
+// APIKeys returns the API key repository.
+func (s *Store) APIKeys() accountstore.APIKeys { return apiKeys{s: s} }
 
-// RefreshTokens returns the refresh token repository, each call on its own.
-func (s *Store) RefreshTokens() ports.RefreshTokenRepository { return refreshTokens{s: s} }
+// RefreshTokens returns the refresh token repository.
+func (s *Store) RefreshTokens() accountstore.RefreshTokens { return refreshTokens{s: s} }
 
-// ResetTokens returns the reset token repository, each call on its own.
-func (s *Store) ResetTokens() ports.ResetTokenRepository { return resetTokens{s: s} }
+// ResetTokens returns the reset token repository.
+func (s *Store) ResetTokens() accountstore.ResetTokens { return resetTokens{s: s} }
 
-// Profiles returns the profile repository, each call on its own.
-func (s *Store) Profiles() ports.ProfileRepository { return profiles{s: s} }
+// Profiles returns the profile repository.
+func (s *Store) Profiles() profilestore.Profiles { return profiles{s: s} }
 
-// WebhookEndpoints returns the webhook endpoint repository, each call on its own.
-func (s *Store) WebhookEndpoints() ports.WebhookEndpointRepository { return webhookEndpoints{s: s} }
+// WebhookEndpoints returns the webhook endpoint repository.
+func (s *Store) WebhookEndpoints() webhookstore.Endpoints { return webhookEndpoints{s: s} }
 
-// Deliveries returns the delivery repository, each call on its own.
-func (s *Store) Deliveries() ports.DeliveryRepository { return deliveries{s: s} }
+// Deliveries returns the delivery repository.
+func (s *Store) Deliveries() webhookstore.Deliveries { return deliveries{s: s} }
 
-// Outbox returns the outbox, each call on its own.
-func (s *Store) Outbox() ports.Outbox { return outbox{s: s} }
+// Outbox returns the outbox.
+func (s *Store) Outbox() storage.Outbox { return outbox{s: s} }
 
-// repositories is the set bound to one unit of work.
-type repositories struct {
-	s  *Store
-	tx *txn
-}
-
-func (r repositories) Users() ports.UserRepository             { return users(r) }
-func (r repositories) Teams() ports.TeamRepository             { return teams(r) }
-func (r repositories) Memberships() ports.MembershipRepository { return memberships(r) }
-func (r repositories) Invitations() ports.InvitationRepository { return invitations(r) }
-func (r repositories) APIKeys() ports.APIKeyRepository         { return apiKeys(r) }
-func (r repositories) RefreshTokens() ports.RefreshTokenRepository {
-	return refreshTokens(r)
-}
-func (r repositories) ResetTokens() ports.ResetTokenRepository { return resetTokens(r) }
-func (r repositories) Profiles() ports.ProfileRepository       { return profiles(r) }
-func (r repositories) WebhookEndpoints() ports.WebhookEndpointRepository {
-	return webhookEndpoints(r)
-}
-func (r repositories) Deliveries() ports.DeliveryRepository { return deliveries(r) }
-func (r repositories) Outbox() ports.Outbox                 { return outbox(r) }
-
-func (s *Store) refuseInsideUnit(ctx context.Context) error {
-	if tx, ok := ctx.Value(txKey{}).(*txn); ok && tx.store == s && !tx.done.Load() {
-		return errInsideUnit
+// unitOf returns the unit of work of this store that ctx carries, if any.
+func (s *Store) unitOf(ctx context.Context) *txn {
+	if tx, ok := ctx.Value(txKey{}).(*txn); ok && tx.store == s {
+		return tx
 	}
 	return nil
 }
 
-// read runs fn with the state readable: inside the unit tx when tx is set,
+func (s *Store) refuseNested(ctx context.Context) error {
+	if tx := s.unitOf(ctx); tx != nil && !tx.done.Load() {
+		return errNestedUnit
+	}
+	return nil
+}
+
+// read runs fn with the state readable: inside the unit ctx carries, if any,
 // otherwise under the read lock.
-func (s *Store) read(ctx context.Context, tx *txn, fn func(st *state) error) error {
+func (s *Store) read(ctx context.Context, fn func(st *state) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if tx != nil {
+	if tx := s.unitOf(ctx); tx != nil {
 		tx.mu.Lock()
 		defer tx.mu.Unlock()
 		if tx.done.Load() {
 			return errUnitFinished
 		}
 		return fn(&s.st)
-	}
-	if err := s.refuseInsideUnit(ctx); err != nil {
-		return err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -172,20 +161,17 @@ func (s *Store) read(ctx context.Context, tx *txn, fn func(st *state) error) err
 // write runs fn with the state writable. Inside a unit, fn's changes go to
 // the unit's undo log; outside one, each call is its own commit and needs no
 // log, because every write checks before it changes anything.
-func (s *Store) write(ctx context.Context, tx *txn, fn func(st *state, undo *undoLog) error) error {
+func (s *Store) write(ctx context.Context, fn func(st *state, undo *undoLog) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if tx != nil {
+	if tx := s.unitOf(ctx); tx != nil {
 		tx.mu.Lock()
 		defer tx.mu.Unlock()
 		if tx.done.Load() {
 			return errUnitFinished
 		}
 		return fn(&s.st, &tx.undo)
-	}
-	if err := s.refuseInsideUnit(ctx); err != nil {
-		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -10,11 +10,11 @@ import (
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/team"
-	"github.com/profilesvc/profilesvc/ports"
 )
 
-// The contract is checked by tests/conformance; these tests cover what only
-// this adapter promises: misuse is refused rather than deadlocking.
+// The contract is checked by tests/conformance (nested units and contexts
+// that outlive their unit are refused there, for every store); these tests
+// cover what only this adapter promises.
 
 var now = time.Date(2031, 1, 2, 3, 4, 5, 0, time.UTC)
 
@@ -27,63 +27,13 @@ func newTeam(t *testing.T, id string) team.Team {
 	return tm
 }
 
-func TestStoreCalledInsideItsOwnUnitIsRefused(t *testing.T) {
-	s := memory.New()
-	ctx := context.Background()
-	var plainErr, nestedErr error
-	err := s.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
-		if err := tx.Teams().Create(ctx, newTeam(t, "tm_1")); err != nil {
-			return err
-		}
-		_, plainErr = s.Teams().ByID(ctx, "tm_1")
-		nestedErr = s.Do(ctx, func(context.Context, ports.Repositories) error { return nil })
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("Do: %v", err)
-	}
-	if plainErr == nil || domain.IsKind(plainErr, domain.KindNotFound) {
-		t.Fatalf("plain call inside the unit: %v, want the misuse error", plainErr)
-	}
-	if nestedErr == nil {
-		t.Fatal("nested Do inside the unit was not refused")
-	}
-	// Once the unit is over, the same context may be used again.
-	if _, err := s.Teams().ByID(ctx, "tm_1"); err != nil {
-		t.Fatalf("ByID after the unit: %v", err)
-	}
-}
-
-func TestTxUsedAfterItsUnitIsRefused(t *testing.T) {
-	s := memory.New()
-	ctx := context.Background()
-	var leaked ports.Repositories
-	var leakedCtx context.Context
-	if err := s.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
-		leaked, leakedCtx = tx, ctx
-		return nil
-	}); err != nil {
-		t.Fatalf("Do: %v", err)
-	}
-	if err := leaked.Teams().Create(leakedCtx, newTeam(t, "tm_late")); err == nil {
-		t.Fatal("write through a finished unit's tx succeeded")
-	}
-	if _, err := s.Teams().ByID(ctx, "tm_late"); !domain.IsKind(err, domain.KindNotFound) {
-		t.Fatalf("ByID of the refused team: %v, want not found", err)
-	}
-	// The finished unit's context no longer marks a unit in progress.
-	if err := s.Teams().Create(leakedCtx, newTeam(t, "tm_after")); err != nil {
-		t.Fatalf("plain call with a finished unit's context: %v", err)
-	}
-}
-
-// fn may share tx with goroutines of its own; the race detector checks that
-// the store serialises them.
+// fn may share its context with goroutines of its own; the race detector
+// checks that the store serialises their calls.
 func TestTxSharedByGoroutinesInsideTheUnit(t *testing.T) {
 	s := memory.New()
 	ctx := context.Background()
 	const n = 16
-	err := s.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
+	err := s.Do(ctx, func(ctx context.Context) error {
 		var wg sync.WaitGroup
 		errs := make([]error, n)
 		for i := range n {
@@ -91,8 +41,8 @@ func TestTxSharedByGoroutinesInsideTheUnit(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				id := "tm_" + string(rune('a'+i))
-				if errs[i] = tx.Teams().Create(ctx, newTeam(t, id)); errs[i] == nil {
-					_, errs[i] = tx.Teams().ByID(ctx, id)
+				if errs[i] = s.Teams().Create(ctx, newTeam(t, id)); errs[i] == nil {
+					_, errs[i] = s.Teams().ByID(ctx, id)
 				}
 			}()
 		}
@@ -117,8 +67,8 @@ func TestTxSharedByGoroutinesInsideTheUnit(t *testing.T) {
 func TestUnitWhoseContextEndsIsRolledBack(t *testing.T) {
 	s := memory.New()
 	ctx, cancel := context.WithCancel(context.Background())
-	err := s.Do(ctx, func(ctx context.Context, tx ports.Repositories) error {
-		if err := tx.Teams().Create(ctx, newTeam(t, "tm_cancelled")); err != nil {
+	err := s.Do(ctx, func(ctx context.Context) error {
+		if err := s.Teams().Create(ctx, newTeam(t, "tm_cancelled")); err != nil {
 			return err
 		}
 		cancel()

@@ -8,16 +8,13 @@ import (
 
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/webhook"
-	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/webhookstore"
 )
 
-type webhookEndpoints struct {
-	s  *Store
-	tx *txn
-}
+type webhookEndpoints struct{ s *Store }
 
 func (r webhookEndpoints) Create(ctx context.Context, e webhook.Endpoint) error {
-	return r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+	return r.s.write(ctx, func(st *state, undo *undoLog) error {
 		if _, taken := st.endpoints[e.ID]; taken {
 			return domain.Conflict("a webhook endpoint with this id already exists")
 		}
@@ -38,7 +35,7 @@ func (st *state) endpointOf(teamID, id string) (webhook.Endpoint, error) {
 
 func (r webhookEndpoints) ByID(ctx context.Context, teamID, id string) (webhook.Endpoint, error) {
 	var e webhook.Endpoint
-	err := r.s.read(ctx, r.tx, func(st *state) error {
+	err := r.s.read(ctx, func(st *state) error {
 		found, err := st.endpointOf(teamID, id)
 		if err != nil {
 			return err
@@ -52,7 +49,7 @@ func (r webhookEndpoints) ByID(ctx context.Context, teamID, id string) (webhook.
 // List pages through the team's sorted ids, as profiles.List does.
 func (r webhookEndpoints) List(ctx context.Context, teamID, beforeID string, limit int) ([]webhook.Endpoint, error) {
 	var out []webhook.Endpoint
-	err := r.s.read(ctx, r.tx, func(st *state) error {
+	err := r.s.read(ctx, func(st *state) error {
 		out = pageDown(st.endpointsOf[teamID], beforeID, limit, func(id string) (webhook.Endpoint, bool) {
 			return cloneEndpoint(st.endpoints[id]), true
 		})
@@ -64,7 +61,7 @@ func (r webhookEndpoints) List(ctx context.Context, teamID, beforeID string, lim
 // ListEnabled returns the endpoints in id order, oldest first.
 func (r webhookEndpoints) ListEnabled(ctx context.Context, teamID string) ([]webhook.Endpoint, error) {
 	var out []webhook.Endpoint
-	err := r.s.read(ctx, r.tx, func(st *state) error {
+	err := r.s.read(ctx, func(st *state) error {
 		out = []webhook.Endpoint{}
 		for _, id := range st.endpointsOf[teamID] {
 			if e := st.endpoints[id]; e.Enabled {
@@ -79,7 +76,7 @@ func (r webhookEndpoints) ListEnabled(ctx context.Context, teamID string) ([]web
 // Update keeps the stored creation time: only the URL, events, sealed
 // secret, enabled flag and UpdatedAt come from e.
 func (r webhookEndpoints) Update(ctx context.Context, e webhook.Endpoint) error {
-	return r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+	return r.s.write(ctx, func(st *state, undo *undoLog) error {
 		cur, err := st.endpointOf(e.TeamID, e.ID)
 		if err != nil {
 			return err
@@ -93,7 +90,7 @@ func (r webhookEndpoints) Update(ctx context.Context, e webhook.Endpoint) error 
 }
 
 func (r webhookEndpoints) Delete(ctx context.Context, teamID, id string) error {
-	return r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+	return r.s.write(ctx, func(st *state, undo *undoLog) error {
 		if _, err := st.endpointOf(teamID, id); err != nil {
 			return err
 		}
@@ -108,13 +105,10 @@ func (r webhookEndpoints) Delete(ctx context.Context, teamID, id string) error {
 	})
 }
 
-type deliveries struct {
-	s  *Store
-	tx *txn
-}
+type deliveries struct{ s *Store }
 
 func (r deliveries) Create(ctx context.Context, d webhook.Delivery) error {
-	return r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+	return r.s.write(ctx, func(st *state, undo *undoLog) error {
 		if _, taken := st.deliveries[d.ID]; taken {
 			return domain.Conflict("a delivery with this id already exists")
 		}
@@ -126,7 +120,7 @@ func (r deliveries) Create(ctx context.Context, d webhook.Delivery) error {
 
 func (r deliveries) ByID(ctx context.Context, teamID, id string) (webhook.Delivery, error) {
 	var d webhook.Delivery
-	err := r.s.read(ctx, r.tx, func(st *state) error {
+	err := r.s.read(ctx, func(st *state) error {
 		row, ok := st.deliveries[id]
 		if !ok || row.d.TeamID != teamID {
 			return domain.NotFound("delivery")
@@ -139,9 +133,9 @@ func (r deliveries) ByID(ctx context.Context, teamID, id string) (webhook.Delive
 
 // List pages through the endpoint's sorted ids; a status other than the
 // three matches nothing.
-func (r deliveries) List(ctx context.Context, teamID, endpointID string, f ports.DeliveryFilter) ([]webhook.Delivery, error) {
+func (r deliveries) List(ctx context.Context, teamID, endpointID string, f webhookstore.DeliveryFilter) ([]webhook.Delivery, error) {
 	var out []webhook.Delivery
-	err := r.s.read(ctx, r.tx, func(st *state) error {
+	err := r.s.read(ctx, func(st *state) error {
 		out = pageDown(st.deliveriesOf[endpointKey{teamID, endpointID}], f.BeforeID, f.Limit, func(id string) (webhook.Delivery, bool) {
 			d := st.deliveries[id].d
 			if f.Status != "" && d.Status != f.Status {
@@ -165,9 +159,9 @@ func (row deliveryRow) claimable(now time.Time, excluded []string) bool {
 // Claim takes the due rows earliest first, skipping those of an endpoint
 // that already has PerEndpoint in this claim, as the SQL stores' window
 // function does. A limit or per-endpoint bound below one claims nothing.
-func (r deliveries) Claim(ctx context.Context, c ports.DeliveryClaim) ([]webhook.Delivery, error) {
+func (r deliveries) Claim(ctx context.Context, c webhookstore.DeliveryClaim) ([]webhook.Delivery, error) {
 	var out []webhook.Delivery
-	err := r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+	err := r.s.write(ctx, func(st *state, undo *undoLog) error {
 		out = []webhook.Delivery{}
 		if c.Limit < 1 || c.PerEndpoint < 1 {
 			return nil
@@ -203,7 +197,7 @@ func (r deliveries) Claim(ctx context.Context, c ports.DeliveryClaim) ([]webhook
 // lease no other dispatcher has taken is still the owner's.
 func (r deliveries) Complete(ctx context.Context, d webhook.Delivery, owner string) (bool, error) {
 	completed := false
-	err := r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+	err := r.s.write(ctx, func(st *state, undo *undoLog) error {
 		row, ok := st.deliveries[d.ID]
 		if !ok || !row.leased || row.leaseOwner != owner {
 			return nil
@@ -220,7 +214,7 @@ func (r deliveries) Complete(ctx context.Context, d webhook.Delivery, owner stri
 
 func (r deliveries) Requeue(ctx context.Context, d webhook.Delivery) (bool, error) {
 	requeued := false
-	err := r.s.write(ctx, r.tx, func(st *state, undo *undoLog) error {
+	err := r.s.write(ctx, func(st *state, undo *undoLog) error {
 		row, ok := st.deliveries[d.ID]
 		if !ok || row.d.TeamID != d.TeamID || row.d.Status != webhook.StatusFailed {
 			return nil
@@ -236,7 +230,7 @@ func (r deliveries) Requeue(ctx context.Context, d webhook.Delivery) (bool, erro
 }
 
 func (r deliveries) Pending(ctx context.Context) (nextDue, oldestCreated time.Time, ok bool, err error) {
-	err = r.s.read(ctx, r.tx, func(st *state) error {
+	err = r.s.read(ctx, func(st *state) error {
 		for id := range st.pending {
 			row := st.deliveries[id]
 			if !ok || row.d.NextAttemptAt.Before(nextDue) {

@@ -1,0 +1,60 @@
+// Package accountstore declares the storage of the accounts module: users,
+// API keys, refresh tokens and password-reset tokens. The auth use cases own
+// it; another module that reads users declares the little it needs itself.
+//
+// Missing rows are reported as domain not-found errors, unique-key clashes as
+// domain conflict errors; anything else is an internal error.
+package accountstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/profilesvc/profilesvc/domain/account"
+)
+
+// Users stores users. Users are not team-scoped: one user may belong
+// to many teams.
+type Users interface {
+	// Create stores u; an email already taken (case-insensitive) is a conflict.
+	Create(ctx context.Context, u account.User) error
+	ByID(ctx context.Context, id string) (account.User, error)
+	// ByEmail finds a user by normalised email.
+	ByEmail(ctx context.Context, email string) (account.User, error)
+	UpdatePassword(ctx context.Context, id, passwordHash string, at time.Time) error
+	// ListByIDs returns the users of ids that exist, in no particular order.
+	ListByIDs(ctx context.Context, ids []string) ([]account.User, error)
+}
+
+// APIKeys stores API keys as hashes.
+type APIKeys interface {
+	Create(ctx context.Context, k account.APIKey) error
+	// ByID finds a key by id alone: authentication learns the team from the key.
+	ByID(ctx context.Context, id string) (account.APIKey, error)
+	// ListByUser returns the user's keys in the team, newest first.
+	ListByUser(ctx context.Context, teamID, userID string) ([]account.APIKey, error)
+	// Delete removes the key of the team; a key of another team is not found.
+	Delete(ctx context.Context, teamID, id string) error
+}
+
+// RefreshTokens stores refresh tokens in rotation families.
+type RefreshTokens interface {
+	Create(ctx context.Context, t account.RefreshToken) error
+	ByID(ctx context.Context, id string) (account.RefreshToken, error)
+	// Consume marks the token used at at if it is neither used nor revoked,
+	// atomically: of concurrent callers for one token exactly one gets true.
+	Consume(ctx context.Context, id string, at time.Time) (bool, error)
+	// RevokeFamily revokes every token of the family that is not yet revoked.
+	RevokeFamily(ctx context.Context, familyID string, at time.Time) error
+	// RevokeUser revokes every token of the user that is not yet revoked.
+	RevokeUser(ctx context.Context, userID string, at time.Time) error
+}
+
+// ResetTokens stores password-reset tokens.
+type ResetTokens interface {
+	Create(ctx context.Context, t account.ResetToken) error
+	ByID(ctx context.Context, id string) (account.ResetToken, error)
+	// Consume marks the token used if it is not yet used; exactly one of
+	// concurrent callers gets true.
+	Consume(ctx context.Context, id string, at time.Time) (bool, error)
+}

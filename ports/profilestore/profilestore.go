@@ -1,0 +1,66 @@
+// Package profilestore declares the storage of the profiles module: profiles
+// with their settings and the session lease each carries. The profile use
+// cases own it.
+//
+// Missing rows are reported as domain not-found errors, unique-key clashes as
+// domain conflict errors; anything else is an internal error.
+package profilestore
+
+import (
+	"context"
+	"time"
+
+	"github.com/profilesvc/profilesvc/domain/profile"
+)
+
+// Filter selects a page of a team's profiles, newest (highest id)
+// first.
+type Filter struct {
+	// Query keeps profiles whose name contains it, ignoring case; "" keeps all.
+	Query string
+	// Status keeps idle or running profiles; "" keeps both.
+	Status profile.Status
+	// Tag keeps profiles carrying exactly this tag; "" keeps all.
+	Tag string
+	// BeforeID keeps profiles with an id lower than it: the cursor of the
+	// previous page. "" starts at the newest.
+	BeforeID string
+	// Limit is the most profiles returned (at least 1).
+	Limit int
+}
+
+// SessionSwap is a compare-and-set on a profile's session: it applies only
+// when the profile's current session matches.
+type SessionSwap struct {
+	// ExpectSessionID is the id of the session the profile must hold now,
+	// or "" when it must hold none.
+	ExpectSessionID string
+	// ExpiredBy, when set, also requires the current session's ExpiresAt to
+	// be at or before it (a reaper must not end a session a heartbeat has
+	// just extended).
+	ExpiredBy *time.Time
+	// Next is the session the profile holds afterwards; nil ends it.
+	Next *profile.Session
+}
+
+// Profiles stores profiles, each with its session lease. Every
+// call but ListExpiredSessions is scoped to one team: another team's profile
+// is not found.
+type Profiles interface {
+	// Create stores p (with its tags).
+	Create(ctx context.Context, p profile.Profile) error
+	ByID(ctx context.Context, teamID, id string) (profile.Profile, error)
+	List(ctx context.Context, teamID string, f Filter) ([]profile.Profile, error)
+	// Update replaces p's settings (not its session) if the stored version
+	// is expectVersion; a different version is a precondition-failed error.
+	Update(ctx context.Context, p profile.Profile, expectVersion int) error
+	// Delete removes an idle profile; a running one is a conflict.
+	Delete(ctx context.Context, teamID, id string) error
+	// SwapSession applies s atomically and reports whether it matched: of
+	// concurrent swaps expecting the same session exactly one applies, in
+	// every instance of the service sharing the database.
+	SwapSession(ctx context.Context, teamID, id string, s SessionSwap) (bool, error)
+	// ListExpiredSessions returns up to limit profiles of any team whose
+	// session expired at or before now, earliest expiry first.
+	ListExpiredSessions(ctx context.Context, now time.Time, limit int) ([]profile.Profile, error)
+}

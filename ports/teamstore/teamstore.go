@@ -1,0 +1,59 @@
+// Package teamstore declares the storage of the teams module: teams, their
+// memberships and invitations. The team use cases own it.
+//
+// Missing rows are reported as domain not-found errors, unique-key clashes as
+// domain conflict errors; anything else is an internal error.
+package teamstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/profilesvc/profilesvc/domain/team"
+)
+
+// Teams stores teams.
+type Teams interface {
+	Create(ctx context.Context, t team.Team) error
+	ByID(ctx context.Context, id string) (team.Team, error)
+	// Lock takes the team's lock until the unit of work ends: a second unit
+	// locking the same team waits, so rules that count the team's members
+	// (the last owner) hold under concurrent changes. A missing team is not
+	// found.
+	Lock(ctx context.Context, id string) error
+}
+
+// Memberships stores the memberships of users in teams.
+type Memberships interface {
+	// Create stores m; a second membership of one user (a non-empty user
+	// id) or of one email (case-insensitively) in one team is a conflict.
+	// Invited members whose email has no account yet have an empty user id.
+	Create(ctx context.Context, m team.Member) error
+	// ByUser returns the user's membership of the team, whatever its status.
+	ByUser(ctx context.Context, teamID, userID string) (team.Member, error)
+	// ListByUser returns the user's memberships in every team, oldest first.
+	ListByUser(ctx context.Context, userID string) ([]team.Member, error)
+	// ByID returns a membership of the team; another team's is not found.
+	ByID(ctx context.Context, teamID, id string) (team.Member, error)
+	// ByEmail returns the team's membership of an email (compared
+	// case-insensitively), whatever its status.
+	ByEmail(ctx context.Context, teamID, email string) (team.Member, error)
+	// List returns up to limit memberships of the team with an id lower than
+	// beforeID ("" for the first page), newest (highest id) first.
+	List(ctx context.Context, teamID, beforeID string, limit int) ([]team.Member, error)
+	// Update replaces the user id, role, status and joined time of a
+	// membership of m.TeamID; a user already a member of the team is a
+	// conflict.
+	Update(ctx context.Context, m team.Member) error
+	// Count returns the team's active members and, of those, owners.
+	Count(ctx context.Context, teamID string) (active, owners int, err error)
+}
+
+// Invitations stores invitation tokens as hashes.
+type Invitations interface {
+	Create(ctx context.Context, inv team.Invitation) error
+	ByID(ctx context.Context, id string) (team.Invitation, error)
+	// Consume marks the invitation used if it is not yet used; exactly one
+	// of concurrent callers gets true.
+	Consume(ctx context.Context, id string, at time.Time) (bool, error)
+}

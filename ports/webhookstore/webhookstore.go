@@ -1,0 +1,91 @@
+// Package webhookstore declares the storage of the webhooks module: a team's
+// endpoints, the deliveries of events to them with the leases dispatchers
+// hold, and the claims on the outbox that fan events out. The webhook use
+// cases own it.
+//
+// Missing rows are reported as domain not-found errors, unique-key clashes as
+// domain conflict errors; anything else is an internal error.
+package webhookstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/profilesvc/profilesvc/domain/event"
+	"github.com/profilesvc/profilesvc/domain/webhook"
+)
+
+// Endpoints stores a team's webhook endpoints.
+type Endpoints interface {
+	Create(ctx context.Context, e webhook.Endpoint) error
+	// ByID returns an endpoint of the team; another team's is not found.
+	ByID(ctx context.Context, teamID, id string) (webhook.Endpoint, error)
+	// List returns up to limit endpoints of the team with an id lower than
+	// beforeID ("" for the first page), newest first.
+	List(ctx context.Context, teamID, beforeID string, limit int) ([]webhook.Endpoint, error)
+	// ListEnabled returns every enabled endpoint of the team, for fan-out.
+	ListEnabled(ctx context.Context, teamID string) ([]webhook.Endpoint, error)
+	// Update replaces url, events, sealed secret, enabled and updated time.
+	Update(ctx context.Context, e webhook.Endpoint) error
+	// Delete removes the endpoint and its deliveries.
+	Delete(ctx context.Context, teamID, id string) error
+}
+
+// DeliveryFilter selects a page of an endpoint's deliveries, newest first.
+type DeliveryFilter struct {
+	// Status keeps deliveries in that state; "" keeps all.
+	Status webhook.Status
+	// BeforeID keeps deliveries with an id lower than it ("" from the newest).
+	BeforeID string
+	Limit    int
+}
+
+// DeliveryClaim asks for due deliveries to attempt.
+type DeliveryClaim struct {
+	// Owner names the claiming dispatcher (one per process).
+	Owner string
+	// Now: deliveries whose NextAttemptAt is at or before it are due.
+	Now time.Time
+	// LeaseUntil is when the claim lapses if the owner never completes it,
+	// so another dispatcher attempts the delivery again.
+	LeaseUntil time.Time
+	Limit      int
+	// PerEndpoint bounds the deliveries of one endpoint in one claim.
+	PerEndpoint int
+	// ExcludeEndpoints are endpoints the owner has enough in flight for.
+	ExcludeEndpoints []string
+}
+
+// Deliveries stores deliveries and leases them to dispatchers.
+type Deliveries interface {
+	Create(ctx context.Context, d webhook.Delivery) error
+	// ByID returns a delivery of the team; another team's is not found.
+	ByID(ctx context.Context, teamID, id string) (webhook.Delivery, error)
+	List(ctx context.Context, teamID, endpointID string, f DeliveryFilter) ([]webhook.Delivery, error)
+	// Claim leases up to c.Limit pending, due deliveries whose lease is
+	// free or lapsed, earliest due first. Concurrent claims, from any
+	// instance, never return the same delivery while its lease holds
+	// (PostgreSQL: FOR UPDATE SKIP LOCKED).
+	Claim(ctx context.Context, c DeliveryClaim) ([]webhook.Delivery, error)
+	// Complete stores d's status, attempts, round start, next attempt and
+	// updated time and frees the lease, if owner still holds it; false
+	// when the lease lapsed and another dispatcher took the delivery.
+	Complete(ctx context.Context, d webhook.Delivery, owner string) (bool, error)
+	// Requeue stores a retried delivery (status, round start, next attempt,
+	// updated time) if it is still failed; false otherwise.
+	Requeue(ctx context.Context, d webhook.Delivery) (bool, error)
+	// Pending reports the earliest NextAttemptAt and the earliest CreatedAt
+	// of pending deliveries across teams; ok is false when none is pending.
+	Pending(ctx context.Context) (nextDue, oldestCreated time.Time, ok bool, err error)
+}
+
+// OutboxClaims is how the pipeline takes committed events for fan-out.
+type OutboxClaims interface {
+	// ClaimUndispatched returns up to limit events not yet fanned out to
+	// webhook deliveries, lowest id first, locked for the caller's unit of
+	// work: concurrent units (other instances) skip them (PostgreSQL:
+	// FOR UPDATE SKIP LOCKED) and see them again if the unit rolls back.
+	ClaimUndispatched(ctx context.Context, limit int) ([]event.Event, error)
+	// MarkDispatched records that the events have been fanned out.
+	MarkDispatched(ctx context.Context, ids []string, at time.Time) error
+}
