@@ -3,6 +3,7 @@ package cache_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -11,6 +12,9 @@ import (
 	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/tests/testenv"
 )
+
+// TestMain fails the run when a Redis test leaves keys behind.
+func TestMain(m *testing.M) { os.Exit(testenv.RunCheckingRedisKeys(m)) }
 
 var start = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -83,7 +87,7 @@ func TestNonPositiveTTLRefused(t *testing.T) {
 
 func TestRedisNonPositiveTTLRefused(t *testing.T) {
 	client := testenv.RedisClient(t)
-	prefix := testenv.UniqueName("profilesvc-test:cache-ttl:")
+	prefix := testenv.RedisKeyPrefix(t, client, "cache-ttl")
 	expectTTLRefused(t, cache.NewRedis(client, prefix))
 	if n, err := client.Exists(context.Background(), prefix+"k").Result(); err != nil || n != 0 {
 		t.Fatalf("a refused Set stored the key: exists = %d, %v", n, err)

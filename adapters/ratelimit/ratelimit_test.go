@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -11,6 +12,9 @@ import (
 	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/tests/testenv"
 )
+
+// TestMain fails the run when a Redis test leaves keys behind.
+func TestMain(m *testing.M) { os.Exit(testenv.RunCheckingRedisKeys(m)) }
 
 var start = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -75,8 +79,7 @@ func TestRedisCounterExpiresWithItsWindow(t *testing.T) {
 	client := testenv.RedisClient(t)
 	ctx := context.Background()
 	c := clock.NewFake(start.Add(20 * time.Second))
-	prefix := testenv.UniqueName("profilesvc-test:ratelimit-ttl:")
-	testenv.DeleteKeysOnCleanup(t, client, prefix)
+	prefix := testenv.RedisKeyPrefix(t, client, "ratelimit-ttl")
 	l := ratelimit.NewRedis(client, c, prefix)
 	if _, err := l.Hit(ctx, "k", 5, time.Minute); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package conformance_test
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -11,6 +12,10 @@ import (
 	"github.com/profilesvc/profilesvc/tests/testenv"
 )
 
+// TestMain fails the run when a Redis suite of this package leaves keys
+// behind.
+func TestMain(m *testing.M) { os.Exit(testenv.RunCheckingRedisKeys(m)) }
+
 func TestLocalCache(t *testing.T) {
 	conformance.RunCache(t, func(*testing.T) (ports.Cache, func(time.Duration)) {
 		c := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -20,8 +25,7 @@ func TestLocalCache(t *testing.T) {
 
 func TestRedisCache(t *testing.T) {
 	client := testenv.RedisClient(t) // skips the suite when TEST_REDIS_URL is unset
-	prefix := testenv.UniqueName("profilesvc-test:cache:")
-	testenv.DeleteKeysOnCleanup(t, client, prefix)
+	prefix := testenv.RedisKeyPrefix(t, client, "cache")
 	conformance.RunCache(t, func(t *testing.T) (ports.Cache, func(time.Duration)) {
 		return cache.NewRedis(testenv.RedisClient(t), prefix), nil
 	})

@@ -20,8 +20,7 @@ func TestLocalIdempotencyStore(t *testing.T) {
 
 func TestRedisIdempotencyStore(t *testing.T) {
 	client := testenv.RedisClient(t) // skips the suite when TEST_REDIS_URL is unset
-	prefix := testenv.UniqueName("profilesvc-test:idempotency:")
-	testenv.DeleteKeysOnCleanup(t, client, prefix)
+	prefix := testenv.RedisKeyPrefix(t, client, "idempotency")
 	conformance.RunIdempotencyStore(t, func(t *testing.T) (ports.IdempotencyStore, func(time.Duration)) {
 		return idempotency.NewRedis(testenv.RedisClient(t), prefix), nil
 	})

@@ -19,8 +19,7 @@ func TestRedisRateLimiter(t *testing.T) {
 	client := testenv.RedisClient(t) // skips the suite when TEST_REDIS_URL is unset
 	// One prefix for the whole run: limiters built for one subtest must share
 	// their counters, and the suite's keys are unique per run.
-	prefix := testenv.UniqueName("profilesvc-test:ratelimit:")
-	testenv.DeleteKeysOnCleanup(t, client, prefix)
+	prefix := testenv.RedisKeyPrefix(t, client, "ratelimit")
 	newLimiter := func(t *testing.T, c ports.Clock) ports.RateLimiter {
 		return ratelimit.NewRedis(testenv.RedisClient(t), c, prefix)
 	}

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bytes"
+	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,23 +19,31 @@ import (
 
 // TestWebhooksSurviveAKilledInstance runs two service processes on one
 // PostgreSQL database, creates 2,000 profiles through both, and kill -9s
-// one of them halfway. Every profile.created event must still reach the
-// receiver, duplicates only by event id: the killed instance's leases
-// lapse and the other instance delivers. A request the killed instance
-// had in flight counts as not delivered (the receiver never answered it).
+// one of them halfway, while it holds leased deliveries whose requests the
+// receiver has in hand. Every committed profile.created event must still
+// reach the receiver, duplicates only by event id: the killed instance's
+// leases lapse and the other instance delivers.
+//
+// The receiver never answers the doomed instance: it asks the database
+// which dispatcher leases the delivery of each request and holds the
+// doomed one's until the connection closes. So a request of the doomed
+// instance is never delivered, whenever it is killed, and every event it
+// had in flight can only arrive again, with the same id, from the survivor.
 func TestWebhooksSurviveAKilledInstance(t *testing.T) {
 	dbURL := testenv.PostgresURL(t)
+	db, err := sql.Open("pgx", dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
 
-	// The receiver holds every request until the kill, so the doomed
-	// instance dies with leased deliveries in flight: only lease expiry
-	// gets them delivered.
-	gate := make(chan struct{})
-	var gateOnce sync.Once
-	openGate := func() { gateOnce.Do(func() { close(gate) }) }
-	t.Cleanup(openGate)
+	var doomedOwner atomic.Pointer[string]
 	var mu sync.Mutex
-	seen := map[string]int{}           // event id -> deliveries
-	profileEvents := map[string]bool{} // profile id -> its created event arrived
+	arrivals := map[string]int{}        // event id -> requests that arrived
+	delivered := map[string]bool{}      // event id -> answered 200
+	profileOwner := map[string]string{} // profile id -> lease owner of its answered created event
+	held := map[string]int{}            // event id -> requests of the doomed instance held now
+	var lookupFailures atomic.Int64
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var p struct {
 			ID   string `json:"id"`
@@ -50,16 +60,39 @@ func TestWebhooksSurviveAKilledInstance(t *testing.T) {
 			return
 		}
 		mu.Lock()
-		seen[p.ID]++
+		arrivals[p.ID]++
 		mu.Unlock()
-		select {
-		case <-gate:
-		case <-r.Context().Done():
-			return // the sender is gone: not delivered
+		// A dispatcher holds the lease for as long as its attempt runs, so
+		// the lease owner names the sender. Not the request's context: a
+		// sender killed meanwhile must still be recognised, not answered.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var owner string
+		err := db.QueryRowContext(ctx, `SELECT lease_owner FROM webhook_deliveries WHERE event_id = $1 AND status = 'pending' AND lease_owner IS NOT NULL`, p.ID).Scan(&owner)
+		if err != nil {
+			// No lease (its sender timed out before the question was
+			// answered) or no answer from the database: a 503 makes it a
+			// retry, never a delivery nobody can attribute.
+			lookupFailures.Add(1)
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		if o := doomedOwner.Load(); o != nil && owner == *o {
+			mu.Lock()
+			held[p.ID]++
+			mu.Unlock()
+			<-r.Context().Done() // the sender timed out or was killed: not delivered
+			mu.Lock()
+			if held[p.ID]--; held[p.ID] == 0 {
+				delete(held, p.ID)
+			}
+			mu.Unlock()
+			return
 		}
 		mu.Lock()
+		delivered[p.ID] = true
 		if p.Type == "profile.created" {
-			profileEvents[p.Data.Profile.ID] = true
+			profileOwner[p.Data.Profile.ID] = owner
 		}
 		mu.Unlock()
 	}))
@@ -74,23 +107,53 @@ func TestWebhooksSurviveAKilledInstance(t *testing.T) {
 		addr := freeAddr(t)
 		return startProcess(t, t.TempDir(), env(addr), addr)
 	}
-	survivor, doomed := start(), start()
 	base := func(p *process) string { return "http://" + p.addr }
 
+	// The doomed instance runs alone first, so the dispatcher that delivers
+	// the probe profile's event is its own: that names its lease owner.
+	doomed := start()
 	var reg struct {
 		AccessToken string `json:"accessToken"`
 	}
-	if status, err := post(base(survivor), "/api/v1/auth/register", "", map[string]any{"email": "hooks@example.com", "password": "two instances", "name": "Hooks"}, &reg); err != nil || status != http.StatusCreated {
+	if status, err := post(base(doomed), "/api/v1/auth/register", "", map[string]any{"email": "hooks@example.com", "password": "two instances", "name": "Hooks"}, &reg); err != nil || status != http.StatusCreated {
 		t.Fatalf("register: %d %v", status, err)
 	}
-	if status, err := post(base(survivor), "/v1/webhooks", reg.AccessToken, map[string]any{"url": receiver.URL, "events": []string{"profile.created"}, "secret": "e2e-webhook-secret-0123456789abcdef"}, nil); err != nil || status != http.StatusCreated {
+	if status, err := post(base(doomed), "/v1/webhooks", reg.AccessToken, map[string]any{"url": receiver.URL, "events": []string{"profile.created"}, "secret": "e2e-webhook-secret-0123456789abcdef"}, nil); err != nil || status != http.StatusCreated {
 		t.Fatalf("create webhook: %d %v", status, err)
 	}
+	createProfile := func(p *process, name string) (string, bool) {
+		var out struct {
+			ID string `json:"id"`
+		}
+		status, err := post(base(p), "/api/v1/profiles", reg.AccessToken, map[string]any{"name": name, "templateId": "tpl_chrome_win_us", "proxy": nil}, &out)
+		return out.ID, err == nil && status == http.StatusCreated
+	}
+	probe, ok := createProfile(doomed, "probe")
+	if !ok {
+		t.Fatal("creating the probe profile failed")
+	}
+	var owner string
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		mu.Lock()
+		owner = profileOwner[probe]
+		mu.Unlock()
+		if owner != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the probe profile's event was not delivered within 30 s\n%s", doomed.output)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the receiver; bounded by the deadline
+	}
+	doomedOwner.Store(&owner)
+	survivor := start()
 
 	const n = 2000
 	var created sync.Map // profile id -> true, for every 201
+	created.Store(probe, true)
 	var next atomic.Int64
 	var killed atomic.Bool
+	halfway := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := range 8 {
 		wg.Go(func() {
@@ -99,30 +162,57 @@ func TestWebhooksSurviveAKilledInstance(t *testing.T) {
 				if i > n {
 					return
 				}
+				if i == n/2 {
+					close(halfway)
+				}
 				target := survivor
 				if w%2 == 1 && !killed.Load() {
 					target = doomed
 				}
-				var p struct {
-					ID string `json:"id"`
-				}
-				status, err := post(base(target), "/api/v1/profiles", reg.AccessToken, map[string]any{"name": fmt.Sprintf("p%d", i), "templateId": "tpl_chrome_win_us", "proxy": nil}, &p)
-				if err == nil && status == http.StatusCreated {
-					created.Store(p.ID, true)
+				if id, ok := createProfile(target, fmt.Sprintf("p%d", i)); ok {
+					created.Store(id, true)
 				}
 			}
 		})
 	}
-	// Kill one instance halfway, with deliveries in flight and leased.
-	for next.Load() < n/2 {
-		time.Sleep(time.Millisecond) // watching the load generator's progress; bounded by n
+	// The doomed instance's attempts time out (WEBHOOK_TIMEOUT, 5 s) and are
+	// retried on the schedule 0s,5s,25s,125s, perhaps by itself again: the
+	// kill must come before it could fail a delivery's fourth attempt, 170 s
+	// after the first.
+	preKill := time.Now().Add(2 * time.Minute)
+	select {
+	case <-halfway:
+	case <-time.After(time.Until(preKill)):
+		t.Fatal("the load generator did not reach halfway within 2 minutes")
+	}
+
+	// The takeover's precondition, read from the database: the doomed
+	// instance holds unexpired leases on deliveries whose requests the
+	// receiver has in hand.
+	var inFlight []string
+	for {
+		leased := leasedDeliveries(t, db, owner)
+		mu.Lock()
+		inFlight = inFlight[:0]
+		for _, id := range leased {
+			if held[id] > 0 {
+				inFlight = append(inFlight, id)
+			}
+		}
+		mu.Unlock()
+		if len(inFlight) > 0 {
+			break
+		}
+		if time.Now().After(preKill) {
+			t.Fatalf("the doomed instance held no leased delivery in flight within 2 minutes\n%s", doomed.output)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the database; bounded by the deadline
 	}
 	if err := doomed.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	killed.Store(true)
 	<-doomed.done
-	openGate()
 	wg.Wait()
 
 	var want []string
@@ -130,34 +220,84 @@ func TestWebhooksSurviveAKilledInstance(t *testing.T) {
 	if len(want) < n*9/10 {
 		t.Fatalf("only %d of %d profiles were created", len(want), n)
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	// Done when every committed profile.created event was answered and
+	// every delivery is recorded as succeeded: the lapsed leases included.
+	// A lease lapses within 20 s, but a delivery the doomed instance failed
+	// three times waits 125 s for its last attempt.
+	for deadline := time.Now().Add(3 * time.Minute); ; {
+		committed := committedEvents(t, db)
+		var unfinished int
+		if err := db.QueryRow(`SELECT count(*) FROM webhook_deliveries WHERE status <> 'succeeded'`).Scan(&unfinished); err != nil {
+			t.Fatal(err)
+		}
 		mu.Lock()
-		missing := 0
+		var missingEvents, missingProfiles int
+		for _, id := range committed {
+			if !delivered[id] {
+				missingEvents++
+			}
+		}
 		for _, id := range want {
-			if !profileEvents[id] {
-				missing++
+			if profileOwner[id] == "" {
+				missingProfiles++
 			}
 		}
 		mu.Unlock()
-		if missing == 0 {
+		if missingEvents == 0 && missingProfiles == 0 && unfinished == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d created profiles never reached the receiver", missing, len(want))
+			t.Fatalf("after 3 minutes: %d of %d committed events and %d of %d created profiles never reached the receiver; %d deliveries not succeeded; %d requests found no lease\n%s",
+				missingEvents, len(committed), missingProfiles, len(want), unfinished, lookupFailures.Load(), survivor.output)
 		}
 		time.Sleep(50 * time.Millisecond) // waiting for deliveries; bounded by the deadline
 	}
+
 	mu.Lock()
 	defer mu.Unlock()
-	dups := 0
-	for _, c := range seen {
-		dups += c - 1
+	for _, id := range inFlight {
+		if arrivals[id] < 2 || !delivered[id] {
+			t.Errorf("event %s, in flight at the kill, arrived %d times, delivered %v: want a second delivery with the same id", id, arrivals[id], delivered[id])
+		}
 	}
-	t.Logf("%d profiles created, %d distinct events delivered, %d deliveries repeated (same id)", len(want), len(seen), dups)
-	if dups == 0 {
-		t.Fatal("nothing was delivered twice: the killed instance held no lease, so the test did not exercise the takeover")
+	repeated := 0
+	for _, c := range arrivals {
+		repeated += c - 1
 	}
+	t.Logf("%d profiles created, %d distinct events delivered, %d in flight at the kill, %d requests repeated (same id), %d found no lease", len(want), len(delivered), len(inFlight), repeated, lookupFailures.Load())
+}
+
+// leasedDeliveries lists the events of the deliveries owner leases now.
+func leasedDeliveries(t *testing.T, db *sql.DB, owner string) []string {
+	t.Helper()
+	return eventIDs(t, db, `SELECT event_id FROM webhook_deliveries WHERE lease_owner = $1 AND status = 'pending' AND lease_until > $2`, owner, time.Now().UTC())
+}
+
+// committedEvents lists the profile.created events in the outbox.
+func committedEvents(t *testing.T, db *sql.DB) []string {
+	t.Helper()
+	return eventIDs(t, db, `SELECT id FROM outbox_events WHERE type = 'profile.created'`)
+}
+
+func eventIDs(t *testing.T, db *sql.DB, query string, args ...any) []string {
+	t.Helper()
+	rows, err := db.Query(query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return ids
 }
 
 // post sends a JSON body and decodes the data of the answer.
