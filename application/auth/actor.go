@@ -2,10 +2,8 @@ package auth
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/profilesvc/profilesvc/application/paging"
 	"github.com/profilesvc/profilesvc/domain"
@@ -102,7 +100,7 @@ func (s *Service) apiKey(ctx context.Context, presented string) (cachedKey, erro
 			}
 		}
 	}
-	if subtle.ConstantTimeCompare(k.Hash, account.Digest(secret)) != 1 {
+	if !account.SecretMatches(k.Hash, secret) {
 		return cachedKey{}, errBadAPIKey
 	}
 	return k, nil
@@ -136,16 +134,12 @@ func (s *Service) CreateAPIKey(ctx context.Context, actor team.Actor, name strin
 	if err := actor.Require(team.ActRead); err != nil {
 		return NewAPIKey{}, err
 	}
-	name = strings.TrimSpace(name)
-	if name == "" || utf8.RuneCountInString(name) > 100 {
-		return NewAPIKey{}, domain.Invalid("name", "must be 1 to 100 characters")
-	}
 	id := s.d.IDs.New("key")
 	idPart := strings.TrimPrefix(id, "key_")
 	secret := account.NewSecret(32)
-	k := account.APIKey{
-		ID: id, TeamID: actor.TeamID, UserID: actor.UserID, Name: name,
-		Prefix: apiKeyPrefix + idPart, Hash: account.Digest(secret), CreatedAt: s.d.Clock.Now().UTC(),
+	k, err := account.NewAPIKey(id, actor.TeamID, actor.UserID, name, apiKeyPrefix+idPart, secret, s.d.Clock.Now())
+	if err != nil {
+		return NewAPIKey{}, err
 	}
 	if err := s.d.APIKeys.Create(ctx, k); err != nil {
 		return NewAPIKey{}, err

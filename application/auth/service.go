@@ -5,7 +5,6 @@ package auth
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"log/slog"
 	"strconv"
@@ -291,7 +290,7 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string) (SignIn, err
 	if err != nil {
 		return SignIn{}, err
 	}
-	if subtle.ConstantTimeCompare(rt.Hash, account.Digest(secret)) != 1 {
+	if !account.SecretMatches(rt.Hash, secret) {
 		return SignIn{}, errBadRefresh
 	}
 	now := s.d.Clock.Now().UTC()
@@ -410,7 +409,7 @@ func (s *Service) ResetPassword(ctx context.Context, token, password string) err
 		return err
 	}
 	now := s.d.Clock.Now().UTC()
-	if subtle.ConstantTimeCompare(rt.Hash, account.Digest(secret)) != 1 || !rt.Usable(now) {
+	if !rt.Redeemable(secret, now) {
 		return errBadReset
 	}
 	hash, err := s.d.Hasher.Hash(ctx, password)

@@ -5,7 +5,6 @@ package teams
 
 import (
 	"context"
-	"crypto/subtle"
 	"log/slog"
 	"strings"
 	"time"
@@ -147,21 +146,15 @@ func (s *Service) Invite(ctx context.Context, actor team.Actor, email, role stri
 			}
 		case err != nil:
 			return err
-		case m.Status == team.StatusActive:
-			return domain.Conflict("this email is already an active member of the team")
 		default:
-			if m.Role == team.RoleOwner {
-				if err := actor.MayInvite(team.RoleOwner); err != nil {
-					return err
-				}
+			if m, err = m.Reinvite(actor, userID, r, now); err != nil {
+				return err
 			}
-			m.UserID, m.Role, m.Status, m.InvitedAt, m.JoinedAt = userID, r, team.StatusInvited, now, nil
 			if err := s.d.Memberships.Update(ctx, m); err != nil {
 				return err
 			}
 		}
-		inv = team.Invitation{ID: s.d.IDs.New("inv"), TeamID: actor.TeamID, MemberID: m.ID, Email: email,
-			Hash: account.Digest(secret), CreatedAt: now, ExpiresAt: now.Add(s.d.Policy.InvitationTTL)}
+		inv = team.NewInvitation(s.d.IDs.New("inv"), actor.TeamID, m.ID, email, secret, now, s.d.Policy.InvitationTTL)
 		if err := s.d.Invitations.Create(ctx, inv); err != nil {
 			return err
 		}
@@ -205,7 +198,7 @@ func (s *Service) Accept(ctx context.Context, actor team.Actor, token string) (T
 			return err
 		}
 		now := s.d.Clock.Now()
-		if subtle.ConstantTimeCompare(inv.Hash, account.Digest(secret)) != 1 || inv.UsedAt != nil || !now.Before(inv.ExpiresAt) {
+		if !inv.Redeemable(secret, now) {
 			return errBadInvitation
 		}
 		u, err := s.d.Users.ByID(ctx, actor.UserID)

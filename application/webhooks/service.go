@@ -119,8 +119,7 @@ func (s *Service) Create(ctx context.Context, actor team.Actor, in CreateInput) 
 	if err != nil {
 		return webhook.Endpoint{}, err
 	}
-	now := s.d.Clock.Now().UTC()
-	ep := webhook.Endpoint{ID: s.d.IDs.New("whk"), TeamID: actor.TeamID, URL: url, Events: events, SecretSealed: sealed, Enabled: true, CreatedAt: now, UpdatedAt: now}
+	ep := webhook.NewEndpoint(s.d.IDs.New("whk"), actor.TeamID, url, events, sealed, s.d.Clock.Now())
 	if err := s.d.Endpoints.Create(ctx, ep); err != nil {
 		return webhook.Endpoint{}, err
 	}
@@ -168,14 +167,16 @@ func (s *Service) Update(ctx context.Context, actor team.Actor, id string, in Up
 		return webhook.Endpoint{}, err
 	}
 	v := &domain.Validation{}
+	ch := webhook.EndpointChange{Enabled: in.Enabled}
 	if in.URL != nil {
-		ep.URL = webhook.CheckURL(v, *in.URL, s.d.Policy.AllowPrivateTargets)
+		url := webhook.CheckURL(v, *in.URL, s.d.Policy.AllowPrivateTargets)
 		if v.Err() == nil {
-			s.checkTarget(ctx, v, ep.URL)
+			s.checkTarget(ctx, v, url)
 		}
+		ch.URL = &url
 	}
 	if in.Events != nil {
-		ep.Events = webhook.CheckEvents(v, *in.Events)
+		ch.Events = webhook.CheckEvents(v, *in.Events)
 	}
 	if in.Secret != nil {
 		webhook.CheckSecret(v, *in.Secret)
@@ -184,14 +185,11 @@ func (s *Service) Update(ctx context.Context, actor team.Actor, id string, in Up
 		return webhook.Endpoint{}, err
 	}
 	if in.Secret != nil {
-		if ep.SecretSealed, err = s.d.Box.Seal([]byte(*in.Secret)); err != nil {
+		if ch.SecretSealed, err = s.d.Box.Seal([]byte(*in.Secret)); err != nil {
 			return webhook.Endpoint{}, err
 		}
 	}
-	if in.Enabled != nil {
-		ep.Enabled = *in.Enabled
-	}
-	ep.UpdatedAt = s.d.Clock.Now().UTC()
+	ep = ep.Change(ch, s.d.Clock.Now())
 	if err := s.d.Endpoints.Update(ctx, ep); err != nil {
 		return webhook.Endpoint{}, err
 	}

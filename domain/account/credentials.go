@@ -1,6 +1,15 @@
 package account
 
-import "time"
+import (
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/profilesvc/profilesvc/domain"
+)
+
+// MaxAPIKeyNameRunes bounds an API key's name.
+const MaxAPIKeyNameRunes = 100
 
 // APIKey lets a program act as one user inside one team. Only Hash (SHA-256 of
 // the secret part) is stored; Prefix is a short, non-secret part shown in lists.
@@ -13,6 +22,19 @@ type APIKey struct {
 	Hash       []byte
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
+}
+
+// NewAPIKey returns a key of userID in teamID, named name (trimmed, 1 to
+// MaxAPIKeyNameRunes characters), keeping only the digest of its secret.
+func NewAPIKey(id, teamID, userID, name, prefix, secret string, now time.Time) (APIKey, error) {
+	name = strings.TrimSpace(name)
+	if name == "" || utf8.RuneCountInString(name) > MaxAPIKeyNameRunes {
+		return APIKey{}, domain.Invalid("name", "must be 1 to 100 characters")
+	}
+	return APIKey{
+		ID: id, TeamID: teamID, UserID: userID, Name: name, Prefix: prefix,
+		Hash: Digest(secret), CreatedAt: now.UTC(),
+	}, nil
 }
 
 // RefreshToken is one member of a rotation family. Every refresh consumes the
@@ -30,11 +52,6 @@ type RefreshToken struct {
 	RevokedAt *time.Time
 }
 
-// Usable reports whether the token may still be exchanged at now.
-func (t RefreshToken) Usable(now time.Time) bool {
-	return t.UsedAt == nil && t.RevokedAt == nil && now.Before(t.ExpiresAt)
-}
-
 // ResetToken is a single-use password-reset token.
 type ResetToken struct {
 	ID        string
@@ -45,7 +62,8 @@ type ResetToken struct {
 	UsedAt    *time.Time
 }
 
-// Usable reports whether the token may still be redeemed at now.
-func (t ResetToken) Usable(now time.Time) bool {
-	return t.UsedAt == nil && now.Before(t.ExpiresAt)
+// Redeemable reports whether secret is the token's and the token is unused
+// and unexpired at now.
+func (t ResetToken) Redeemable(secret string, now time.Time) bool {
+	return SecretMatches(t.Hash, secret) && t.UsedAt == nil && now.Before(t.ExpiresAt)
 }

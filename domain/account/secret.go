@@ -3,6 +3,7 @@ package account
 import (
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"strings"
 )
@@ -24,6 +25,12 @@ func NewSecret(n int) string {
 func Digest(secret string) []byte {
 	h := sha256.Sum256([]byte(secret))
 	return h[:]
+}
+
+// SecretMatches reports, in constant time, whether secret is the one whose
+// Digest is hash.
+func SecretMatches(hash []byte, secret string) bool {
+	return subtle.ConstantTimeCompare(hash, Digest(secret)) == 1
 }
 
 // SplitToken splits "<id>.<secret>".

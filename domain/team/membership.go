@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/account"
 )
 
 // Invitation is a single-use token that makes an invited member active when
@@ -18,6 +19,22 @@ type Invitation struct {
 	CreatedAt time.Time
 	ExpiresAt time.Time
 	UsedAt    *time.Time
+}
+
+// NewInvitation returns the invitation of membership memberID, for email,
+// valid for ttl from now; only the digest of secret is kept.
+func NewInvitation(id, teamID, memberID, email, secret string, now time.Time, ttl time.Duration) Invitation {
+	now = now.UTC()
+	return Invitation{
+		ID: id, TeamID: teamID, MemberID: memberID, Email: email,
+		Hash: account.Digest(secret), CreatedAt: now, ExpiresAt: now.Add(ttl),
+	}
+}
+
+// Redeemable reports whether secret is the invitation's and the invitation
+// is unused and unexpired at now.
+func (inv Invitation) Redeemable(secret string, now time.Time) bool {
+	return account.SecretMatches(inv.Hash, secret) && inv.UsedAt == nil && now.Before(inv.ExpiresAt)
 }
 
 // NewInvited returns the membership of an invited email. userID is the
@@ -37,6 +54,23 @@ func (a Actor) MayInvite(role Role) error {
 		}
 	}
 	return nil
+}
+
+// Reinvite opens an existing membership of the invited email again, with
+// role, for userID ("" when the email has no account). An active member is
+// a conflict; a membership that was an owner's takes an actor who may make
+// owners, like an invitation as owner.
+func (m Member) Reinvite(actor Actor, userID string, role Role, now time.Time) (Member, error) {
+	if m.Status == StatusActive {
+		return Member{}, domain.Conflict("this email is already an active member of the team")
+	}
+	if m.Role == RoleOwner {
+		if err := actor.MayInvite(RoleOwner); err != nil {
+			return Member{}, err
+		}
+	}
+	m.UserID, m.Role, m.Status, m.InvitedAt, m.JoinedAt = userID, role, StatusInvited, now.UTC(), nil
+	return m, nil
 }
 
 // MemberChange is a change to a membership: a new role, removal, or both

@@ -65,3 +65,63 @@ func TestAccept(t *testing.T) {
 		t.Fatalf("second accept: %v", err)
 	}
 }
+
+func TestReinvite(t *testing.T) {
+	owner := team.Actor{UserID: "usr_o", Role: team.RoleOwner}
+	admin := team.Actor{UserID: "usr_a", Role: team.RoleAdmin}
+	joined := now.Add(-time.Hour)
+	removedOwner := team.Member{ID: "mem_1", Email: "a@example.com", Role: team.RoleOwner, Status: team.StatusRemoved, JoinedAt: &joined}
+	active := team.Member{ID: "mem_2", Role: team.RoleMember, Status: team.StatusActive}
+
+	if _, err := active.Reinvite(owner, "usr_x", team.RoleViewer, now); !domain.IsKind(err, domain.KindConflict) {
+		t.Fatalf("re-inviting an active member: %v, want conflict", err)
+	}
+	if _, err := removedOwner.Reinvite(admin, "", team.RoleMember, now); !domain.IsKind(err, domain.KindForbidden) {
+		t.Fatalf("an admin re-inviting a former owner: %v, want forbidden", err)
+	}
+	later := time.Date(2030, 2, 1, 1, 0, 0, 0, time.FixedZone("CET", 3600))
+	got, err := removedOwner.Reinvite(owner, "usr_new", team.RoleAdmin, later)
+	if err != nil {
+		t.Fatalf("an owner re-inviting a former owner: %v", err)
+	}
+	want := team.Member{ID: "mem_1", Email: "a@example.com", UserID: "usr_new", Role: team.RoleAdmin, Status: team.StatusInvited,
+		InvitedAt: time.Date(2030, 2, 1, 0, 0, 0, 0, time.UTC)}
+	if got.JoinedAt != nil || got.InvitedAt.Location() != time.UTC {
+		t.Fatalf("re-invited member keeps JoinedAt %v or a non-UTC InvitedAt %v", got.JoinedAt, got.InvitedAt)
+	}
+	got.JoinedAt = nil
+	if got != want {
+		t.Fatalf("Reinvite = %+v, want %+v", got, want)
+	}
+}
+
+func TestInvitationRedeemable(t *testing.T) {
+	inv := team.NewInvitation("inv_1", "tm_1", "mem_1", "a@example.com", "s3cret", now, time.Hour)
+	if !inv.ExpiresAt.Equal(now.Add(time.Hour)) || inv.Email != "a@example.com" || inv.MemberID != "mem_1" {
+		t.Fatalf("NewInvitation = %+v", inv)
+	}
+	if string(inv.Hash) == "s3cret" {
+		t.Fatal("the invitation keeps its secret in the clear")
+	}
+	cases := []struct {
+		name   string
+		secret string
+		at     time.Time
+		used   bool
+		want   bool
+	}{
+		{"right secret, in time", "s3cret", now.Add(59 * time.Minute), false, true},
+		{"wrong secret", "s3creT", now, false, false},
+		{"at expiry", "s3cret", now.Add(time.Hour), false, false},
+		{"used", "s3cret", now, true, false},
+	}
+	for _, c := range cases {
+		i := inv
+		if c.used {
+			i.UsedAt = &now
+		}
+		if got := i.Redeemable(c.secret, c.at); got != c.want {
+			t.Errorf("%s: Redeemable = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -37,6 +37,40 @@ type Endpoint struct {
 	UpdatedAt    time.Time
 }
 
+// NewEndpoint returns an enabled endpoint of teamID. url and events are
+// what CheckURL and CheckEvents returned; sealed is the secret (checked with
+// CheckSecret) as the service's secret box sealed it.
+func NewEndpoint(id, teamID, url string, events []string, sealed []byte, now time.Time) Endpoint {
+	now = now.UTC()
+	return Endpoint{ID: id, TeamID: teamID, URL: url, Events: events, SecretSealed: sealed, Enabled: true, CreatedAt: now, UpdatedAt: now}
+}
+
+// EndpointChange is a checked partial update of an endpoint: nil fields stay.
+type EndpointChange struct {
+	URL          *string
+	Events       []string
+	SecretSealed []byte
+	Enabled      *bool
+}
+
+// Change returns the endpoint with ch applied at now.
+func (e Endpoint) Change(ch EndpointChange, now time.Time) Endpoint {
+	if ch.URL != nil {
+		e.URL = *ch.URL
+	}
+	if ch.Events != nil {
+		e.Events = ch.Events
+	}
+	if ch.SecretSealed != nil {
+		e.SecretSealed = ch.SecretSealed
+	}
+	if ch.Enabled != nil {
+		e.Enabled = *ch.Enabled
+	}
+	e.UpdatedAt = now.UTC()
+	return e
+}
+
 // Wants reports whether the endpoint takes events of type t.
 func (e Endpoint) Wants(t event.Type) bool {
 	return e.Enabled && (slices.Contains(e.Events, AllEvents) || slices.Contains(e.Events, string(t)))

@@ -119,3 +119,24 @@ func TestPayloadIsSPECsShape(t *testing.T) {
 		t.Fatalf("payload %s", raw)
 	}
 }
+
+func TestEndpointChange(t *testing.T) {
+	created := time.Date(2030, 1, 1, 0, 0, 0, 0, time.FixedZone("CET", 3600))
+	e := webhook.NewEndpoint("whk_1", "tm_1", "https://a.example/hook", []string{"profile.created"}, []byte("sealed"), created)
+	if !e.Enabled || e.CreatedAt.Location() != time.UTC || !e.UpdatedAt.Equal(created) {
+		t.Fatalf("NewEndpoint = %+v: want enabled, times in UTC", e)
+	}
+	later := created.Add(time.Hour)
+	same := e.Change(webhook.EndpointChange{}, later)
+	if same.URL != e.URL || string(same.SecretSealed) != "sealed" || !same.Enabled || len(same.Events) != 1 || !same.UpdatedAt.Equal(later) {
+		t.Fatalf("an empty change altered the endpoint: %+v", same)
+	}
+	url, off := "https://b.example/hook", false
+	next := e.Change(webhook.EndpointChange{URL: &url, Events: []string{"*"}, SecretSealed: []byte("new"), Enabled: &off}, later)
+	if next.URL != url || next.Events[0] != "*" || string(next.SecretSealed) != "new" || next.Enabled || !next.CreatedAt.Equal(created) {
+		t.Fatalf("Change = %+v", next)
+	}
+	if e.URL != "https://a.example/hook" {
+		t.Fatal("Change altered the endpoint it was called on")
+	}
+}
