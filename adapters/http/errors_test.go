@@ -111,8 +111,8 @@ func TestRetryAfterRoundsUpToWholeSeconds(t *testing.T) {
 
 func TestInternalErrorIsLoggedNotSent(t *testing.T) {
 	const secret = "pq: password authentication failed for user admin"
-	s := newTestStack(t, []Route{{Method: http.MethodGet, Path: "/boom", Public: true, Handler: func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, fmt.Errorf("load profile: %w", errors.New(secret)))
+	s := newTestStack(t, []Route{{Method: http.MethodGet, Path: "/boom", Public: true, Handler: func(http.ResponseWriter, *http.Request) error {
+		return fmt.Errorf("load profile: %w", errors.New(secret))
 	}}}, nil)
 	r := httptest.NewRequest(http.MethodGet, "/boom", nil)
 	r.Header.Set("X-Request-ID", "req-500")
