@@ -2,12 +2,10 @@ package httpapi
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"net/http"
 
 	"github.com/profilesvc/profilesvc/application/idempotency"
-	"github.com/profilesvc/profilesvc/domain"
 )
 
 // replayedHeaders are the response headers kept with an idempotent
@@ -26,13 +24,9 @@ func Idempotent(svc *idempotency.Service) Middleware {
 				next.ServeHTTP(w, r)
 				return nil
 			}
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+			body, err := readBody(w, r)
 			if err != nil {
-				var mbe *http.MaxBytesError
-				if errors.As(err, &mbe) {
-					return tooLarge(err)
-				}
-				return &domain.Error{Kind: domain.KindBadRequest, Message: "request body could not be read", Err: err}
+				return err
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			ctx := r.Context()
