@@ -28,22 +28,21 @@ func actorFrom(ctx context.Context) team.Actor {
 // actor, or answers 401/404 before the handler runs.
 func Authenticate(svc *auth.Service) Middleware {
 	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		return HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 			c := auth.Credentials{APIKey: r.Header.Get("X-API-Key"), TeamID: r.Header.Get("X-Team-ID")}
 			if h := r.Header.Get("Authorization"); h != "" {
 				scheme, token, ok := strings.Cut(h, " ")
 				if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-					writeError(w, r, domain.Unauthorized("Authorization must be \"Bearer <token>\""))
-					return
+					return domain.Unauthorized("Authorization must be \"Bearer <token>\"")
 				}
 				c.BearerToken = strings.TrimSpace(token)
 			}
 			actor, err := svc.Authenticate(r.Context(), c)
 			if err != nil {
-				writeError(w, r, err)
-				return
+				return err
 			}
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), actorKey{}, actor)))
+			return nil
 		})
 	}
 }
@@ -112,18 +111,17 @@ type registerRequest struct {
 	Name     string `json:"name"`
 }
 
-func (h *AuthHandlers) register(w http.ResponseWriter, r *http.Request) {
+func (h *AuthHandlers) register(w http.ResponseWriter, r *http.Request) error {
 	var in registerRequest
 	if err := decodeJSON(w, r, &in); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	s, err := h.svc.Register(r.Context(), auth.RegisterInput(in))
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusCreated, toSignInDTO(s))
+	return nil
 }
 
 type loginRequest struct {
@@ -131,18 +129,17 @@ type loginRequest struct {
 	Password string `json:"password"`
 }
 
-func (h *AuthHandlers) login(w http.ResponseWriter, r *http.Request) {
+func (h *AuthHandlers) login(w http.ResponseWriter, r *http.Request) error {
 	var in loginRequest
 	if err := decodeJSON(w, r, &in); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	s, err := h.svc.Login(r.Context(), auth.LoginInput{Email: in.Email, Password: in.Password, ClientAddr: clientAddr(r)})
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, toSignInDTO(s))
+	return nil
 }
 
 // clientAddr is the peer's IP. Forwarding headers are not trusted: any client
@@ -159,22 +156,20 @@ type refreshRequest struct {
 	RefreshToken string `json:"refreshToken"`
 }
 
-func (h *AuthHandlers) refresh(w http.ResponseWriter, r *http.Request) {
+func (h *AuthHandlers) refresh(w http.ResponseWriter, r *http.Request) error {
 	var in refreshRequest
 	if err := decodeJSON(w, r, &in); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	if in.RefreshToken == "" {
-		writeError(w, r, domain.Invalid("refreshToken", "is required"))
-		return
+		return domain.Invalid("refreshToken", "is required")
 	}
 	s, err := h.svc.Refresh(r.Context(), in.RefreshToken)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, toSignInDTO(s))
+	return nil
 }
 
 type forgotPasswordRequest struct {
@@ -185,17 +180,16 @@ type acceptedDTO struct {
 	Message string `json:"message"`
 }
 
-func (h *AuthHandlers) forgotPassword(w http.ResponseWriter, r *http.Request) {
+func (h *AuthHandlers) forgotPassword(w http.ResponseWriter, r *http.Request) error {
 	var in forgotPasswordRequest
 	if err := decodeJSON(w, r, &in); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	if err := h.svc.ForgotPassword(r.Context(), in.Email); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusAccepted, acceptedDTO{Message: "if an account with this email exists, a reset token has been sent to it"})
+	return nil
 }
 
 type resetPasswordRequest struct {
@@ -203,17 +197,16 @@ type resetPasswordRequest struct {
 	Password string `json:"password"`
 }
 
-func (h *AuthHandlers) resetPassword(w http.ResponseWriter, r *http.Request) {
+func (h *AuthHandlers) resetPassword(w http.ResponseWriter, r *http.Request) error {
 	var in resetPasswordRequest
 	if err := decodeJSON(w, r, &in); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	if err := h.svc.ResetPassword(r.Context(), in.Token, in.Password); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, acceptedDTO{Message: "password changed; every session of this account was signed out"})
+	return nil
 }
 
 type meDTO struct {
@@ -224,12 +217,11 @@ type meDTO struct {
 	AuthMethod string `json:"authMethod"`
 }
 
-func (h *AuthHandlers) me(w http.ResponseWriter, r *http.Request) {
+func (h *AuthHandlers) me(w http.ResponseWriter, r *http.Request) error {
 	actor := actorFrom(r.Context())
 	m, err := h.svc.Me(r.Context(), actor)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	method := "bearer"
 	if actor.APIKeyID != "" {
@@ -241,6 +233,7 @@ func (h *AuthHandlers) me(w http.ResponseWriter, r *http.Request) {
 		Role:       string(m.Role),
 		AuthMethod: method,
 	})
+	return nil
 }
 
 type apiKeyDTO struct {
@@ -266,46 +259,44 @@ type createAPIKeyRequest struct {
 	Name string `json:"name"`
 }
 
-func (h *AuthHandlers) createAPIKey(w http.ResponseWriter, r *http.Request) {
+func (h *AuthHandlers) createAPIKey(w http.ResponseWriter, r *http.Request) error {
 	var in createAPIKeyRequest
 	if err := decodeJSON(w, r, &in); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	k, err := h.svc.CreateAPIKey(r.Context(), actorFrom(r.Context()), in.Name)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	d := toAPIKeyDTO(k.APIKey)
 	d.Key = k.Key
 	writeJSON(w, http.StatusCreated, d)
+	return nil
 }
 
-func (h *AuthHandlers) listAPIKeys(w http.ResponseWriter, r *http.Request) {
+func (h *AuthHandlers) listAPIKeys(w http.ResponseWriter, r *http.Request) error {
 	limit, cursor, err := pageParams(r)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	page, err := h.svc.ListAPIKeys(r.Context(), actorFrom(r.Context()), limit, cursor)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	out := make([]apiKeyDTO, 0, len(page.Items))
 	for _, k := range page.Items {
 		out = append(out, toAPIKeyDTO(k))
 	}
 	writeList(w, out, page.NextCursor, page.Limit)
+	return nil
 }
 
-func (h *AuthHandlers) deleteAPIKey(w http.ResponseWriter, r *http.Request) {
+func (h *AuthHandlers) deleteAPIKey(w http.ResponseWriter, r *http.Request) error {
 	if err := h.svc.DeleteAPIKey(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"]); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeNoContent(w)
+	return nil
 }
 
 // pageParams reads ?limit= (1..100, default 50) and ?cursor=.

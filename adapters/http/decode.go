@@ -12,16 +12,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/profilesvc/profilesvc/domain"
 )
-
-// maxBodyBytes bounds every request body (API.md: over 1 MiB is 413).
-const maxBodyBytes = 1 << 20
-
-// bodyReadTimeout bounds reading one request body.
-const bodyReadTimeout = 30 * time.Second
 
 // alwaysReadOnly are names the server assigns on every resource; a client
 // that sends one is told it cannot set it rather than that it does not exist.
@@ -42,25 +35,11 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
 	if err := checkJSONContentType(r.Header.Get("Content-Type")); err != nil {
 		return err
 	}
-	if r.ContentLength > maxBodyBytes {
-		return tooLarge(nil)
-	}
-	// The server has no ReadTimeout (see NewServer), so the body gets its
-	// own deadline here: a client trickling bytes cannot hold the request
-	// open. Writers without a connection (tests) do not support deadlines.
-	rc := http.NewResponseController(w)
-	if err := rc.SetReadDeadline(time.Now().Add(bodyReadTimeout)); err == nil {
-		defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
-	}
 	// The whole body is read before parsing, so a body over the limit is 413
 	// whatever its content, not 400 when the oversize part is malformed.
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	body, err := readBody(w, r)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return tooLarge(err)
-		}
-		return &domain.Error{Kind: domain.KindBadRequest, Message: "request body could not be read", Err: err}
+		return err
 	}
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
@@ -103,14 +82,6 @@ func checkJSONContentType(header string) error {
 		return &transportError{kind: kindUnsupportedMediaType, message: "JSON bodies must be UTF-8"}
 	}
 	return nil
-}
-
-func tooLarge(err error) error {
-	return &transportError{
-		kind:    kindPayloadTooLarge,
-		message: fmt.Sprintf("request body must not exceed %d bytes", maxBodyBytes),
-		err:     err,
-	}
 }
 
 func decodeError(err error, dst any) error {

@@ -26,13 +26,15 @@ func DocsRoutes() ([]Route, error) {
 		return nil, err
 	}
 	return []Route{
-		{Method: http.MethodGet, Path: "/openapi.yaml", Public: true, Name: "openapi", Handler: func(w http.ResponseWriter, _ *http.Request) {
+		{Method: http.MethodGet, Path: "/openapi.yaml", Public: true, Name: "openapi", Handler: func(w http.ResponseWriter, _ *http.Request) error {
 			w.Header().Set("Content-Type", "application/yaml")
 			_, _ = w.Write(openAPIDocument)
+			return nil
 		}},
-		{Method: http.MethodGet, Path: "/docs", Public: true, Name: "docs", Handler: func(w http.ResponseWriter, _ *http.Request) {
+		{Method: http.MethodGet, Path: "/docs", Public: true, Name: "docs", Handler: func(w http.ResponseWriter, _ *http.Request) error {
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
 			_, _ = w.Write(page)
+			return nil
 		}},
 	}, nil
 }

@@ -49,22 +49,39 @@ type errorClass struct {
 	message string
 }
 
-// errorTable is the one place that decides which status and code a failure
-// answers with. Keys are domain.Kind or transportKind; the types differ, so
-// the keys cannot collide.
-var errorTable = map[any]errorClass{
-	domain.KindBadRequest:         {http.StatusBadRequest, "bad_request", "bad request"},
-	domain.KindUnauthorized:       {http.StatusUnauthorized, "unauthorized", "authentication required"},
-	domain.KindForbidden:          {http.StatusForbidden, "forbidden", "your role does not allow this action"},
-	domain.KindNotFound:           {http.StatusNotFound, "not_found", "not found"},
-	kindMethodNotAllowed:          {http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed"},
-	domain.KindConflict:           {http.StatusConflict, "conflict", "conflict"},
-	domain.KindPreconditionFailed: {http.StatusPreconditionFailed, "precondition_failed", "precondition failed"},
-	kindPayloadTooLarge:           {http.StatusRequestEntityTooLarge, "payload_too_large", "request body too large"},
-	kindUnsupportedMediaType:      {http.StatusUnsupportedMediaType, "unsupported_media_type", "request body must be application/json"},
-	domain.KindValidation:         {http.StatusUnprocessableEntity, "validation_failed", "validation failed"},
-	domain.KindRateLimited:        {http.StatusTooManyRequests, "rate_limited", "too many requests"},
-	domain.KindInternal:           internalClass,
+// classOf is the one table that decides which status and code a failure
+// answers with. kind is a domain.Kind or a transportKind; the types differ,
+// so the cases cannot collide. A kind without a case reaches the explicit
+// fallback at the end, never a zero class (status 0) as a missing map key
+// would; TestEveryKindHasAClass keeps that fallback for KindInternal alone.
+func classOf(kind any) errorClass {
+	switch kind {
+	case domain.KindBadRequest:
+		return errorClass{http.StatusBadRequest, "bad_request", "bad request"}
+	case domain.KindUnauthorized:
+		return errorClass{http.StatusUnauthorized, "unauthorized", "authentication required"}
+	case domain.KindForbidden:
+		return errorClass{http.StatusForbidden, "forbidden", "your role does not allow this action"}
+	case domain.KindNotFound:
+		return errorClass{http.StatusNotFound, "not_found", "not found"}
+	case kindMethodNotAllowed:
+		return errorClass{http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed"}
+	case domain.KindConflict:
+		return errorClass{http.StatusConflict, "conflict", "conflict"}
+	case domain.KindPreconditionFailed:
+		return errorClass{http.StatusPreconditionFailed, "precondition_failed", "precondition failed"}
+	case kindPayloadTooLarge:
+		return errorClass{http.StatusRequestEntityTooLarge, "payload_too_large", "request body too large"}
+	case kindUnsupportedMediaType:
+		return errorClass{http.StatusUnsupportedMediaType, "unsupported_media_type", "request body must be application/json"}
+	case domain.KindValidation:
+		return errorClass{http.StatusUnprocessableEntity, "validation_failed", "validation failed"}
+	case domain.KindRateLimited:
+		return errorClass{http.StatusTooManyRequests, "rate_limited", "too many requests"}
+	}
+	// domain.KindInternal, and a kind no case names: the failure is the
+	// server's, and whatever text it carries is for the log.
+	return internalClass
 }
 
 var internalClass = errorClass{http.StatusInternalServerError, "internal", "internal error"}
@@ -101,7 +118,7 @@ type listEnvelope struct {
 	Meta    listMeta `json:"meta"`
 }
 
-// resolved is a failure after the table has been consulted.
+// resolved is a failure after classOf has been consulted.
 type resolved struct {
 	class      errorClass
 	message    string
@@ -112,14 +129,14 @@ type resolved struct {
 func resolve(err error) resolved {
 	var te *transportError
 	if errors.As(err, &te) {
-		return withClass(errorTable[te.kind], te.message)
+		return withClass(classOf(te.kind), te.message)
 	}
 	var de *domain.Error
 	if !errors.As(err, &de) {
 		return resolved{class: internalClass, message: internalClass.message}
 	}
-	class, ok := errorTable[de.Kind]
-	if !ok || class.status == http.StatusInternalServerError {
+	class := classOf(de.Kind)
+	if class.status == http.StatusInternalServerError {
 		// An internal *domain.Error may still carry text meant for the log only.
 		return resolved{class: internalClass, message: internalClass.message}
 	}
@@ -170,7 +187,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeErrorEnvelope(w, res.class.status, res.class.code, res.message, res.details)
 }
 
-// writeErrorEnvelope writes an error without consulting the table or the
+// writeErrorEnvelope writes an error without consulting classOf or the
 // log; callers that already logged (panic recovery) use it directly.
 func writeErrorEnvelope(w http.ResponseWriter, status int, code, message string, details []errorDetail) {
 	writeBody(w, status, errorEnvelope{Error: errorBody{Code: code, Message: message, Details: details}})

@@ -3,9 +3,19 @@ package httpapi
 import (
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/constant"
+	"go/importer"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +23,7 @@ import (
 	"github.com/profilesvc/profilesvc/domain"
 )
 
-func TestErrorTableMapsEveryKind(t *testing.T) {
+func TestErrorStatusAndCodeByKind(t *testing.T) {
 	cases := []struct {
 		err    error
 		status int
@@ -52,13 +62,130 @@ func TestErrorTableMapsEveryKind(t *testing.T) {
 			}
 		})
 	}
-	// Every kind the domain declares has a row, so a new kind cannot fall
-	// through to a 500 unnoticed.
-	for k := domain.KindInternal; k <= domain.KindRateLimited; k++ {
-		if _, ok := errorTable[k]; !ok {
-			t.Errorf("domain kind %d has no row in errorTable", k)
+}
+
+// TestEveryKindHasAClass reads the kinds from their declarations, not from a
+// list kept by hand, so a constant added to domain (or a transportKind added
+// here) without a case in classOf fails this test instead of answering 500.
+func TestEveryKindHasAClass(t *testing.T) {
+	cases := []struct {
+		pkg, typeName string
+		// known are kinds the loader must find, so an empty or wrong result
+		// cannot pass unnoticed.
+		known map[string]int64
+		// internal is the one kind meant to answer 500.
+		internal string
+		class    func(int64) errorClass
+	}{
+		{
+			pkg: "github.com/profilesvc/profilesvc/domain", typeName: "Kind",
+			known:    map[string]int64{"KindInternal": 0, "KindBadRequest": 1, "KindRateLimited": 8},
+			internal: "KindInternal",
+			class:    func(v int64) errorClass { return classOf(domain.Kind(v)) },
+		},
+		{
+			pkg: "github.com/profilesvc/profilesvc/adapters/http", typeName: "transportKind",
+			known: map[string]int64{"kindPayloadTooLarge": 1, "kindMethodNotAllowed": 3},
+			class: func(v int64) errorClass { return classOf(transportKind(v)) },
+		},
+	}
+	codes := map[string]string{}
+	for _, c := range cases {
+		kinds := declaredConstants(t, c.pkg, c.typeName)
+		for name, v := range c.known {
+			if got, ok := kinds[name]; !ok || got != v {
+				t.Fatalf("%s.%s: loaded %d (found %v), want %d", c.pkg, name, got, ok, v)
+			}
+		}
+		for name, v := range kinds {
+			class := c.class(v)
+			if name == c.internal {
+				if class.status != 500 || class.code != "internal" {
+					t.Errorf("%s answers %d %s, want 500 internal", name, class.status, class.code)
+				}
+				continue
+			}
+			if class.status == 500 || class.code == "internal" {
+				t.Errorf("%s has no case in classOf, so it answers 500", name)
+				continue
+			}
+			if other, dup := codes[class.code]; dup {
+				t.Errorf("%s and %s both answer code %q", name, other, class.code)
+			}
+			codes[class.code] = name
 		}
 	}
+}
+
+// declaredConstants type-checks the package pkg from source and returns
+// its package-level constants of the named integer type, by name. The go
+// command supplies the export data of pkg's imports, as it does for the
+// compiler.
+func declaredConstants(t *testing.T, pkg, typeName string) map[string]int64 {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-export", "-deps", "-f", "{{.ImportPath}}\t{{.Export}}\t{{.Dir}}\t{{join .GoFiles \"\t\"}}", pkg)
+	// Everything it needs is in the module cache already: the test was
+	// built from it.
+	cmd.Env = append(os.Environ(), "GOPROXY=off")
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("go list %s: %v: %s", pkg, err, ee.Stderr)
+		}
+		t.Fatalf("go list %s: %v", pkg, err)
+	}
+	exports := map[string]string{}
+	var dir string
+	var goFiles []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Split(line, "\t")
+		exports[fields[0]] = fields[1]
+		if fields[0] == pkg {
+			dir, goFiles = fields[2], fields[3:]
+		}
+	}
+	if dir == "" {
+		t.Fatalf("go list did not report %s", pkg)
+	}
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for _, name := range goFiles {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	conf := types.Config{Importer: importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
+		file, ok := exports[path]
+		if !ok || file == "" {
+			return nil, fmt.Errorf("no export data for %s", path)
+		}
+		return os.Open(file)
+	})}
+	checked, err := conf.Check(pkg, fset, files, nil)
+	if err != nil {
+		t.Fatalf("type-check %s: %v", pkg, err)
+	}
+	scope := checked.Scope()
+	named, ok := scope.Lookup(typeName).(*types.TypeName)
+	if !ok {
+		t.Fatalf("%s declares no type %s", pkg, typeName)
+	}
+	consts := map[string]int64{}
+	for _, name := range scope.Names() {
+		c, ok := scope.Lookup(name).(*types.Const)
+		if !ok || !types.Identical(c.Type(), named.Type()) {
+			continue
+		}
+		v, exact := constant.Int64Val(c.Val())
+		if !exact {
+			t.Fatalf("%s.%s = %s does not fit an int64", pkg, name, c.Val())
+		}
+		consts[name] = v
+	}
+	return consts
 }
 
 func TestErrorEnvelopeDetails(t *testing.T) {
@@ -111,8 +238,8 @@ func TestRetryAfterRoundsUpToWholeSeconds(t *testing.T) {
 
 func TestInternalErrorIsLoggedNotSent(t *testing.T) {
 	const secret = "pq: password authentication failed for user admin"
-	s := newTestStack(t, []Route{{Method: http.MethodGet, Path: "/boom", Public: true, Handler: func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, fmt.Errorf("load profile: %w", errors.New(secret)))
+	s := newTestStack(t, []Route{{Method: http.MethodGet, Path: "/boom", Public: true, Handler: func(http.ResponseWriter, *http.Request) error {
+		return fmt.Errorf("load profile: %w", errors.New(secret))
 	}}}, nil)
 	r := httptest.NewRequest(http.MethodGet, "/boom", nil)
 	r.Header.Set("X-Request-ID", "req-500")

@@ -46,11 +46,21 @@ func OperationalRoutes(checkers []Checker, gatherer prometheus.Gatherer, log *za
 	rd := readiness{checkers: checkers, timeout: checkTimeout, log: log}
 	metrics := promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{})
 	return []Route{
-		{Method: http.MethodGet, Path: "/healthz", Public: true, Name: "healthz", Handler: func(w http.ResponseWriter, _ *http.Request) {
+		{Method: http.MethodGet, Path: "/healthz", Public: true, Name: "healthz", Handler: func(w http.ResponseWriter, _ *http.Request) error {
 			writeJSON(w, http.StatusOK, healthDTO{Status: "ok"})
+			return nil
 		}},
-		{Method: http.MethodGet, Path: "/readyz", Public: true, Name: "readyz", Handler: rd.serve},
-		{Method: http.MethodGet, Path: "/metrics", Public: true, Name: "metrics", Handler: metrics.ServeHTTP},
+		{Method: http.MethodGet, Path: "/readyz", Public: true, Name: "readyz", Handler: func(w http.ResponseWriter, r *http.Request) error {
+			// A 503 here is an answer, not a failure of the handler: it
+			// carries the result of every check, which the error envelope
+			// has no room for.
+			rd.serve(w, r)
+			return nil
+		}},
+		{Method: http.MethodGet, Path: "/metrics", Public: true, Name: "metrics", Handler: func(w http.ResponseWriter, r *http.Request) error {
+			metrics.ServeHTTP(w, r)
+			return nil
+		}},
 	}
 }
 

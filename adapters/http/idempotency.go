@@ -2,12 +2,10 @@ package httpapi
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"net/http"
 
 	"github.com/profilesvc/profilesvc/application/idempotency"
-	"github.com/profilesvc/profilesvc/domain"
 )
 
 // replayedHeaders are the response headers kept with an idempotent
@@ -20,28 +18,21 @@ var replayedHeaders = []string{"Content-Type", "ETag", "Location", "Retry-After"
 // Idempotent-Replayed: true) without running the handler.
 func Idempotent(svc *idempotency.Service) Middleware {
 	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		return HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 			key := r.Header.Get("Idempotency-Key")
 			if r.Method != http.MethodPost || key == "" {
 				next.ServeHTTP(w, r)
-				return
+				return nil
 			}
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+			body, err := readBody(w, r)
 			if err != nil {
-				var mbe *http.MaxBytesError
-				if errors.As(err, &mbe) {
-					writeError(w, r, tooLarge(err))
-					return
-				}
-				writeError(w, r, &domain.Error{Kind: domain.KindBadRequest, Message: "request body could not be read", Err: err})
-				return
+				return err
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			ctx := r.Context()
 			begun, err := svc.Begin(ctx, actorFrom(ctx), idempotency.Request{Key: key, Method: r.Method, Path: r.URL.Path, Body: body})
 			if err != nil {
-				writeError(w, r, err)
-				return
+				return err
 			}
 			if rec := begun.Replay; rec != nil {
 				for k, v := range rec.Headers {
@@ -50,7 +41,7 @@ func Idempotent(svc *idempotency.Service) Middleware {
 				w.Header().Set("Idempotent-Replayed", "true")
 				w.WriteHeader(rec.Status)
 				_, _ = w.Write(rec.Body)
-				return
+				return nil
 			}
 			buf := &bufferedResponse{header: http.Header{}}
 			finished := false
@@ -76,6 +67,7 @@ func Idempotent(svc *idempotency.Service) Middleware {
 			}
 			w.WriteHeader(status)
 			_, _ = w.Write(buf.body.Bytes())
+			return nil
 		})
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 func TestPanicAnswers500AndLogsTheStack(t *testing.T) {
 	const panicText = "nil map in profile 4711"
-	s := newTestStack(t, []Route{{Method: http.MethodGet, Path: "/panic", Public: true, Handler: func(http.ResponseWriter, *http.Request) {
+	s := newTestStack(t, []Route{{Method: http.MethodGet, Path: "/panic", Public: true, Handler: func(http.ResponseWriter, *http.Request) error {
 		panic(panicText)
 	}}}, nil)
 	r := httptest.NewRequest(http.MethodGet, "/panic", nil)
@@ -37,7 +37,7 @@ func TestPanicAnswers500AndLogsTheStack(t *testing.T) {
 }
 
 func TestPanicAfterHeadersAbortsTheResponse(t *testing.T) {
-	s := newTestStack(t, []Route{{Method: http.MethodGet, Path: "/half", Public: true, Handler: func(w http.ResponseWriter, _ *http.Request) {
+	s := newTestStack(t, []Route{{Method: http.MethodGet, Path: "/half", Public: true, Handler: func(w http.ResponseWriter, _ *http.Request) error {
 		w.WriteHeader(http.StatusOK)
 		_, _ = io.WriteString(w, `{"success":true,`)
 		// Flushed, so the client has the status before the panic.
@@ -61,9 +61,10 @@ func TestPanicAfterHeadersAbortsTheResponse(t *testing.T) {
 
 func TestRequestIDIsEchoedOrGenerated(t *testing.T) {
 	var seen string
-	s := newTestStack(t, []Route{{Method: http.MethodGet, Path: "/id", Public: true, Handler: func(w http.ResponseWriter, r *http.Request) {
+	s := newTestStack(t, []Route{{Method: http.MethodGet, Path: "/id", Public: true, Handler: func(w http.ResponseWriter, r *http.Request) error {
 		seen = RequestIDFrom(r.Context())
 		writeNoContent(w)
+		return nil
 	}}}, nil)
 
 	r := httptest.NewRequest(http.MethodGet, "/id", nil)

@@ -182,48 +182,46 @@ func proxyID(raw json.RawMessage) (string, error) {
 	return id, nil
 }
 
-func (h *ProfileHandlers) listTemplates(w http.ResponseWriter, r *http.Request) {
+func (h *ProfileHandlers) listTemplates(w http.ResponseWriter, r *http.Request) error {
 	ts, err := h.svc.Templates(actorFrom(r.Context()))
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	out := make([]templateDTO, 0, len(ts))
 	for _, t := range ts {
 		out = append(out, toTemplateDTO(t))
 	}
 	writeList(w, out, "", len(out))
+	return nil
 }
 
-func (h *ProfileHandlers) getTemplate(w http.ResponseWriter, r *http.Request) {
+func (h *ProfileHandlers) getTemplate(w http.ResponseWriter, r *http.Request) error {
 	t, err := h.svc.Template(actorFrom(r.Context()), mux.Vars(r)["id"])
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, toTemplateDTO(t))
+	return nil
 }
 
-func (h *ProfileHandlers) create(w http.ResponseWriter, r *http.Request) {
+func (h *ProfileHandlers) create(w http.ResponseWriter, r *http.Request) error {
 	var in createProfileRequest
 	if err := decodeJSON(w, r, &in); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	proxy, err := proxyID(in.Proxy)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	p, err := h.svc.Create(r.Context(), actorFrom(r.Context()), profile.Settings{
 		Name: in.Name, TemplateID: in.TemplateID, Fingerprint: in.Fingerprint.patch(),
 		ProxyID: proxy, Tags: in.Tags, Notes: in.Notes,
 	})
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeProfile(w, http.StatusCreated, p)
+	return nil
 }
 
 // writeProfile answers with a profile and its version as the ETag, for
@@ -233,34 +231,33 @@ func writeProfile(w http.ResponseWriter, status int, p profile.Profile) {
 	writeJSON(w, status, toProfileDTO(p))
 }
 
-func (h *ProfileHandlers) get(w http.ResponseWriter, r *http.Request) {
+func (h *ProfileHandlers) get(w http.ResponseWriter, r *http.Request) error {
 	p, err := h.svc.Get(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"])
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeProfile(w, http.StatusOK, p)
+	return nil
 }
 
-func (h *ProfileHandlers) list(w http.ResponseWriter, r *http.Request) {
+func (h *ProfileHandlers) list(w http.ResponseWriter, r *http.Request) error {
 	limit, cursor, err := pageParams(r)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	q := r.URL.Query()
 	page, err := h.svc.List(r.Context(), actorFrom(r.Context()), profiles.ListInput{
 		Query: q.Get("q"), Status: q.Get("status"), Tag: q.Get("tag"), Cursor: cursor, Limit: limit,
 	})
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	out := make([]profileDTO, 0, len(page.Items))
 	for _, p := range page.Items {
 		out = append(out, toProfileDTO(p))
 	}
 	writeList(w, out, page.NextCursor, page.Limit)
+	return nil
 }
 
 type updateProfileRequest struct {
@@ -289,16 +286,14 @@ func ifMatch(r *http.Request) (*int, error) {
 	return &n, nil
 }
 
-func (h *ProfileHandlers) update(w http.ResponseWriter, r *http.Request) {
+func (h *ProfileHandlers) update(w http.ResponseWriter, r *http.Request) error {
 	version, err := ifMatch(r)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	var in updateProfileRequest
 	if err := decodeJSON(w, r, &in); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	patch := profile.Patch{Name: in.Name, TemplateID: in.TemplateID, Tags: in.Tags, Notes: in.Notes}
 	if in.Fingerprint != nil {
@@ -308,25 +303,24 @@ func (h *ProfileHandlers) update(w http.ResponseWriter, r *http.Request) {
 	if in.Proxy != nil {
 		id, err := proxyID(in.Proxy)
 		if err != nil {
-			writeError(w, r, err)
-			return
+			return err
 		}
 		patch.ProxyID = &id
 	}
 	p, err := h.svc.Update(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"], patch, version)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeProfile(w, http.StatusOK, p)
+	return nil
 }
 
-func (h *ProfileHandlers) delete(w http.ResponseWriter, r *http.Request) {
+func (h *ProfileHandlers) delete(w http.ResponseWriter, r *http.Request) error {
 	if err := h.svc.Delete(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"]); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeNoContent(w)
+	return nil
 }
 
 type launchRequest struct {
@@ -338,18 +332,17 @@ type sessionEnvelope struct {
 	Session browserSessionDTO `json:"session"`
 }
 
-func (h *ProfileHandlers) launch(w http.ResponseWriter, r *http.Request) {
+func (h *ProfileHandlers) launch(w http.ResponseWriter, r *http.Request) error {
 	var in launchRequest
 	if err := decodeOptionalJSON(w, r, &in); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	p, err := h.svc.Launch(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"], profiles.LaunchInput(in))
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, sessionEnvelope{Session: toBrowserSessionDTO(*p.Session)})
+	return nil
 }
 
 type heartbeatRequest struct {
@@ -357,30 +350,28 @@ type heartbeatRequest struct {
 	TTLSeconds *int   `json:"ttlSeconds"`
 }
 
-func (h *ProfileHandlers) heartbeat(w http.ResponseWriter, r *http.Request) {
+func (h *ProfileHandlers) heartbeat(w http.ResponseWriter, r *http.Request) error {
 	var in heartbeatRequest
 	if err := decodeJSON(w, r, &in); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	p, err := h.svc.Heartbeat(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"], in.SessionID, in.TTLSeconds)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, sessionEnvelope{Session: toBrowserSessionDTO(*p.Session)})
+	return nil
 }
 
-func (h *ProfileHandlers) release(w http.ResponseWriter, r *http.Request) {
+func (h *ProfileHandlers) release(w http.ResponseWriter, r *http.Request) error {
 	var none struct{}
 	if err := decodeOptionalJSON(w, r, &none); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	p, err := h.svc.Release(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"])
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeProfile(w, http.StatusOK, p)
+	return nil
 }

@@ -17,11 +17,24 @@ import (
 	"github.com/profilesvc/profilesvc/domain"
 )
 
+// HandlerFunc serves one endpoint. A handler that fails returns the error
+// instead of answering, so that every failure reaches the client through the
+// one mapper in errors.go; a handler that returns nil has written its
+// response.
+type HandlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// ServeHTTP is the one place where a handler's error becomes a response.
+func (f HandlerFunc) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := f(w, r); err != nil {
+		writeError(w, r, err)
+	}
+}
+
 // Route is one endpoint. The route table is data, so tests can walk it.
 type Route struct {
 	Method  string
 	Path    string
-	Handler http.HandlerFunc
+	Handler HandlerFunc
 	// Public routes need no credentials; every other route passes the
 	// authentication middleware first.
 	Public bool
@@ -84,16 +97,16 @@ func NewRouter(routes []Route, authenticate Middleware, log *zap.Logger, metrics
 		}
 		table = append(table, registered{method: rt.Method, route: mr})
 	}
-	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		writeError(w, req, &domain.Error{Kind: domain.KindNotFound, Message: "no such endpoint"})
+	r.NotFoundHandler = HandlerFunc(func(http.ResponseWriter, *http.Request) error {
+		return &domain.Error{Kind: domain.KindNotFound, Message: "no such endpoint"}
 	})
-	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	r.MethodNotAllowedHandler = HandlerFunc(func(w http.ResponseWriter, req *http.Request) error {
 		allow := allowedMethods(table, req)
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		writeError(w, req, &transportError{
+		return &transportError{
 			kind:    kindMethodNotAllowed,
 			message: fmt.Sprintf("%s is not allowed here; allowed: %s", req.Method, strings.Join(allow, ", ")),
-		})
+		}
 	})
 	return instrument(r, log, metrics)
 }

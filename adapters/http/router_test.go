@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,8 +12,9 @@ import (
 	"github.com/profilesvc/profilesvc/domain"
 )
 
-func ok(w http.ResponseWriter, r *http.Request) {
+func ok(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, map[string]string{"id": mux.Vars(r)["id"]})
+	return nil
 }
 
 // denyAll stands in for authentication: it refuses every request.
@@ -53,6 +55,22 @@ func TestRouterServesRoutesAndAuthenticatesOnlyNonPublicOnes(t *testing.T) {
 	}
 }
 
+func TestHandlerErrorIsAnsweredThroughTheMapper(t *testing.T) {
+	s := newTestStack(t, []Route{{Method: http.MethodPost, Path: "/profiles/{id}/launch", Public: true, Handler: func(w http.ResponseWriter, _ *http.Request) error {
+		// Headers set before failing stay, as the 405 handler's Allow does.
+		w.Header().Set("Cache-Control", "no-store")
+		return fmt.Errorf("launch: %w", domain.Conflict("profile is already running"))
+	}}}, nil)
+	w := s.serve(httptest.NewRequest(http.MethodPost, "/profiles/prf_1/launch", nil))
+	env := expectError(t, w, 409, "conflict")
+	if env.Error.Message != "profile is already running" {
+		t.Fatalf("message %q", env.Error.Message)
+	}
+	if w.Header().Get("Cache-Control") != "no-store" || w.Header().Get("X-Request-ID") == "" {
+		t.Fatalf("headers %v", w.Header())
+	}
+}
+
 func TestUnknownPathIsJSON404(t *testing.T) {
 	s := newTestStack(t, []Route{{Method: http.MethodGet, Path: "/a", Handler: ok, Public: true}}, nil)
 	w := s.serve(httptest.NewRequest(http.MethodGet, "/nothing/here", nil))
@@ -63,7 +81,10 @@ func TestUnknownPathIsJSON404(t *testing.T) {
 }
 
 func TestKnownPathWithOtherMethodIsJSON405WithAllow(t *testing.T) {
-	noop := func(w http.ResponseWriter, _ *http.Request) { writeNoContent(w) }
+	noop := func(w http.ResponseWriter, _ *http.Request) error {
+		writeNoContent(w)
+		return nil
+	}
 	s := newTestStack(t, []Route{
 		{Method: http.MethodGet, Path: "/profiles/{id}", Handler: noop, Public: true},
 		{Method: http.MethodPatch, Path: "/profiles/{id}", Handler: noop, Public: true},
@@ -84,7 +105,7 @@ func TestKnownPathWithOtherMethodIsJSON405WithAllow(t *testing.T) {
 }
 
 func TestRouterRefusesAMalformedTable(t *testing.T) {
-	noop := func(http.ResponseWriter, *http.Request) {}
+	noop := func(http.ResponseWriter, *http.Request) error { return nil }
 	pass := func(h http.Handler) http.Handler { return h }
 	cases := map[string]struct {
 		routes []Route

@@ -30,7 +30,7 @@ func NewServer(addr string, handler http.Handler, log *zap.Logger, shutdownTimeo
 		addr: addr,
 		srv: &http.Server{
 			Handler: handler,
-			// Headers are bounded in time here and bodies by decodeJSON.
+			// Headers are bounded in time here and bodies by readBody.
 			// There is no ReadTimeout or short WriteTimeout: net/http cancels
 			// the request context when ReadTimeout passes, which would cut
 			// long-running requests short.

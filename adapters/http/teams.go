@@ -64,17 +64,17 @@ func toMemberDTO(v teams.MemberView) memberDTO {
 	return d
 }
 
-func (h *TeamHandlers) listTeams(w http.ResponseWriter, r *http.Request) {
+func (h *TeamHandlers) listTeams(w http.ResponseWriter, r *http.Request) error {
 	ts, err := h.svc.ListTeams(r.Context(), actorFrom(r.Context()))
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	out := make([]teamDTO, 0, len(ts))
 	for _, t := range ts {
 		out = append(out, toTeamDTO(t))
 	}
 	writeList(w, out, "", len(out))
+	return nil
 }
 
 type inviteRequest struct {
@@ -82,54 +82,51 @@ type inviteRequest struct {
 	Role  string `json:"role"`
 }
 
-func (h *TeamHandlers) invite(w http.ResponseWriter, r *http.Request) {
+func (h *TeamHandlers) invite(w http.ResponseWriter, r *http.Request) error {
 	var in inviteRequest
 	if err := decodeJSON(w, r, &in); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	m, err := h.svc.Invite(r.Context(), actorFrom(r.Context()), in.Email, in.Role)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusCreated, toMemberDTO(m))
+	return nil
 }
 
 type acceptRequest struct {
 	Token string `json:"token"`
 }
 
-func (h *TeamHandlers) accept(w http.ResponseWriter, r *http.Request) {
+func (h *TeamHandlers) accept(w http.ResponseWriter, r *http.Request) error {
 	var in acceptRequest
 	if err := decodeJSON(w, r, &in); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	t, err := h.svc.Accept(r.Context(), actorFrom(r.Context()), in.Token)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, toTeamDTO(t))
+	return nil
 }
 
-func (h *TeamHandlers) listMembers(w http.ResponseWriter, r *http.Request) {
+func (h *TeamHandlers) listMembers(w http.ResponseWriter, r *http.Request) error {
 	limit, cursor, err := pageParams(r)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	page, err := h.svc.ListMembers(r.Context(), actorFrom(r.Context()), cursor, limit)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	out := make([]memberDTO, 0, len(page.Items))
 	for _, m := range page.Items {
 		out = append(out, toMemberDTO(m))
 	}
 	writeList(w, out, page.NextCursor, page.Limit)
+	return nil
 }
 
 type updateMemberRequest struct {
@@ -141,16 +138,15 @@ func (updateMemberRequest) readOnlyFields() []string {
 	return []string{"email", "name", "invitedAt", "joinedAt"}
 }
 
-func (h *TeamHandlers) updateMember(w http.ResponseWriter, r *http.Request) {
+func (h *TeamHandlers) updateMember(w http.ResponseWriter, r *http.Request) error {
 	var in updateMemberRequest
 	if err := decodeJSON(w, r, &in); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	m, err := h.svc.UpdateMember(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"], teams.UpdateInput(in))
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, toMemberDTO(m))
+	return nil
 }

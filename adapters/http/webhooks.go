@@ -92,45 +92,43 @@ type createWebhookRequest struct {
 	Secret string   `json:"secret"`
 }
 
-func (h *WebhookHandlers) create(w http.ResponseWriter, r *http.Request) {
+func (h *WebhookHandlers) create(w http.ResponseWriter, r *http.Request) error {
 	var in createWebhookRequest
 	if err := decodeJSON(w, r, &in); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	ep, err := h.svc.Create(r.Context(), actorFrom(r.Context()), webhooks.CreateInput(in))
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusCreated, toWebhookDTO(ep))
+	return nil
 }
 
-func (h *WebhookHandlers) list(w http.ResponseWriter, r *http.Request) {
+func (h *WebhookHandlers) list(w http.ResponseWriter, r *http.Request) error {
 	limit, cursor, err := pageParams(r)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	page, err := h.svc.List(r.Context(), actorFrom(r.Context()), cursor, limit)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	out := make([]webhookDTO, 0, len(page.Items))
 	for _, e := range page.Items {
 		out = append(out, toWebhookDTO(e))
 	}
 	writeList(w, out, page.NextCursor, page.Limit)
+	return nil
 }
 
-func (h *WebhookHandlers) get(w http.ResponseWriter, r *http.Request) {
+func (h *WebhookHandlers) get(w http.ResponseWriter, r *http.Request) error {
 	ep, err := h.svc.Get(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"])
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, toWebhookDTO(ep))
+	return nil
 }
 
 type updateWebhookRequest struct {
@@ -140,26 +138,25 @@ type updateWebhookRequest struct {
 	Enabled *bool     `json:"enabled"`
 }
 
-func (h *WebhookHandlers) update(w http.ResponseWriter, r *http.Request) {
+func (h *WebhookHandlers) update(w http.ResponseWriter, r *http.Request) error {
 	var in updateWebhookRequest
 	if err := decodeJSON(w, r, &in); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	ep, err := h.svc.Update(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"], webhooks.UpdateInput(in))
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, toWebhookDTO(ep))
+	return nil
 }
 
-func (h *WebhookHandlers) delete(w http.ResponseWriter, r *http.Request) {
+func (h *WebhookHandlers) delete(w http.ResponseWriter, r *http.Request) error {
 	if err := h.svc.Delete(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"]); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeNoContent(w)
+	return nil
 }
 
 type testWebhookRequest struct {
@@ -170,49 +167,46 @@ type deliveryQueuedDTO struct {
 	DeliveryID string `json:"deliveryId"`
 }
 
-func (h *WebhookHandlers) test(w http.ResponseWriter, r *http.Request) {
+func (h *WebhookHandlers) test(w http.ResponseWriter, r *http.Request) error {
 	var in testWebhookRequest
 	if err := decodeJSON(w, r, &in); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	id, err := h.svc.Test(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"], in.EventType)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusAccepted, deliveryQueuedDTO{DeliveryID: id})
+	return nil
 }
 
-func (h *WebhookHandlers) deliveries(w http.ResponseWriter, r *http.Request) {
+func (h *WebhookHandlers) deliveries(w http.ResponseWriter, r *http.Request) error {
 	limit, cursor, err := pageParams(r)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	page, err := h.svc.ListDeliveries(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"], r.URL.Query().Get("status"), cursor, limit)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	out := make([]deliveryDTO, 0, len(page.Items))
 	for _, d := range page.Items {
 		out = append(out, toDeliveryDTO(d))
 	}
 	writeList(w, out, page.NextCursor, page.Limit)
+	return nil
 }
 
-func (h *WebhookHandlers) retry(w http.ResponseWriter, r *http.Request) {
+func (h *WebhookHandlers) retry(w http.ResponseWriter, r *http.Request) error {
 	var none struct{}
 	if err := decodeOptionalJSON(w, r, &none); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	vars := mux.Vars(r)
 	d, err := h.svc.Retry(r.Context(), actorFrom(r.Context()), vars["id"], vars["deliveryId"])
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusAccepted, toDeliveryDTO(d))
+	return nil
 }
