@@ -4,12 +4,12 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/gorilla/mux"
 
 	"github.com/profilesvc/profilesvc/application/auth"
+	"github.com/profilesvc/profilesvc/application/paging"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/account"
 	"github.com/profilesvc/profilesvc/domain/team"
@@ -299,16 +299,9 @@ func (h *AuthHandlers) deleteAPIKey(w http.ResponseWriter, r *http.Request) erro
 	return nil
 }
 
-// pageParams reads ?limit= (1..100, default 50) and ?cursor=.
+// pageParams reads ?limit= (paging's page-size rule) and ?cursor=.
 func pageParams(r *http.Request) (int, string, error) {
 	q := r.URL.Query()
-	limit := 50
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			return 0, "", domain.BadRequest("limit must be an integer from 1 to 100")
-		}
-		limit = n
-	}
-	return limit, q.Get("cursor"), nil
+	limit, err := paging.ParseLimit(q.Get("limit"))
+	return limit, q.Get("cursor"), err
 }

@@ -5,10 +5,31 @@
 package paging
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/profilesvc/profilesvc/domain"
 )
+
+// Page sizes: a list answers DefaultLimit items unless the client asks for
+// 1 to MaxLimit.
+const (
+	DefaultLimit = 50
+	MaxLimit     = 100
+)
+
+// ParseLimit reads a client's page size: "" is DefaultLimit; anything but an
+// integer from 1 to MaxLimit is a bad request.
+func ParseLimit(raw string) (int, error) {
+	if raw == "" {
+		return DefaultLimit, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 1 || n > MaxLimit {
+		return 0, domain.BadRequest("limit must be an integer from 1 to " + strconv.Itoa(MaxLimit))
+	}
+	return n, nil
+}
 
 // Page is one page of a list; NextCursor is "" on the last.
 type Page[T any] struct {
