@@ -1,0 +1,285 @@
+package profiles_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/profilesvc/profilesvc/adapters/clock"
+	"github.com/profilesvc/profilesvc/adapters/store/memory"
+	"github.com/profilesvc/profilesvc/application/profiles"
+	"github.com/profilesvc/profilesvc/domain/account"
+	"github.com/profilesvc/profilesvc/domain/event"
+	"github.com/profilesvc/profilesvc/domain/profile"
+	"github.com/profilesvc/profilesvc/domain/team"
+	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/profilestore"
+)
+
+var t0 = time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+
+// The team's members, one per role; alice and bob are plain members.
+var (
+	alice  = team.Actor{UserID: "usr_alice", TeamID: "team_1", MemberID: "mem_alice", Role: team.RoleMember}
+	bob    = team.Actor{UserID: "usr_bob", TeamID: "team_1", MemberID: "mem_bob", Role: team.RoleMember}
+	admin  = team.Actor{UserID: "usr_admin", TeamID: "team_1", MemberID: "mem_admin", Role: team.RoleAdmin}
+	viewer = team.Actor{UserID: "usr_viewer", TeamID: "team_1", MemberID: "mem_viewer", Role: team.RoleViewer}
+	// outsider acts in another team, where team_1's profiles do not exist.
+	outsider = team.Actor{UserID: "usr_out", TeamID: "team_2", MemberID: "mem_out", Role: team.RoleOwner}
+)
+
+// seqIDs makes ids numbered per prefix ("ses_001", "ses_002"), sortable
+// within a prefix like the real ones.
+type seqIDs struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (g *seqIDs) New(prefix string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.n == nil {
+		g.n = map[string]int{}
+	}
+	g.n[prefix]++
+	return fmt.Sprintf("%s_%03d", prefix, g.n[prefix])
+}
+
+// fakeRuntime records every Start and Stop. startErr and stopErr make them
+// fail; cdpURL is what Start reports; onStart runs inside Start, before it
+// answers, where a concurrent request can slip in.
+type fakeRuntime struct {
+	mu       sync.Mutex
+	calls    []string
+	startErr error
+	stopErr  error
+	cdpURL   string
+	onStart  func(spec ports.LaunchSpec)
+}
+
+func (r *fakeRuntime) Start(_ context.Context, spec ports.LaunchSpec) (ports.RunningBrowser, error) {
+	r.mu.Lock()
+	r.calls = append(r.calls, "start "+spec.Profile.ID+" "+spec.SessionID)
+	hook, err, url := r.onStart, r.startErr, r.cdpURL
+	r.mu.Unlock()
+	if hook != nil {
+		hook(spec)
+	}
+	if err != nil {
+		return ports.RunningBrowser{}, err
+	}
+	return ports.RunningBrowser{CDPURL: url}, nil
+}
+
+func (r *fakeRuntime) Stop(_ context.Context, profileID, sessionID string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, "stop "+profileID+" "+sessionID)
+	return r.stopErr
+}
+
+func (r *fakeRuntime) Calls() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.calls...)
+}
+
+// logRecorder is a slog handler that keeps the message of every record.
+type logRecorder struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+
+func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString(r.Level.String() + " " + r.Message)
+	r.Attrs(func(a slog.Attr) bool {
+		b.WriteString(" " + a.String())
+		return true
+	})
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.msgs = append(l.msgs, b.String())
+	return nil
+}
+
+func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logRecorder) WithGroup(string) slog.Handler      { return l }
+
+func (l *logRecorder) Messages() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.msgs...)
+}
+
+// swapHook stands in for SwapSession: fn gets the call's number (from 1)
+// and the real repository, so it can fail, change the row first, or pass
+// the call on.
+type swapHook struct {
+	profilestore.Profiles
+	calls atomic.Int32
+	fn    func(ctx context.Context, n int, teamID, id string, s profilestore.SessionSwap) (bool, error)
+}
+
+func (h *swapHook) SwapSession(ctx context.Context, teamID, id string, s profilestore.SessionSwap) (bool, error) {
+	return h.fn(ctx, int(h.calls.Add(1)), teamID, id, s)
+}
+
+// byIDHook stands in for ByID the same way.
+type byIDHook struct {
+	profilestore.Profiles
+	calls atomic.Int32
+	fn    func(ctx context.Context, n int, teamID, id string) (profile.Profile, error)
+}
+
+func (h *byIDHook) ByID(ctx context.Context, teamID, id string) (profile.Profile, error) {
+	return h.fn(ctx, int(h.calls.Add(1)), teamID, id)
+}
+
+// expiredHook stands in for ListExpiredSessions.
+type expiredHook struct {
+	profilestore.Profiles
+	fn func(ctx context.Context, now time.Time, limit int) ([]profile.Profile, error)
+}
+
+func (h *expiredHook) ListExpiredSessions(ctx context.Context, now time.Time, limit int) ([]profile.Profile, error) {
+	return h.fn(ctx, now, limit)
+}
+
+// failingUsers cannot read any user.
+type failingUsers struct{}
+
+func (failingUsers) ByID(context.Context, string) (account.User, error) {
+	return account.User{}, errors.New("users: connection reset")
+}
+
+// failingOutbox refuses every event.
+type failingOutbox struct{}
+
+func (failingOutbox) Append(context.Context, event.Event) error {
+	return errors.New("outbox: disk full")
+}
+
+// fixture is a profile service over the memory store with a fake clock,
+// runtime and ids; tests swap single ports of deps before calling build.
+type fixture struct {
+	store *memory.Store
+	clock *clock.Fake
+	rt    *fakeRuntime
+	logs  *logRecorder
+	deps  profiles.Deps
+	svc   *profiles.Service
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	st := memory.New()
+	for _, u := range []account.User{
+		{ID: "usr_alice", Email: "alice@example.com", Name: "Alice"},
+		{ID: "usr_bob", Email: "bob@example.com", Name: "Bob"},
+		{ID: "usr_admin", Email: "admin@example.com", Name: "Admin"},
+	} {
+		u.CreatedAt, u.UpdatedAt = t0, t0
+		if err := st.Users().Create(context.Background(), u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := &fixture{store: st, clock: clock.NewFake(t0), rt: &fakeRuntime{}, logs: &logRecorder{}}
+	f.deps = profiles.Deps{
+		Tx: st, Profiles: st.Profiles(), Users: st.Users(), Outbox: st.Outbox(),
+		Runtime: f.rt, Clock: f.clock, IDs: &seqIDs{}, Log: slog.New(f.logs),
+		Policy: profiles.Policy{SessionTTLDefault: 10 * time.Minute, SessionTTLMax: time.Hour},
+	}
+	f.build()
+	return f
+}
+
+// build makes the service from deps again, after a test changed them.
+func (f *fixture) build() { f.svc = profiles.New(f.deps) }
+
+// create stores a profile of alice's team named name.
+func (f *fixture) create(t *testing.T, name string) profile.Profile {
+	t.Helper()
+	p, err := f.svc.Create(context.Background(), alice, profile.Settings{Name: name, TemplateID: "tpl_chrome_win_us"})
+	if err != nil {
+		t.Fatalf("create %s: %v", name, err)
+	}
+	return p
+}
+
+// launch launches id as actor with the default lease.
+func (f *fixture) launch(t *testing.T, actor team.Actor, id string) profile.Profile {
+	t.Helper()
+	p, err := f.svc.Launch(context.Background(), actor, id, profiles.LaunchInput{})
+	if err != nil {
+		t.Fatalf("launch %s as %s: %v", id, actor.UserID, err)
+	}
+	return p
+}
+
+// stored reads a profile straight from the store.
+func (f *fixture) stored(t *testing.T, id string) profile.Profile {
+	t.Helper()
+	p, err := f.store.Profiles().ByID(context.Background(), "team_1", id)
+	if err != nil {
+		t.Fatalf("read %s: %v", id, err)
+	}
+	return p
+}
+
+// outboxEvent is what the tests read of an event in the outbox.
+type outboxEvent struct {
+	Type    event.Type
+	Profile string
+	Reason  string
+	Session string
+	By      string
+}
+
+// events returns every event in the outbox, oldest first.
+func (f *fixture) events(t *testing.T) []outboxEvent {
+	t.Helper()
+	evs, err := f.store.Outbox().ListAfter(context.Background(), "", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]outboxEvent, 0, len(evs))
+	for _, e := range evs {
+		var data struct {
+			Profile struct {
+				ID string `json:"id"`
+			} `json:"profile"`
+			Reason  string `json:"reason"`
+			Session struct {
+				ID         string `json:"id"`
+				LaunchedBy string `json:"launched_by"`
+			} `json:"session"`
+		}
+		if err := json.Unmarshal(e.Data, &data); err != nil {
+			t.Fatalf("event %s: %v", e.ID, err)
+		}
+		out = append(out, outboxEvent{Type: e.Type, Profile: data.Profile.ID, Reason: data.Reason, Session: data.Session.ID, By: data.Session.LaunchedBy})
+	}
+	return out
+}
+
+// eventsOf returns the events of type typ.
+func (f *fixture) eventsOf(t *testing.T, typ event.Type) []outboxEvent {
+	t.Helper()
+	var out []outboxEvent
+	for _, e := range f.events(t) {
+		if e.Type == typ {
+			out = append(out, e)
+		}
+	}
+	return out
+}

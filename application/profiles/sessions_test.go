@@ -1,0 +1,693 @@
+package profiles_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/profilesvc/profilesvc/application/profiles"
+	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/event"
+	"github.com/profilesvc/profilesvc/domain/profile"
+	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/profilestore"
+)
+
+var ctx = context.Background()
+
+func wantKind(t *testing.T, err error, k domain.Kind) {
+	t.Helper()
+	if !domain.IsKind(err, k) {
+		t.Fatalf("error %v: want kind %d, got %d", err, k, domain.KindOf(err))
+	}
+}
+
+func wantCalls(t *testing.T, rt *fakeRuntime, want ...string) {
+	t.Helper()
+	if got := rt.Calls(); !slices.Equal(got, want) {
+		t.Fatalf("runtime calls %q, want %q", got, want)
+	}
+}
+
+func wantEvents(t *testing.T, got []outboxEvent, want ...outboxEvent) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Fatalf("events\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestLaunchWhenTheRuntimeFailsToStartEndsTheLease(t *testing.T) {
+	f := newFixture(t)
+	p := f.create(t, "Shop")
+	boom := errors.New("chromium: executable not found")
+	f.rt.startErr = boom
+
+	_, err := f.svc.Launch(ctx, alice, p.ID, profiles.LaunchInput{})
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "start browser of profile prf_001") {
+		t.Fatalf("launch error %v", err)
+	}
+	if s := f.stored(t, p.ID).Session; s != nil {
+		t.Fatalf("the lease of a browser that never started is kept: %+v", s)
+	}
+	wantEvents(t, f.events(t),
+		outboxEvent{Type: event.ProfileCreated, Profile: "prf_001"},
+		outboxEvent{Type: event.ProfileLaunched, Profile: "prf_001", Session: "ses_001", By: "usr_alice"},
+		outboxEvent{Type: event.ProfileStopped, Profile: "prf_001", Reason: "failed", Session: "ses_001", By: "usr_alice"},
+	)
+	wantCalls(t, f.rt, "start prf_001 ses_001")
+
+	// The profile is free at once, not when the lease would have run out.
+	f.rt.startErr = nil
+	if got := f.launch(t, bob, p.ID); got.Session.ID != "ses_002" || got.Session.LaunchedBy != "usr_bob" {
+		t.Fatalf("relaunch after a failed start: %+v", got.Session)
+	}
+}
+
+func TestLaunchWhenTheRuntimeFailsAndTheLeaseCannotBeEnded(t *testing.T) {
+	f := newFixture(t)
+	p := f.create(t, "Shop")
+	inner := f.deps.Profiles
+	f.deps.Profiles = &swapHook{Profiles: inner, fn: func(ctx context.Context, n int, teamID, id string, s profilestore.SessionSwap) (bool, error) {
+		if n == 2 {
+			return false, errors.New("database is gone")
+		}
+		return inner.SwapSession(ctx, teamID, id, s)
+	}}
+	f.build()
+	boom := errors.New("chromium crashed")
+	f.rt.startErr = boom
+
+	if _, err := f.svc.Launch(ctx, alice, p.ID, profiles.LaunchInput{}); !errors.Is(err, boom) {
+		t.Fatalf("launch error %v, want the start failure", err)
+	}
+	logs := f.logs.Messages()
+	if len(logs) != 1 || logs[0] != "ERROR end session of a failed launch profile_id=prf_001 session_id=ses_001 error=database is gone" {
+		t.Fatalf("logs %q", logs)
+	}
+	// The lease stays until it runs out; no stop was recorded for it.
+	if s := f.stored(t, p.ID).Session; s == nil || s.ID != "ses_001" {
+		t.Fatalf("session %+v", s)
+	}
+	if got := f.eventsOf(t, event.ProfileStopped); len(got) != 0 {
+		t.Fatalf("stopped events %+v", got)
+	}
+}
+
+func TestLaunchLosesTheLeaseRaceToAnotherLaunch(t *testing.T) {
+	f := newFixture(t)
+	p := f.create(t, "Shop")
+	inner := f.deps.Profiles
+	f.deps.Profiles = &swapHook{Profiles: inner, fn: func(ctx context.Context, n int, teamID, id string, s profilestore.SessionSwap) (bool, error) {
+		if n == 1 {
+			// Bob's launch commits between Alice's read and her swap.
+			rival := &profile.Session{ID: "ses_rival", StartedAt: t0, ExpiresAt: t0.Add(30 * time.Minute), LaunchedBy: "usr_bob"}
+			if ok, err := inner.SwapSession(ctx, teamID, id, profilestore.SessionSwap{Next: rival}); !ok || err != nil {
+				t.Errorf("rival launch: %v %v", ok, err)
+			}
+		}
+		return inner.SwapSession(ctx, teamID, id, s)
+	}}
+	f.build()
+
+	_, err := f.svc.Launch(ctx, alice, p.ID, profiles.LaunchInput{})
+	wantKind(t, err, domain.KindConflict)
+	var de *domain.Error
+	if !errors.As(err, &de) {
+		t.Fatalf("error %T", err)
+	}
+	if de.Message != "profile is running: session ses_rival launched by bob@example.com (usr_bob), lease until 2030-01-01T12:30:00Z" {
+		t.Fatalf("message %q", de.Message)
+	}
+	if len(de.Fields) != 1 || de.Fields[0].Field != "session" || de.Fields[0].Issue != "held by bob@example.com (usr_bob) in session ses_rival until 2030-01-01T12:30:00Z" {
+		t.Fatalf("fields %+v", de.Fields)
+	}
+	wantCalls(t, f.rt)
+	if got := f.eventsOf(t, event.ProfileLaunched); len(got) != 0 {
+		t.Fatalf("the loser emitted %+v", got)
+	}
+}
+
+func TestLaunchFindsTheProfileChangedWhileLaunching(t *testing.T) {
+	f := newFixture(t)
+	p := f.create(t, "Shop")
+	f.launch(t, alice, p.ID)
+	f.clock.Advance(11 * time.Minute)
+	inner := f.deps.Profiles
+	f.deps.Profiles = &swapHook{Profiles: inner, fn: func(ctx context.Context, n int, teamID, id string, s profilestore.SessionSwap) (bool, error) {
+		if n == 1 {
+			// The reaper ends the expired lease first: the takeover's swap
+			// expects a session that is gone, and the profile is idle.
+			if ok, err := inner.SwapSession(ctx, teamID, id, profilestore.SessionSwap{ExpectSessionID: "ses_001"}); !ok || err != nil {
+				t.Errorf("reaper: %v %v", ok, err)
+			}
+		}
+		return inner.SwapSession(ctx, teamID, id, s)
+	}}
+	f.build()
+
+	_, err := f.svc.Launch(ctx, bob, p.ID, profiles.LaunchInput{})
+	wantKind(t, err, domain.KindConflict)
+	if err.Error() != "profile changed while launching; try again" {
+		t.Fatalf("error %q", err)
+	}
+	wantCalls(t, f.rt, "start prf_001 ses_001")
+}
+
+func TestLaunchLostRaceWhenTheProfileCannotBeReadAgain(t *testing.T) {
+	f := newFixture(t)
+	p := f.create(t, "Shop")
+	inner := f.deps.Profiles
+	reads := &byIDHook{Profiles: inner, fn: func(ctx context.Context, n int, teamID, id string) (profile.Profile, error) {
+		if n == 2 {
+			return profile.Profile{}, errors.New("read timed out")
+		}
+		return inner.ByID(ctx, teamID, id)
+	}}
+	f.deps.Profiles = &swapHook{Profiles: reads, fn: func(context.Context, int, string, string, profilestore.SessionSwap) (bool, error) {
+		return false, nil
+	}}
+	f.build()
+
+	if _, err := f.svc.Launch(ctx, alice, p.ID, profiles.LaunchInput{}); err == nil || err.Error() != "read timed out" {
+		t.Fatalf("launch error %v", err)
+	}
+}
+
+func TestLaunchTakesOverAnExpiredLease(t *testing.T) {
+	f := newFixture(t)
+	p := f.create(t, "Shop")
+	f.launch(t, alice, p.ID)
+	// At ExpiresAt exactly the lease has run out, though no reaper ran.
+	f.clock.Advance(10 * time.Minute)
+	f.rt.stopErr = errors.New("no such process")
+
+	got := f.launch(t, bob, p.ID)
+	if got.Session.ID != "ses_002" || got.Session.LaunchedBy != "usr_bob" || !got.Session.ExpiresAt.Equal(t0.Add(20*time.Minute)) {
+		t.Fatalf("session %+v", got.Session)
+	}
+	if s := f.stored(t, p.ID).Session; s == nil || s.ID != "ses_002" {
+		t.Fatalf("stored session %+v", s)
+	}
+	wantEvents(t, f.events(t)[1:],
+		outboxEvent{Type: event.ProfileLaunched, Profile: "prf_001", Session: "ses_001", By: "usr_alice"},
+		outboxEvent{Type: event.ProfileStopped, Profile: "prf_001", Reason: "expired", Session: "ses_001", By: "usr_alice"},
+		outboxEvent{Type: event.ProfileLaunched, Profile: "prf_001", Session: "ses_002", By: "usr_bob"},
+	)
+	// The old browser is stopped before the new one starts; a stop that
+	// fails is logged and does not hold up the takeover.
+	wantCalls(t, f.rt, "start prf_001 ses_001", "stop prf_001 ses_001", "start prf_001 ses_002")
+	logs := f.logs.Messages()
+	if len(logs) != 1 || logs[0] != "ERROR stop browser profile_id=prf_001 session_id=ses_001 error=no such process" {
+		t.Fatalf("logs %q", logs)
+	}
+}
+
+func TestLaunchOfARunningProfileNamesTheHolder(t *testing.T) {
+	f := newFixture(t)
+	p := f.create(t, "Shop")
+	f.launch(t, alice, p.ID)
+	f.clock.Advance(time.Minute)
+
+	_, err := f.svc.Launch(ctx, bob, p.ID, profiles.LaunchInput{})
+	wantKind(t, err, domain.KindConflict)
+	if !strings.HasPrefix(err.Error(), "profile is running: session ses_001 launched by alice@example.com (usr_alice), lease until 2030-01-01T12:10:00Z") {
+		t.Fatalf("error %q", err)
+	}
+}
+
+func TestLaunchStoresTheCDPURL(t *testing.T) {
+	f := newFixture(t)
+	p := f.create(t, "Shop")
+	f.rt.cdpURL = "ws://127.0.0.1:9222/devtools/browser/1"
+	ttl := 90
+
+	got, err := f.svc.Launch(ctx, alice, p.ID, profiles.LaunchInput{Headless: true, TTLSeconds: &ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Session.CDPURL != "ws://127.0.0.1:9222/devtools/browser/1" || !got.Session.Headless || !got.Session.ExpiresAt.Equal(t0.Add(90*time.Second)) {
+		t.Fatalf("session %+v", got.Session)
+	}
+	if s := f.stored(t, p.ID).Session; s.CDPURL != "ws://127.0.0.1:9222/devtools/browser/1" {
+		t.Fatalf("stored session %+v", s)
+	}
+}
+
+func TestLaunchCDPURLSwapLosesToARelease(t *testing.T) {
+	f := newFixture(t)
+	p := f.create(t, "Shop")
+	f.rt.cdpURL = "ws://127.0.0.1:9222/devtools/browser/1"
+	f.rt.onStart = func(spec ports.LaunchSpec) {
+		// An admin releases the session while its browser starts.
+		if _, err := f.svc.Release(ctx, admin, spec.Profile.ID); err != nil {
+			t.Errorf("release during start: %v", err)
+		}
+	}
+
+	_, err := f.svc.Launch(ctx, alice, p.ID, profiles.LaunchInput{})
+	wantKind(t, err, domain.KindConflict)
+	if err.Error() != "the session was released while its browser was starting" {
+		t.Fatalf("error %q", err)
+	}
+	// Release stopped it once; the launch stops the browser it started too.
+	wantCalls(t, f.rt, "start prf_001 ses_001", "stop prf_001 ses_001", "stop prf_001 ses_001")
+	if s := f.stored(t, p.ID).Session; s != nil {
+		t.Fatalf("session %+v", s)
+	}
+	wantEvents(t, f.eventsOf(t, event.ProfileStopped),
+		outboxEvent{Type: event.ProfileStopped, Profile: "prf_001", Reason: "released", Session: "ses_001", By: "usr_alice"})
+}
+
+func TestLaunchCDPURLSwapFails(t *testing.T) {
+	f := newFixture(t)
+	p := f.create(t, "Shop")
+	inner := f.deps.Profiles
+	f.deps.Profiles = &swapHook{Profiles: inner, fn: func(ctx context.Context, n int, teamID, id string, s profilestore.SessionSwap) (bool, error) {
+		if n == 2 {
+			return false, errors.New("connection refused")
+		}
+		return inner.SwapSession(ctx, teamID, id, s)
+	}}
+	f.build()
+	f.rt.cdpURL = "ws://127.0.0.1:9222/devtools/browser/1"
+
+	if _, err := f.svc.Launch(ctx, alice, p.ID, profiles.LaunchInput{}); err == nil || err.Error() != "connection refused" {
+		t.Fatalf("launch error %v", err)
+	}
+	wantCalls(t, f.rt, "start prf_001 ses_001", "stop prf_001 ses_001")
+}
+
+func TestLaunchFailsWhenTheSwapOrTheOutboxFails(t *testing.T) {
+	f := newFixture(t)
+	p := f.create(t, "Shop")
+	f.launch(t, alice, p.ID)
+	f.clock.Advance(time.Hour)
+
+	f.deps.Outbox = failingOutbox{}
+	f.build()
+	if _, err := f.svc.Launch(ctx, bob, p.ID, profiles.LaunchInput{}); err == nil || err.Error() != "outbox: disk full" {
+		t.Fatalf("takeover with a failing outbox: %v", err)
+	}
+	if s := f.stored(t, p.ID).Session; s.ID != "ses_001" {
+		t.Fatalf("a takeover that failed to emit committed: %+v", s)
+	}
+
+	f.deps.Outbox = f.store.Outbox()
+	f.deps.Profiles = &swapHook{Profiles: f.store.Profiles(), fn: func(context.Context, int, string, string, profilestore.SessionSwap) (bool, error) {
+		return false, errors.New("deadlock detected")
+	}}
+	f.build()
+	if _, err := f.svc.Launch(ctx, bob, p.ID, profiles.LaunchInput{}); err == nil || err.Error() != "deadlock detected" {
+		t.Fatalf("launch with a failing swap: %v", err)
+	}
+	wantCalls(t, f.rt, "start prf_001 ses_001")
+}
+
+func TestLaunchRefusals(t *testing.T) {
+	f := newFixture(t)
+	p := f.create(t, "Shop")
+	zero, tooLong := 0, 3601
+
+	_, err := f.svc.Launch(ctx, viewer, p.ID, profiles.LaunchInput{})
+	wantKind(t, err, domain.KindForbidden)
+	for _, ttl := range []*int{&zero, &tooLong} {
+		_, err = f.svc.Launch(ctx, alice, p.ID, profiles.LaunchInput{TTLSeconds: ttl})
+		wantKind(t, err, domain.KindValidation)
+		if err.Error() != "validation failed; ttlSeconds: must be from 1 to 3600" {
+			t.Fatalf("ttl %d: %q", *ttl, err)
+		}
+	}
+	_, err = f.svc.Launch(ctx, outsider, p.ID, profiles.LaunchInput{})
+	wantKind(t, err, domain.KindNotFound)
+	wantCalls(t, f.rt)
+}
+
+func TestHeartbeatExtendsTheLease(t *testing.T) {
+	f := newFixture(t)
+	p := f.create(t, "Shop")
+	f.launch(t, alice, p.ID)
+	f.clock.Advance(5 * time.Minute)
+
+	got, err := f.svc.Heartbeat(ctx, alice, p.ID, "ses_001", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Session.ExpiresAt.Equal(t0.Add(15*time.Minute)) || !f.stored(t, p.ID).Session.ExpiresAt.Equal(t0.Add(15*time.Minute)) {
+		t.Fatalf("session %+v", got.Session)
+	}
+}
+
+func TestHeartbeatByANonHolder(t *testing.T) {
+	f := newFixture(t)
+	p := f.create(t, "Shop")
+	f.launch(t, alice, p.ID)
+	f.clock.Advance(time.Minute)
+	ttl := 120
+
+	_, err := f.svc.Heartbeat(ctx, bob, p.ID, "ses_001", &ttl)
+	wantKind(t, err, domain.KindForbidden)
+	if err.Error() != "the session belongs to another member; only an admin or owner may act on it" {
+		t.Fatalf("error %q", err)
+	}
+	if s := f.stored(t, p.ID).Session; !s.ExpiresAt.Equal(t0.Add(10 * time.Minute)) {
+		t.Fatalf("a refused heartbeat moved the lease: %+v", s)
+	}
+
+	got, err := f.svc.Heartbeat(ctx, admin, p.ID, "ses_001", &ttl)
+	if err != nil {
+		t.Fatalf("admin heartbeat: %v", err)
+	}
+	if !got.Session.ExpiresAt.Equal(t0.Add(3*time.Minute)) || got.Session.LaunchedBy != "usr_alice" {
+		t.Fatalf("session %+v", got.Session)
+	}
+}
+
+func TestHeartbeatOfAnEndedSession(t *testing.T) {
+	f := newFixture(t)
+	p := f.create(t, "Shop")
+	f.launch(t, alice, p.ID)
+
+	if _, err := f.svc.Heartbeat(ctx, alice, p.ID, "ses_999", nil); !errors.Is(err, profile.ErrSessionEnded) {
+		t.Fatalf("another session id: %v", err)
+	}
+	f.clock.Advance(10 * time.Minute)
+	if _, err := f.svc.Heartbeat(ctx, alice, p.ID, "ses_001", nil); !errors.Is(err, profile.ErrSessionEnded) {
+		t.Fatalf("expired session: %v", err)
+	}
+	if _, err := f.svc.Release(ctx, alice, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Heartbeat(ctx, alice, p.ID, "ses_001", nil); !errors.Is(err, profile.ErrSessionEnded) {
+		t.Fatalf("released session: %v", err)
+	}
+}
+
+func TestHeartbeatLosesToARelease(t *testing.T) {
+	f := newFixture(t)
+	p := f.create(t, "Shop")
+	f.launch(t, alice, p.ID)
+	inner := f.deps.Profiles
+	f.deps.Profiles = &swapHook{Profiles: inner, fn: func(ctx context.Context, n int, teamID, id string, s profilestore.SessionSwap) (bool, error) {
+		if n == 1 {
+			if ok, err := inner.SwapSession(ctx, teamID, id, profilestore.SessionSwap{ExpectSessionID: "ses_001"}); !ok || err != nil {
+				t.Errorf("release: %v %v", ok, err)
+			}
+		}
+		return inner.SwapSession(ctx, teamID, id, s)
+	}}
+	f.build()
+
+	if _, err := f.svc.Heartbeat(ctx, alice, p.ID, "ses_001", nil); !errors.Is(err, profile.ErrSessionEnded) {
+		t.Fatalf("heartbeat after a concurrent release: %v", err)
+	}
+	if s := f.stored(t, p.ID).Session; s != nil {
+		t.Fatalf("the heartbeat revived the session: %+v", s)
+	}
+}
+
+func TestHeartbeatRefusals(t *testing.T) {
+	f := newFixture(t)
+	p := f.create(t, "Shop")
+	f.launch(t, alice, p.ID)
+	zero := 0
+
+	_, err := f.svc.Heartbeat(ctx, viewer, p.ID, "ses_001", nil)
+	wantKind(t, err, domain.KindForbidden)
+	_, err = f.svc.Heartbeat(ctx, alice, p.ID, "", nil)
+	wantKind(t, err, domain.KindValidation)
+	if err.Error() != "validation failed; sessionId: is required" {
+		t.Fatalf("error %q", err)
+	}
+	_, err = f.svc.Heartbeat(ctx, alice, p.ID, "ses_001", &zero)
+	wantKind(t, err, domain.KindValidation)
+	_, err = f.svc.Heartbeat(ctx, outsider, p.ID, "ses_001", nil)
+	wantKind(t, err, domain.KindNotFound)
+
+	f.deps.Profiles = &swapHook{Profiles: f.store.Profiles(), fn: func(context.Context, int, string, string, profilestore.SessionSwap) (bool, error) {
+		return false, errors.New("connection reset")
+	}}
+	f.build()
+	if _, err := f.svc.Heartbeat(ctx, alice, p.ID, "ses_001", nil); err == nil || err.Error() != "connection reset" {
+		t.Fatalf("heartbeat with a failing swap: %v", err)
+	}
+}
+
+func TestReleaseWhenTheRuntimeFailsToStopKeepsTheLease(t *testing.T) {
+	f := newFixture(t)
+	p := f.create(t, "Shop")
+	f.launch(t, alice, p.ID)
+	boom := errors.New("browser does not answer")
+	f.rt.stopErr = boom
+
+	_, err := f.svc.Release(ctx, alice, p.ID)
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "stop browser of profile prf_001") {
+		t.Fatalf("release error %v", err)
+	}
+	if s := f.stored(t, p.ID).Session; s == nil || s.ID != "ses_001" {
+		t.Fatalf("a browser that did not stop lost its lease: %+v", s)
+	}
+	if got := f.eventsOf(t, event.ProfileStopped); len(got) != 0 {
+		t.Fatalf("stopped events %+v", got)
+	}
+}
+
+func TestReleaseByAnotherMemberAndByAnAdmin(t *testing.T) {
+	f := newFixture(t)
+	p := f.create(t, "Shop")
+	f.launch(t, alice, p.ID)
+
+	_, err := f.svc.Release(ctx, bob, p.ID)
+	wantKind(t, err, domain.KindForbidden)
+	wantCalls(t, f.rt, "start prf_001 ses_001")
+
+	got, err := f.svc.Release(ctx, admin, p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Session != nil || f.stored(t, p.ID).Session != nil {
+		t.Fatalf("released profile %+v", got.Session)
+	}
+	wantCalls(t, f.rt, "start prf_001 ses_001", "stop prf_001 ses_001")
+	wantEvents(t, f.eventsOf(t, event.ProfileStopped),
+		outboxEvent{Type: event.ProfileStopped, Profile: "prf_001", Reason: "released", Session: "ses_001", By: "usr_alice"})
+
+	if _, err := f.svc.Release(ctx, alice, p.ID); !errors.Is(err, profile.ErrNotRunning) {
+		t.Fatalf("release of an idle profile: %v", err)
+	}
+	_, err = f.svc.Release(ctx, viewer, p.ID)
+	wantKind(t, err, domain.KindForbidden)
+	_, err = f.svc.Release(ctx, outsider, p.ID)
+	wantKind(t, err, domain.KindNotFound)
+}
+
+func TestReleaseLosesToAConcurrentRelease(t *testing.T) {
+	f := newFixture(t)
+	p := f.create(t, "Shop")
+	f.launch(t, alice, p.ID)
+	inner := f.deps.Profiles
+	f.deps.Profiles = &swapHook{Profiles: inner, fn: func(ctx context.Context, n int, teamID, id string, s profilestore.SessionSwap) (bool, error) {
+		if n == 1 {
+			if ok, err := inner.SwapSession(ctx, teamID, id, profilestore.SessionSwap{ExpectSessionID: "ses_001"}); !ok || err != nil {
+				t.Errorf("concurrent release: %v %v", ok, err)
+			}
+		}
+		return inner.SwapSession(ctx, teamID, id, s)
+	}}
+	f.build()
+
+	if _, err := f.svc.Release(ctx, alice, p.ID); !errors.Is(err, profile.ErrNotRunning) {
+		t.Fatalf("release error %v", err)
+	}
+	if got := f.eventsOf(t, event.ProfileStopped); len(got) != 0 {
+		t.Fatalf("the loser emitted %+v", got)
+	}
+}
+
+// launchAll creates and launches one profile per name, as alice, a minute
+// apart, so their leases run out in that order.
+func launchAll(t *testing.T, f *fixture, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		f.launch(t, alice, f.create(t, name).ID)
+		f.clock.Advance(time.Minute)
+	}
+}
+
+func TestReapExpiredEndsRunOutLeasesInBatches(t *testing.T) {
+	f := newFixture(t)
+	f.deps.Policy.ReapBatch = 1
+	f.build()
+	launchAll(t, f, "A", "B", "C")
+	// prf_001 and prf_002 ran out (12:10, 12:11); prf_003 lasts until 12:12.
+	f.clock.Set(t0.Add(11 * time.Minute))
+
+	n, err := f.svc.ReapExpired(ctx)
+	if err != nil || n != 2 {
+		t.Fatalf("reaped %d, %v", n, err)
+	}
+	wantEvents(t, f.eventsOf(t, event.ProfileStopped),
+		outboxEvent{Type: event.ProfileStopped, Profile: "prf_001", Reason: "expired", Session: "ses_001", By: "usr_alice"},
+		outboxEvent{Type: event.ProfileStopped, Profile: "prf_002", Reason: "expired", Session: "ses_002", By: "usr_alice"},
+	)
+	if s := f.stored(t, "prf_003").Session; s == nil {
+		t.Fatal("a live lease was reaped")
+	}
+	if got := f.rt.Calls()[3:]; !slices.Equal(got, []string{"stop prf_001 ses_001", "stop prf_002 ses_002"}) {
+		t.Fatalf("stops %q", got)
+	}
+}
+
+func TestReapExpiredWhenListingFails(t *testing.T) {
+	f := newFixture(t)
+	boom := errors.New("replica lagging")
+	f.deps.Profiles = &expiredHook{Profiles: f.store.Profiles(), fn: func(context.Context, time.Time, int) ([]profile.Profile, error) {
+		return nil, boom
+	}}
+	f.build()
+
+	if n, err := f.svc.ReapExpired(ctx); n != 0 || !errors.Is(err, boom) {
+		t.Fatalf("reaped %d, %v", n, err)
+	}
+}
+
+func TestReapExpiredKeepsGoingPastFailuresAndJoinsThem(t *testing.T) {
+	f := newFixture(t)
+	launchAll(t, f, "A", "B", "C")
+	f.clock.Advance(time.Hour)
+	inner := f.deps.Profiles
+	errA, errC := errors.New("lock timeout on prf_001"), errors.New("lock timeout on prf_003")
+	f.deps.Profiles = &swapHook{Profiles: inner, fn: func(ctx context.Context, _ int, teamID, id string, s profilestore.SessionSwap) (bool, error) {
+		switch id {
+		case "prf_001":
+			return false, errA
+		case "prf_003":
+			return false, errC
+		}
+		return inner.SwapSession(ctx, teamID, id, s)
+	}}
+	f.build()
+
+	n, err := f.svc.ReapExpired(ctx)
+	if n != 1 || !errors.Is(err, errA) || !errors.Is(err, errC) {
+		t.Fatalf("reaped %d, %v", n, err)
+	}
+	if f.stored(t, "prf_002").Session != nil || f.stored(t, "prf_001").Session == nil || f.stored(t, "prf_003").Session == nil {
+		t.Fatal("only prf_002's lease should have ended")
+	}
+	if got := f.rt.Calls()[3:]; !slices.Equal(got, []string{"stop prf_002 ses_002"}) {
+		t.Fatalf("stops %q", got)
+	}
+}
+
+func TestReapExpiredSkipsAProfileDeletedMeanwhile(t *testing.T) {
+	f := newFixture(t)
+	launchAll(t, f, "A", "B")
+	f.clock.Advance(time.Hour)
+	inner := f.deps.Profiles
+	deleted := false
+	f.deps.Profiles = &expiredHook{Profiles: inner, fn: func(ctx context.Context, now time.Time, limit int) ([]profile.Profile, error) {
+		list, err := inner.ListExpiredSessions(ctx, now, limit)
+		if !deleted {
+			// Another instance ends prf_001's lease and deletes it right
+			// after this list was read.
+			deleted = true
+			if ok, serr := inner.SwapSession(ctx, "team_1", "prf_001", profilestore.SessionSwap{ExpectSessionID: "ses_001"}); !ok || serr != nil {
+				t.Errorf("end prf_001: %v %v", ok, serr)
+			}
+			if derr := inner.Delete(ctx, "team_1", "prf_001"); derr != nil {
+				t.Errorf("delete prf_001: %v", derr)
+			}
+		}
+		return list, err
+	}}
+	f.build()
+
+	n, err := f.svc.ReapExpired(ctx)
+	if n != 1 || err != nil {
+		t.Fatalf("reaped %d, %v", n, err)
+	}
+	wantEvents(t, f.eventsOf(t, event.ProfileStopped),
+		outboxEvent{Type: event.ProfileStopped, Profile: "prf_002", Reason: "expired", Session: "ses_002", By: "usr_alice"})
+	if got := f.rt.Calls()[2:]; !slices.Equal(got, []string{"stop prf_002 ses_002"}) {
+		t.Fatalf("stops %q", got)
+	}
+}
+
+func TestReapExpiredLeavesASessionAHeartbeatJustExtended(t *testing.T) {
+	f := newFixture(t)
+	launchAll(t, f, "A")
+	f.clock.Advance(time.Hour)
+	inner := f.deps.Profiles
+	f.deps.Profiles = &swapHook{Profiles: inner, fn: func(ctx context.Context, n int, teamID, id string, s profilestore.SessionSwap) (bool, error) {
+		if n == 1 {
+			cur, err := inner.ByID(ctx, teamID, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ext := *cur.Session
+			ext.ExpiresAt = t0.Add(2 * time.Hour)
+			if ok, err := inner.SwapSession(ctx, teamID, id, profilestore.SessionSwap{ExpectSessionID: ext.ID, Next: &ext}); !ok || err != nil {
+				t.Errorf("heartbeat: %v %v", ok, err)
+			}
+		}
+		return inner.SwapSession(ctx, teamID, id, s)
+	}}
+	f.build()
+
+	if n, err := f.svc.ReapExpired(ctx); n != 0 || err != nil {
+		t.Fatalf("reaped %d, %v", n, err)
+	}
+	if s := f.stored(t, "prf_001").Session; s == nil || !s.ExpiresAt.Equal(t0.Add(2*time.Hour)) {
+		t.Fatalf("session %+v", s)
+	}
+	wantCalls(t, f.rt, "start prf_001 ses_001")
+}
+
+func TestReleaseWhenEndingTheLeaseFails(t *testing.T) {
+	f := newFixture(t)
+	p := f.create(t, "Shop")
+	f.launch(t, alice, p.ID)
+	f.deps.Profiles = &swapHook{Profiles: f.store.Profiles(), fn: func(context.Context, int, string, string, profilestore.SessionSwap) (bool, error) {
+		return false, errors.New("connection reset")
+	}}
+	f.build()
+
+	if _, err := f.svc.Release(ctx, alice, p.ID); err == nil || err.Error() != "connection reset" {
+		t.Fatalf("release error %v", err)
+	}
+	if s := f.stored(t, p.ID).Session; s == nil {
+		t.Fatal("the lease ended though its swap failed")
+	}
+	if got := f.eventsOf(t, event.ProfileStopped); len(got) != 0 {
+		t.Fatalf("stopped events %+v", got)
+	}
+}
+
+func TestReapExpiredStopsWhenTheListingRepeatsItself(t *testing.T) {
+	f := newFixture(t)
+	f.deps.Policy.ReapBatch = 1
+	launchAll(t, f, "A")
+	f.clock.Advance(time.Hour)
+	// A lagging replica keeps listing the session after it has ended.
+	lagging, err := f.store.Profiles().ListExpiredSessions(ctx, f.clock.Now(), 1)
+	if err != nil || len(lagging) != 1 {
+		t.Fatalf("expired %+v %v", lagging, err)
+	}
+	calls := 0
+	f.deps.Profiles = &expiredHook{Profiles: f.store.Profiles(), fn: func(context.Context, time.Time, int) ([]profile.Profile, error) {
+		calls++
+		return lagging, nil
+	}}
+	f.build()
+
+	if n, err := f.svc.ReapExpired(ctx); n != 1 || err != nil {
+		t.Fatalf("reaped %d, %v", n, err)
+	}
+	if calls != 2 {
+		t.Fatalf("listed %d times, want 2", calls)
+	}
+	wantCalls(t, f.rt, "start prf_001 ses_001", "stop prf_001 ses_001")
+}
