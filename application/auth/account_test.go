@@ -1,0 +1,728 @@
+package auth_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/profilesvc/profilesvc/application/auth"
+	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/account"
+	"github.com/profilesvc/profilesvc/domain/team"
+	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/accountstore"
+)
+
+const password = "correct horse battery"
+
+func TestNewFailsWhenTheHasherFails(t *testing.T) {
+	e := newEnv()
+	e.hasher.hashErr = errDown
+	if _, err := auth.New(context.Background(), e.deps); !errors.Is(err, errDown) {
+		t.Fatalf("err = %v, want %v", err, errDown)
+	}
+}
+
+func TestRegisterCreatesUserWithOwnedTeam(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	ctx := context.Background()
+
+	in, err := svc.Register(ctx, auth.RegisterInput{Email: " Ada@Example.COM ", Password: password, Name: " Ada "})
+	if err != nil {
+		t.Fatalf("register: %v", err)
+	}
+	if in.User.Email != "ada@example.com" || in.User.Name != "Ada" || in.Team.Name != "Ada's team" || in.Role != team.RoleOwner {
+		t.Fatalf("sign-in %+v", in)
+	}
+	if in.User.DefaultTeamID != in.Team.ID || in.Tokens.ExpiresIn != 900 {
+		t.Fatalf("default team %q of team %q, expires in %d", in.User.DefaultTeamID, in.Team.ID, in.Tokens.ExpiresIn)
+	}
+	stored, err := e.store.Users().ByEmail(ctx, "ada@example.com")
+	if err != nil || stored.PasswordHash != "hash:"+password {
+		t.Fatalf("stored user %+v, %v", stored, err)
+	}
+	m, err := e.store.Memberships().ByUser(ctx, in.Team.ID, in.User.ID)
+	if err != nil || m.Role != team.RoleOwner || m.Status != team.StatusActive {
+		t.Fatalf("membership %+v, %v", m, err)
+	}
+	actor, err := svc.Authenticate(ctx, auth.Credentials{BearerToken: in.Tokens.AccessToken})
+	if err != nil || actor.UserID != in.User.ID || actor.TeamID != in.Team.ID || actor.Role != team.RoleOwner || actor.MemberID != m.ID {
+		t.Fatalf("actor %+v, %v", actor, err)
+	}
+	if _, err := svc.Refresh(ctx, in.Tokens.RefreshToken); err != nil {
+		t.Fatalf("refresh the registration's token: %v", err)
+	}
+}
+
+func TestRegisterTakenEmailIsConflict(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	register(t, svc, "ada@example.com")
+
+	_, err := svc.Register(context.Background(), auth.RegisterInput{Email: "ADA@example.com", Password: password, Name: "Other"})
+	wantKind(t, err, domain.KindConflict)
+	if err.Error() != "an account with this email already exists" {
+		t.Fatalf("message %q", err)
+	}
+}
+
+func TestRegisterValidatesEveryField(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		in     auth.RegisterInput
+		fields []string
+	}{
+		{"invalid email", auth.RegisterInput{Email: "not an email", Password: password, Name: "Ada"}, []string{"email"}},
+		{"short password", auth.RegisterInput{Email: "ada@example.com", Password: "short", Name: "Ada"}, []string{"password"}},
+		{"password longer than the hasher takes", auth.RegisterInput{Email: "ada@example.com", Password: strings.Repeat("p", 65), Name: "Ada"}, []string{"password"}},
+		{"no name", auth.RegisterInput{Email: "ada@example.com", Password: password, Name: "  "}, []string{"name"}},
+		{"all at once", auth.RegisterInput{Email: "", Password: "", Name: ""}, []string{"password", "email", "name"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv()
+			_, err := e.service(t).Register(context.Background(), tc.in)
+			wantKind(t, err, domain.KindValidation)
+			var got []string
+			for _, f := range asDomain(t, err).Fields {
+				got = append(got, f.Field)
+			}
+			if strings.Join(got, ",") != strings.Join(tc.fields, ",") {
+				t.Fatalf("fields %v, want %v", got, tc.fields)
+			}
+			if _, err := e.store.Users().ByEmail(context.Background(), "ada@example.com"); !domain.IsKind(err, domain.KindNotFound) {
+				t.Fatalf("a user was stored: %v", err)
+			}
+		})
+	}
+}
+
+func TestRegisterLongNameKeepsTeamNameWithinLimit(t *testing.T) {
+	e := newEnv()
+	name := strings.Repeat("é", 200)
+	in, err := e.service(t).Register(context.Background(), auth.RegisterInput{Email: "ada@example.com", Password: password, Name: name})
+	if err != nil {
+		t.Fatalf("register: %v", err)
+	}
+	if want := strings.Repeat("é", 190) + "'s team"; in.Team.Name != want {
+		t.Fatalf("team name has %d runes", len([]rune(in.Team.Name)))
+	}
+}
+
+// A failure anywhere in the registration's unit leaves neither the user
+// nor the team: the email stays free.
+func TestRegisterStoreFailingMidUnitLeavesNoUser(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fail func(e *env)
+	}{
+		{"team", func(e *env) { e.deps.Teams = failingTeams{e.deps.Teams} }},
+		{"membership", func(e *env) { e.deps.Memberships = failingMemberships{e.deps.Memberships} }},
+		{"access token", func(e *env) { e.deps.Tokens = failingIssuer{e.deps.Tokens} }},
+		{"refresh token", func(e *env) { e.deps.RefreshTokens = failingRefreshCreate{e.deps.RefreshTokens} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv()
+			healthy := e.deps
+			tc.fail(e)
+			ctx := context.Background()
+			if _, err := e.service(t).Register(ctx, auth.RegisterInput{Email: "ada@example.com", Password: password, Name: "Ada"}); !errors.Is(err, errDown) {
+				t.Fatalf("err = %v, want %v", err, errDown)
+			}
+			if _, err := e.store.Users().ByEmail(ctx, "ada@example.com"); !domain.IsKind(err, domain.KindNotFound) {
+				t.Fatalf("user after the failed unit: %v", err)
+			}
+			// The fake makes ids in order: the team's is the first.
+			if _, err := e.store.Teams().ByID(ctx, "team_00000000000000000001"); !domain.IsKind(err, domain.KindNotFound) {
+				t.Fatalf("team after the failed unit: %v", err)
+			}
+			e.deps = healthy
+			register(t, e.service(t), "ada@example.com")
+		})
+	}
+}
+
+func TestRegisterHashFailure(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	e.hasher.hashErr = errDown
+	if _, err := svc.Register(context.Background(), auth.RegisterInput{Email: "ada@example.com", Password: password, Name: "Ada"}); !errors.Is(err, errDown) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestLoginIssuesTokensAndClearsEmailFailures(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	ctx := context.Background()
+	reg := register(t, svc, "ada@example.com")
+
+	if _, err := svc.Login(ctx, auth.LoginInput{Email: "ada@example.com", Password: "wrong password", ClientAddr: "192.0.2.1"}); !domain.IsKind(err, domain.KindUnauthorized) {
+		t.Fatalf("wrong password: %v", err)
+	}
+	if e.limiter.count("login:email:ada@example.com") != 1 || e.limiter.count("login:addr:192.0.2.1") != 1 {
+		t.Fatalf("a failure counts against the email and the address: %v", e.limiter.hits)
+	}
+	in, err := svc.Login(ctx, auth.LoginInput{Email: " ADA@example.com", Password: password, ClientAddr: "192.0.2.1"})
+	if err != nil {
+		t.Fatalf("login: %v", err)
+	}
+	if in.User.ID != reg.User.ID || in.Team.ID != reg.Team.ID || in.Role != team.RoleOwner || in.Tokens.AccessToken == "" || in.Tokens.RefreshToken == "" {
+		t.Fatalf("sign-in %+v", in)
+	}
+	if e.limiter.count("login:email:ada@example.com") != 0 || e.limiter.count("login:addr:192.0.2.1") != 1 {
+		t.Fatalf("success clears the email's failures only: %v", e.limiter.hits)
+	}
+}
+
+// An unknown email costs a hash verification like a wrong password, and
+// both answer the same.
+func TestLoginWrongPasswordAndUnknownEmailAnswerAlike(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	ctx := context.Background()
+	register(t, svc, "ada@example.com")
+
+	before := e.hasher.verifies.Load()
+	_, wrong := svc.Login(ctx, auth.LoginInput{Email: "ada@example.com", Password: "wrong password", ClientAddr: "a"})
+	_, unknown := svc.Login(ctx, auth.LoginInput{Email: "nobody@example.com", Password: password, ClientAddr: "a"})
+	wantKind(t, wrong, domain.KindUnauthorized)
+	wantKind(t, unknown, domain.KindUnauthorized)
+	if wrong.Error() != "invalid email or password" || unknown.Error() != wrong.Error() {
+		t.Fatalf("answers differ: %q and %q", wrong, unknown)
+	}
+	if got := e.hasher.verifies.Load() - before; got != 2 {
+		t.Fatalf("%d verifications for two attempts, want 2", got)
+	}
+	if e.limiter.count("login:email:nobody@example.com") != 1 {
+		t.Fatalf("an unknown email's failure is counted too: %v", e.limiter.hits)
+	}
+}
+
+func TestLoginThrottledWhenTheLimiterDenies(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	ctx := context.Background()
+	register(t, svc, "ada@example.com")
+	e.limiter.deny["login:email:ada@example.com"] = 3 * time.Minute
+	e.limiter.deny["login:addr:192.0.2.1"] = 7 * time.Minute
+
+	before := e.hasher.verifies.Load()
+	_, err := svc.Login(ctx, auth.LoginInput{Email: "ada@example.com", Password: password, ClientAddr: "192.0.2.1"})
+	wantKind(t, err, domain.KindRateLimited)
+	if de := asDomain(t, err); de.RetryAfter != 7*time.Minute {
+		t.Fatalf("retry after %s, want the longer wait 7m", de.RetryAfter)
+	}
+	if e.hasher.verifies.Load() != before {
+		t.Fatal("a throttled login still verified the password")
+	}
+}
+
+func TestLoginThrottledAfterTheEmailsFailureBudget(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	ctx := context.Background()
+	register(t, svc, "ada@example.com")
+	for i := range 5 {
+		_, err := svc.Login(ctx, auth.LoginInput{Email: "ada@example.com", Password: "wrong password", ClientAddr: "a"})
+		if !domain.IsKind(err, domain.KindUnauthorized) {
+			t.Fatalf("failure %d: %v", i+1, err)
+		}
+	}
+	_, err := svc.Login(ctx, auth.LoginInput{Email: "ada@example.com", Password: password, ClientAddr: "b"})
+	wantKind(t, err, domain.KindRateLimited)
+	if _, err := svc.Login(ctx, auth.LoginInput{Email: "other@example.com", Password: password, ClientAddr: "b"}); !domain.IsKind(err, domain.KindUnauthorized) {
+		t.Fatalf("another email from another address is not throttled: %v", err)
+	}
+}
+
+func TestLoginRefusesPasswordsLongerThanTheHasherTakes(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	before := e.hasher.verifies.Load()
+	_, err := svc.Login(context.Background(), auth.LoginInput{Email: "ada@example.com", Password: strings.Repeat("p", 65)})
+	wantKind(t, err, domain.KindValidation)
+	if e.hasher.verifies.Load() != before {
+		t.Fatal("an over-long password was verified")
+	}
+}
+
+// A user removed from their default team still signs in (they may act in
+// other teams), but the token's default team refuses them.
+func TestLoginWithAnInactiveMembershipOfTheDefaultTeam(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	ctx := context.Background()
+	ada := register(t, svc, "ada@example.com")
+	bob := register(t, svc, "bob@example.com")
+	e.join(t, bob.Team.ID, ada.User, team.RoleMember)
+	e.setStatus(t, ada.Team.ID, ada.User.ID, team.StatusRemoved)
+
+	in, err := svc.Login(ctx, auth.LoginInput{Email: "ada@example.com", Password: password, ClientAddr: "a"})
+	if err != nil {
+		t.Fatalf("login: %v", err)
+	}
+	_, err = svc.Authenticate(ctx, auth.Credentials{BearerToken: in.Tokens.AccessToken})
+	wantKind(t, err, domain.KindNotFound)
+	actor, err := svc.Authenticate(ctx, auth.Credentials{BearerToken: in.Tokens.AccessToken, TeamID: bob.Team.ID})
+	if err != nil || actor.TeamID != bob.Team.ID || actor.Role != team.RoleMember {
+		t.Fatalf("actor in the other team %+v, %v", actor, err)
+	}
+}
+
+// failingLimiterHit fails Hit only, after Check allowed the attempt.
+type failingLimiterHit struct{ ports.RateLimiter }
+
+func (failingLimiterHit) Hit(context.Context, string, int, time.Duration) (ports.Decision, error) {
+	return ports.Decision{}, errDown
+}
+
+// failingLimiterReset fails Reset only.
+type failingLimiterReset struct{ ports.RateLimiter }
+
+func (failingLimiterReset) Reset(context.Context, string, time.Duration) error { return errDown }
+
+func TestLoginBackendFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		password string
+		fail     func(e *env)
+	}{
+		{"limiter check", password, func(e *env) { e.limiter.err = errDown }},
+		{"user read", password, func(e *env) { e.deps.Users = failingUserReads{e.deps.Users} }},
+		{"hash verification", password, func(e *env) { e.hasher.verifyErr = errDown }},
+		{"counting a failure", "wrong password", func(e *env) { e.deps.Limiter = failingLimiterHit{e.limiter} }},
+		{"clearing failures", password, func(e *env) { e.deps.Limiter = failingLimiterReset{e.limiter} }},
+		{"membership read", password, func(e *env) { e.deps.Memberships = failingByUser{e.deps.Memberships} }},
+		{"refresh token", password, func(e *env) { e.deps.RefreshTokens = failingRefreshCreate{e.deps.RefreshTokens} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv()
+			register(t, e.service(t), "ada@example.com")
+			tc.fail(e)
+			_, err := e.service(t).Login(context.Background(), auth.LoginInput{Email: "ada@example.com", Password: tc.password, ClientAddr: "a"})
+			if !errors.Is(err, errDown) {
+				t.Fatalf("err = %v, want %v", err, errDown)
+			}
+		})
+	}
+}
+
+func TestRefreshRotatesTheToken(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	ctx := context.Background()
+	reg := register(t, svc, "ada@example.com")
+
+	next, err := svc.Refresh(ctx, reg.Tokens.RefreshToken)
+	if err != nil {
+		t.Fatalf("refresh: %v", err)
+	}
+	if next.User.ID != reg.User.ID || next.Team.ID != reg.Team.ID || next.Role != team.RoleOwner || next.Tokens.ExpiresIn != 900 {
+		t.Fatalf("sign-in %+v", next)
+	}
+	if next.Tokens.RefreshToken == reg.Tokens.RefreshToken {
+		t.Fatal("the refresh token was not rotated")
+	}
+	oldID, _, _ := account.SplitToken(reg.Tokens.RefreshToken)
+	newID, _, _ := account.SplitToken(next.Tokens.RefreshToken)
+	old, _ := e.store.RefreshTokens().ByID(ctx, oldID)
+	fresh, _ := e.store.RefreshTokens().ByID(ctx, newID)
+	if old.UsedAt == nil || !old.UsedAt.Equal(start) || fresh.FamilyID != old.FamilyID || fresh.UsedAt != nil {
+		t.Fatalf("old %+v, new %+v", old, fresh)
+	}
+	if !fresh.ExpiresAt.Equal(start.Add(30 * 24 * time.Hour)) {
+		t.Fatalf("new token expires at %s", fresh.ExpiresAt)
+	}
+	if _, err := svc.Refresh(ctx, next.Tokens.RefreshToken); err != nil {
+		t.Fatalf("refresh the rotated token: %v", err)
+	}
+}
+
+func TestRefreshReuseRevokesTheFamily(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	ctx := context.Background()
+	reg := register(t, svc, "ada@example.com")
+	other, err := svc.Login(ctx, auth.LoginInput{Email: "ada@example.com", Password: password, ClientAddr: "a"})
+	if err != nil {
+		t.Fatalf("login: %v", err)
+	}
+	next, err := svc.Refresh(ctx, reg.Tokens.RefreshToken)
+	if err != nil {
+		t.Fatalf("refresh: %v", err)
+	}
+
+	_, err = svc.Refresh(ctx, reg.Tokens.RefreshToken)
+	wantKind(t, err, domain.KindUnauthorized)
+	if !strings.Contains(err.Error(), "already used") {
+		t.Fatalf("reuse answered %q", err)
+	}
+	if !e.logs.has("WARN refresh token reused; family revoked") {
+		t.Fatalf("reuse not logged: %v", e.logs.msgs)
+	}
+	if _, err := svc.Refresh(ctx, next.Tokens.RefreshToken); !domain.IsKind(err, domain.KindUnauthorized) {
+		t.Fatalf("the family's newest token still works: %v", err)
+	}
+	if _, err := svc.Refresh(ctx, other.Tokens.RefreshToken); err != nil {
+		t.Fatalf("another sign-in's family was revoked too: %v", err)
+	}
+}
+
+func TestRefreshExpired(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	reg := register(t, svc, "ada@example.com")
+	e.clock.Advance(30*24*time.Hour - time.Second)
+	next, err := svc.Refresh(context.Background(), reg.Tokens.RefreshToken)
+	if err != nil {
+		t.Fatalf("refresh a second before expiry: %v", err)
+	}
+	e.clock.Advance(30 * 24 * time.Hour)
+	_, err = svc.Refresh(context.Background(), next.Tokens.RefreshToken)
+	wantKind(t, err, domain.KindUnauthorized)
+	if err.Error() != "invalid, expired or revoked refresh token" {
+		t.Fatalf("expired answered %q", err)
+	}
+}
+
+func TestRefreshRevoked(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	ctx := context.Background()
+	reg := register(t, svc, "ada@example.com")
+	if err := e.store.RefreshTokens().RevokeUser(ctx, reg.User.ID, start); err != nil {
+		t.Fatalf("revoke: %v", err)
+	}
+	_, err := svc.Refresh(ctx, reg.Tokens.RefreshToken)
+	wantKind(t, err, domain.KindUnauthorized)
+	if err.Error() != "invalid, expired or revoked refresh token" {
+		t.Fatalf("revoked answered %q", err)
+	}
+}
+
+func TestRefreshRefusesMalformedAndForgedTokens(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	ctx := context.Background()
+	reg := register(t, svc, "ada@example.com")
+	id, _, _ := account.SplitToken(reg.Tokens.RefreshToken)
+
+	for _, tok := range []string{"", "no-dot", "rt_00000000000000000099.secret", id + ".forged-secret"} {
+		if _, err := svc.Refresh(ctx, tok); !domain.IsKind(err, domain.KindUnauthorized) {
+			t.Fatalf("%q: %v", tok, err)
+		}
+	}
+	if _, err := svc.Refresh(ctx, reg.Tokens.RefreshToken); err != nil {
+		t.Fatalf("a forged secret spent the real token: %v", err)
+	}
+}
+
+// Another request consumes the token between this one's read and its
+// Consume: this one loses, and the family is revoked as for any reuse.
+func TestRefreshLosesTheRaceOnConsume(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	ctx := context.Background()
+	reg := register(t, svc, "ada@example.com")
+	e.deps.RefreshTokens = racedRefreshTokens{RefreshTokens: e.deps.RefreshTokens, at: start}
+
+	_, err := e.service(t).Refresh(ctx, reg.Tokens.RefreshToken)
+	wantKind(t, err, domain.KindUnauthorized)
+	if !strings.Contains(err.Error(), "already used") {
+		t.Fatalf("lost race answered %q", err)
+	}
+	id, _, _ := account.SplitToken(reg.Tokens.RefreshToken)
+	rt, _ := e.store.RefreshTokens().ByID(ctx, id)
+	if rt.RevokedAt == nil {
+		t.Fatal("the family was not revoked")
+	}
+}
+
+func TestConcurrentRefreshesOneWins(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	ctx := context.Background()
+	reg := register(t, svc, "ada@example.com")
+
+	const n = 8
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		winners []auth.SignIn
+		refused int
+	)
+	gate := make(chan struct{})
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-gate
+			in, err := svc.Refresh(ctx, reg.Tokens.RefreshToken)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				winners = append(winners, in)
+			case domain.IsKind(err, domain.KindUnauthorized):
+				refused++
+			default:
+				t.Errorf("refresh: %v", err)
+			}
+		}()
+	}
+	close(gate)
+	wg.Wait()
+	if len(winners) != 1 || refused != n-1 {
+		t.Fatalf("%d won, %d refused; want 1 and %d", len(winners), refused, n-1)
+	}
+	// The losers presented a used token: the winner's pair is revoked with
+	// its family.
+	if _, err := svc.Refresh(ctx, winners[0].Tokens.RefreshToken); !domain.IsKind(err, domain.KindUnauthorized) {
+		t.Fatalf("the winner's token outlived the reuse: %v", err)
+	}
+}
+
+func TestRefreshBackendFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fail func(e *env)
+	}{
+		{"token read", func(e *env) { e.deps.RefreshTokens = failingRefreshReads{e.deps.RefreshTokens} }},
+		{"user read", func(e *env) { e.deps.Users = failingUserReads{e.deps.Users} }},
+		{"membership read", func(e *env) { e.deps.Memberships = failingByUser{e.deps.Memberships} }},
+		{"next token", func(e *env) { e.deps.RefreshTokens = failingRefreshCreate{e.deps.RefreshTokens} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv()
+			reg := register(t, e.service(t), "ada@example.com")
+			tc.fail(e)
+			if _, err := e.service(t).Refresh(context.Background(), reg.Tokens.RefreshToken); !errors.Is(err, errDown) {
+				t.Fatalf("err = %v, want %v", err, errDown)
+			}
+		})
+	}
+}
+
+func TestPasswordResetWithTheMailedToken(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	ctx := context.Background()
+	reg := register(t, svc, "ada@example.com")
+
+	if err := svc.ForgotPassword(ctx, " ADA@example.com "); err != nil {
+		t.Fatalf("forgot: %v", err)
+	}
+	sent := e.mailer.messages()
+	if len(sent) != 1 || sent[0].To != "ada@example.com" || sent[0].Subject != "Reset your profilesvc password" {
+		t.Fatalf("mail %+v", sent)
+	}
+	if !strings.Contains(sent[0].Text, "within 1h0m0s") {
+		t.Fatalf("mail does not state the lifetime: %q", sent[0].Text)
+	}
+	tok := tokenAfter(t, sent[0].Text, "Reset token: ")
+
+	if err := svc.ResetPassword(ctx, tok, "a brand new password"); err != nil {
+		t.Fatalf("reset: %v", err)
+	}
+	if _, err := svc.Login(ctx, auth.LoginInput{Email: "ada@example.com", Password: "a brand new password", ClientAddr: "a"}); err != nil {
+		t.Fatalf("login with the new password: %v", err)
+	}
+	if _, err := svc.Login(ctx, auth.LoginInput{Email: "ada@example.com", Password: password, ClientAddr: "a"}); !domain.IsKind(err, domain.KindUnauthorized) {
+		t.Fatalf("the old password still works: %v", err)
+	}
+	if _, err := svc.Refresh(ctx, reg.Tokens.RefreshToken); !domain.IsKind(err, domain.KindUnauthorized) {
+		t.Fatalf("a refresh token from before the reset still works: %v", err)
+	}
+
+	err := svc.ResetPassword(ctx, tok, "yet another password")
+	wantKind(t, err, domain.KindValidation)
+	if _, err := svc.Login(ctx, auth.LoginInput{Email: "ada@example.com", Password: "a brand new password", ClientAddr: "a"}); err != nil {
+		t.Fatalf("the second use changed the password: %v", err)
+	}
+}
+
+func TestForgotPasswordUnknownEmailAnswersTheSame(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	if err := svc.ForgotPassword(context.Background(), "nobody@example.com"); err != nil {
+		t.Fatalf("forgot: %v", err)
+	}
+	if sent := e.mailer.messages(); len(sent) != 0 {
+		t.Fatalf("mailed %+v", sent)
+	}
+}
+
+func TestForgotPasswordRefusesAnInvalidEmail(t *testing.T) {
+	e := newEnv()
+	wantKind(t, e.service(t).ForgotPassword(context.Background(), "not an email"), domain.KindValidation)
+}
+
+// Past the budget the answer stays the same, but no more mail goes out.
+func TestForgotPasswordThrottledSendsNothing(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	register(t, svc, "ada@example.com")
+	for range 6 {
+		if err := svc.ForgotPassword(context.Background(), "ada@example.com"); err != nil {
+			t.Fatalf("forgot: %v", err)
+		}
+	}
+	if sent := e.mailer.messages(); len(sent) != 5 {
+		t.Fatalf("%d mails, want the budget of 5", len(sent))
+	}
+}
+
+func TestForgotPasswordMailerFailingAnswersTheSame(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	register(t, svc, "ada@example.com")
+	e.mailer.err = errDown
+	if err := svc.ForgotPassword(context.Background(), "ada@example.com"); err != nil {
+		t.Fatalf("forgot: %v", err)
+	}
+	if !e.logs.has("ERROR sending password reset mail failed") {
+		t.Fatalf("failure not logged: %v", e.logs.msgs)
+	}
+}
+
+func TestForgotPasswordBackendFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fail func(e *env)
+	}{
+		{"limiter", func(e *env) { e.limiter.err = errDown }},
+		{"user read", func(e *env) { e.deps.Users = failingUserReads{e.deps.Users} }},
+		{"token write", func(e *env) { e.deps.ResetTokens = failingResetCreate{e.deps.ResetTokens} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv()
+			register(t, e.service(t), "ada@example.com")
+			tc.fail(e)
+			if err := e.service(t).ForgotPassword(context.Background(), "ada@example.com"); !errors.Is(err, errDown) {
+				t.Fatalf("err = %v, want %v", err, errDown)
+			}
+			if sent := e.mailer.messages(); len(sent) != 0 {
+				t.Fatalf("mailed %+v", sent)
+			}
+		})
+	}
+}
+
+// forgot mails a reset token to ada and returns it.
+func forgot(t *testing.T, e *env, svc *auth.Service) string {
+	t.Helper()
+	register(t, svc, "ada@example.com")
+	if err := svc.ForgotPassword(context.Background(), "ada@example.com"); err != nil {
+		t.Fatalf("forgot: %v", err)
+	}
+	sent := e.mailer.messages()
+	return tokenAfter(t, sent[len(sent)-1].Text, "Reset token: ")
+}
+
+// loginWorks reports whether ada signs in with pw.
+func loginWorks(t *testing.T, svc *auth.Service, pw string) bool {
+	t.Helper()
+	_, err := svc.Login(context.Background(), auth.LoginInput{Email: "ada@example.com", Password: pw, ClientAddr: "a"})
+	if err != nil && !domain.IsKind(err, domain.KindUnauthorized) {
+		t.Fatalf("login: %v", err)
+	}
+	return err == nil
+}
+
+func TestResetTokenExpires(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	tok := forgot(t, e, svc)
+	e.clock.Advance(time.Hour)
+	wantKind(t, svc.ResetPassword(context.Background(), tok, "a brand new password"), domain.KindValidation)
+	if !loginWorks(t, svc, password) {
+		t.Fatal("an expired token changed the password")
+	}
+}
+
+func TestResetPasswordRefusesBadInput(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	tok := forgot(t, e, svc)
+	id, _, _ := account.SplitToken(tok)
+	for _, tc := range []struct{ name, token, password, field string }{
+		{"short password", tok, "short", "password"},
+		{"malformed token", "no-dot", "a brand new password", "token"},
+		{"unknown token", "rst_00000000000000000099.secret", "a brand new password", "token"},
+		{"forged secret", id + ".forged", "a brand new password", "token"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := svc.ResetPassword(context.Background(), tc.token, tc.password)
+			wantKind(t, err, domain.KindValidation)
+			if de := asDomain(t, err); de.Fields[0].Field != tc.field {
+				t.Fatalf("field %q, want %q", de.Fields[0].Field, tc.field)
+			}
+		})
+	}
+	if err := svc.ResetPassword(context.Background(), tok, "a brand new password"); err != nil {
+		t.Fatalf("the refused attempts spent the token: %v", err)
+	}
+}
+
+// Another reset consumes the token between this one's read and its
+// Consume: this one changes nothing.
+func TestResetPasswordLosesTheRaceOnConsume(t *testing.T) {
+	e := newEnv()
+	tok := forgot(t, e, e.service(t))
+	e.deps.ResetTokens = racedResetTokens{ResetTokens: e.deps.ResetTokens, at: start}
+	svc := e.service(t)
+	wantKind(t, svc.ResetPassword(context.Background(), tok, "a brand new password"), domain.KindValidation)
+	if !loginWorks(t, svc, password) || loginWorks(t, svc, "a brand new password") {
+		t.Fatal("the losing reset changed the password")
+	}
+}
+
+// The password update fails after the token was consumed in the same
+// unit: the token is not spent.
+func TestResetPasswordStoreFailureKeepsTheToken(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	tok := forgot(t, e, svc)
+	users := e.deps.Users
+	e.deps.Users = failingPasswordUpdate{users}
+	if err := e.service(t).ResetPassword(context.Background(), tok, "a brand new password"); !errors.Is(err, errDown) {
+		t.Fatalf("err = %v, want %v", err, errDown)
+	}
+	if err := svc.ResetPassword(context.Background(), tok, "a brand new password"); err != nil {
+		t.Fatalf("the token was spent by the failed unit: %v", err)
+	}
+}
+
+func TestResetPasswordHashFailure(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	tok := forgot(t, e, svc)
+	e.hasher.hashErr = errDown
+	if err := svc.ResetPassword(context.Background(), tok, "a brand new password"); !errors.Is(err, errDown) {
+		t.Fatalf("err = %v, want %v", err, errDown)
+	}
+}
+
+// failingRevokeFamily cannot revoke.
+type failingRevokeFamily struct{ accountstore.RefreshTokens }
+
+func (failingRevokeFamily) RevokeFamily(context.Context, string, time.Time) error { return errDown }
+
+// A reuse whose revocation fails is not answered as a plain refusal: the
+// family would still be alive behind it.
+func TestRefreshReuseWhenTheRevocationFails(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	reg := register(t, svc, "ada@example.com")
+	if _, err := svc.Refresh(context.Background(), reg.Tokens.RefreshToken); err != nil {
+		t.Fatalf("refresh: %v", err)
+	}
+	e.deps.RefreshTokens = failingRevokeFamily{e.deps.RefreshTokens}
+	if _, err := e.service(t).Refresh(context.Background(), reg.Tokens.RefreshToken); !errors.Is(err, errDown) {
+		t.Fatalf("err = %v, want %v", err, errDown)
+	}
+}

@@ -1,0 +1,412 @@
+package auth_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/profilesvc/profilesvc/application/auth"
+	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/team"
+	"github.com/profilesvc/profilesvc/ports/accountstore"
+)
+
+// actorOf authenticates a sign-in's access token in its default team.
+func actorOf(t *testing.T, svc *auth.Service, in auth.SignIn) team.Actor {
+	t.Helper()
+	a, err := svc.Authenticate(context.Background(), auth.Credentials{BearerToken: in.Tokens.AccessToken})
+	if err != nil {
+		t.Fatalf("authenticate: %v", err)
+	}
+	return a
+}
+
+func createKey(t *testing.T, svc *auth.Service, actor team.Actor, name string) auth.NewAPIKey {
+	t.Helper()
+	k, err := svc.CreateAPIKey(context.Background(), actor, name)
+	if err != nil {
+		t.Fatalf("create key: %v", err)
+	}
+	return k
+}
+
+func TestCreateAPIKeyAuthenticatesAsItsOwnerInItsTeam(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	ctx := context.Background()
+	ada := register(t, svc, "ada@example.com")
+	owner := actorOf(t, svc, ada)
+
+	k := createKey(t, svc, owner, "  ci  ")
+	if k.APIKey.Name != "ci" || k.APIKey.TeamID != ada.Team.ID || k.APIKey.UserID != ada.User.ID || !k.APIKey.CreatedAt.Equal(start) {
+		t.Fatalf("key %+v", k.APIKey)
+	}
+	if !strings.HasPrefix(k.Key, k.APIKey.Prefix+"_") || len(k.Key) != len(k.APIKey.Prefix)+1+64 {
+		t.Fatalf("key %q with prefix %q", k.Key, k.APIKey.Prefix)
+	}
+	stored, err := e.store.APIKeys().ByID(ctx, k.APIKey.ID)
+	if err != nil || strings.Contains(string(stored.Hash), k.Key[len(k.APIKey.Prefix)+1:]) {
+		t.Fatalf("stored %+v, %v", stored, err)
+	}
+	actor, err := svc.Authenticate(ctx, auth.Credentials{APIKey: k.Key})
+	if err != nil {
+		t.Fatalf("authenticate: %v", err)
+	}
+	want := team.Actor{UserID: ada.User.ID, TeamID: ada.Team.ID, MemberID: owner.MemberID, Role: team.RoleOwner, APIKeyID: k.APIKey.ID}
+	if actor != want {
+		t.Fatalf("actor %+v, want %+v", actor, want)
+	}
+	if _, err := svc.Authenticate(ctx, auth.Credentials{APIKey: k.Key, TeamID: ada.Team.ID}); err != nil {
+		t.Fatalf("naming the key's own team: %v", err)
+	}
+}
+
+func TestCreateAPIKeyChecksRoleAndName(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	owner := actorOf(t, svc, register(t, svc, "ada@example.com"))
+	for _, name := range []string{"", "   ", strings.Repeat("n", 101)} {
+		_, err := svc.CreateAPIKey(context.Background(), owner, name)
+		wantKind(t, err, domain.KindValidation)
+	}
+	if _, err := svc.CreateAPIKey(context.Background(), owner, strings.Repeat("ñ", 100)); err != nil {
+		t.Fatalf("100 characters: %v", err)
+	}
+	noRole := owner
+	noRole.Role = ""
+	_, err := svc.CreateAPIKey(context.Background(), noRole, "ci")
+	wantKind(t, err, domain.KindForbidden)
+
+	e.deps.APIKeys = failingAPIKeys{e.deps.APIKeys}
+	if _, err := e.service(t).CreateAPIKey(context.Background(), owner, "ci"); !errors.Is(err, errDown) {
+		t.Fatalf("err = %v, want %v", err, errDown)
+	}
+}
+
+func TestListAPIKeysPagesTheActorsOwnKeys(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	ctx := context.Background()
+	ada := register(t, svc, "ada@example.com")
+	bob := register(t, svc, "bob@example.com")
+	adaOwner := actorOf(t, svc, ada)
+	e.join(t, bob.Team.ID, ada.User, team.RoleMember)
+	adaInBob, err := svc.Authenticate(ctx, auth.Credentials{BearerToken: ada.Tokens.AccessToken, TeamID: bob.Team.ID})
+	if err != nil {
+		t.Fatalf("authenticate in bob's team: %v", err)
+	}
+	e.join(t, ada.Team.ID, bob.User, team.RoleAdmin)
+	bobInAda, err := svc.Authenticate(ctx, auth.Credentials{BearerToken: bob.Tokens.AccessToken, TeamID: ada.Team.ID})
+	if err != nil {
+		t.Fatalf("authenticate in ada's team: %v", err)
+	}
+
+	k1 := createKey(t, svc, adaOwner, "one")
+	createKey(t, svc, adaInBob, "in another team")
+	k2 := createKey(t, svc, adaOwner, "two")
+	createKey(t, svc, bobInAda, "another user's")
+	k3 := createKey(t, svc, adaOwner, "three")
+
+	page, err := svc.ListAPIKeys(ctx, adaOwner, 2, "")
+	if err != nil {
+		t.Fatalf("list: %v", err)
+	}
+	if len(page.Items) != 2 || page.Items[0].ID != k3.APIKey.ID || page.Items[1].ID != k2.APIKey.ID || page.NextCursor != k2.APIKey.ID {
+		t.Fatalf("first page %+v", page)
+	}
+	page, err = svc.ListAPIKeys(ctx, adaOwner, 2, page.NextCursor)
+	if err != nil {
+		t.Fatalf("list: %v", err)
+	}
+	if len(page.Items) != 1 || page.Items[0].ID != k1.APIKey.ID || page.NextCursor != "" {
+		t.Fatalf("second page %+v", page)
+	}
+	page, err = svc.ListAPIKeys(ctx, adaOwner, 2, k1.APIKey.ID)
+	if err != nil || len(page.Items) != 0 || page.NextCursor != "" {
+		t.Fatalf("past the last key: %+v, %v", page, err)
+	}
+
+	noRole := adaOwner
+	noRole.Role = ""
+	_, err = svc.ListAPIKeys(ctx, noRole, 2, "")
+	wantKind(t, err, domain.KindForbidden)
+	e.deps.APIKeys = failingAPIKeys{e.deps.APIKeys}
+	if _, err := e.service(t).ListAPIKeys(ctx, adaOwner, 2, ""); !errors.Is(err, errDown) {
+		t.Fatalf("err = %v, want %v", err, errDown)
+	}
+}
+
+func TestDeleteAPIKey(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	ctx := context.Background()
+	ada := register(t, svc, "ada@example.com")
+	bob := register(t, svc, "bob@example.com")
+	cat := register(t, svc, "cat@example.com")
+	adaOwner := actorOf(t, svc, ada)
+	bobOwner := actorOf(t, svc, bob)
+	e.join(t, ada.Team.ID, bob.User, team.RoleMember)
+	e.join(t, ada.Team.ID, cat.User, team.RoleMember)
+	bobInAda, _ := svc.Authenticate(ctx, auth.Credentials{BearerToken: bob.Tokens.AccessToken, TeamID: ada.Team.ID})
+	catInAda, _ := svc.Authenticate(ctx, auth.Credentials{BearerToken: cat.Tokens.AccessToken, TeamID: ada.Team.ID})
+
+	adaKey := createKey(t, svc, adaOwner, "ada's")
+	bobKey := createKey(t, svc, bobInAda, "bob's")
+
+	t.Run("another team's key is not found", func(t *testing.T) {
+		wantKind(t, svc.DeleteAPIKey(ctx, bobOwner, adaKey.APIKey.ID), domain.KindNotFound)
+		wantKind(t, svc.DeleteAPIKey(ctx, bobOwner, "key_00000000000000000099"), domain.KindNotFound)
+	})
+	t.Run("a member may not delete another member's key", func(t *testing.T) {
+		wantKind(t, svc.DeleteAPIKey(ctx, catInAda, bobKey.APIKey.ID), domain.KindForbidden)
+	})
+	if _, err := svc.Authenticate(ctx, auth.Credentials{APIKey: bobKey.Key}); err != nil {
+		t.Fatalf("a refused delete removed the key: %v", err)
+	}
+	t.Run("an owner deletes another member's key, and it stops working at once", func(t *testing.T) {
+		if err := svc.DeleteAPIKey(ctx, adaOwner, bobKey.APIKey.ID); err != nil {
+			t.Fatalf("delete: %v", err)
+		}
+		wantKind(t, svcAuthKey(svc, bobKey.Key), domain.KindUnauthorized)
+	})
+	t.Run("one's own key", func(t *testing.T) {
+		if err := svc.DeleteAPIKey(ctx, adaOwner, adaKey.APIKey.ID); err != nil {
+			t.Fatalf("delete: %v", err)
+		}
+		wantKind(t, svc.DeleteAPIKey(ctx, adaOwner, adaKey.APIKey.ID), domain.KindNotFound)
+	})
+	t.Run("no role", func(t *testing.T) {
+		noRole := adaOwner
+		noRole.Role = ""
+		wantKind(t, svc.DeleteAPIKey(ctx, noRole, adaKey.APIKey.ID), domain.KindForbidden)
+	})
+}
+
+func TestDeleteAPIKeyFailures(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	ctx := context.Background()
+	owner := actorOf(t, svc, register(t, svc, "ada@example.com"))
+	k := createKey(t, svc, owner, "ci")
+
+	e.cache.delErr = errDown
+	if err := svc.DeleteAPIKey(ctx, owner, k.APIKey.ID); !errors.Is(err, errDown) {
+		t.Fatalf("cache eviction failure: %v", err)
+	}
+	e.deps.APIKeys = failingAPIKeys{e.deps.APIKeys}
+	if err := e.service(t).DeleteAPIKey(ctx, owner, k.APIKey.ID); !errors.Is(err, errDown) {
+		t.Fatalf("store failure: %v", err)
+	}
+}
+
+// failingKeyDelete refuses to delete keys.
+type failingKeyDelete struct{ accountstore.APIKeys }
+
+func (failingKeyDelete) Delete(context.Context, string, string) error { return errDown }
+
+func TestDeleteAPIKeyStoreDeleteFailureKeepsTheCache(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	ctx := context.Background()
+	owner := actorOf(t, svc, register(t, svc, "ada@example.com"))
+	k := createKey(t, svc, owner, "ci")
+	if _, err := svc.Authenticate(ctx, auth.Credentials{APIKey: k.Key}); err != nil {
+		t.Fatalf("authenticate: %v", err)
+	}
+	e.deps.APIKeys = failingKeyDelete{e.deps.APIKeys}
+	if err := e.service(t).DeleteAPIKey(ctx, owner, k.APIKey.ID); !errors.Is(err, errDown) {
+		t.Fatalf("err = %v, want %v", err, errDown)
+	}
+	if _, err := svc.Authenticate(ctx, auth.Credentials{APIKey: k.Key}); err != nil {
+		t.Fatalf("a key that was not deleted stopped working: %v", err)
+	}
+}
+
+func svcAuthKey(svc *auth.Service, key string) error {
+	_, err := svc.Authenticate(context.Background(), auth.Credentials{APIKey: key})
+	return err
+}
+
+// The first authentication reads the store and fills the cache; the next
+// ones are served from the cache, and the secret is still checked.
+func TestAuthenticateByKeyCacheMissThenHit(t *testing.T) {
+	e := newEnv()
+	var reads atomic.Int64
+	e.deps.APIKeys = countingAPIKeys{APIKeys: e.deps.APIKeys, reads: &reads}
+	svc := e.service(t)
+	owner := actorOf(t, svc, register(t, svc, "ada@example.com"))
+	k := createKey(t, svc, owner, "ci")
+
+	for range 3 {
+		if err := svcAuthKey(svc, k.Key); err != nil {
+			t.Fatalf("authenticate: %v", err)
+		}
+	}
+	if gets, hits := e.cache.counts(); reads.Load() != 1 || gets != 3 || hits != 2 {
+		t.Fatalf("%d store reads, %d cache reads, %d hits; want 1, 3, 2", reads.Load(), gets, hits)
+	}
+	cached := e.cache.value("apikey:" + k.APIKey.ID)
+	if strings.Contains(cached, k.Key[len(k.APIKey.Prefix)+1:]) {
+		t.Fatalf("the cache holds the secret: %s", cached)
+	}
+	forged := k.Key[:len(k.Key)-1] + "0"
+	if strings.HasSuffix(k.Key, "0") {
+		forged = k.Key[:len(k.Key)-1] + "1"
+	}
+	wantKind(t, svcAuthKey(svc, forged), domain.KindUnauthorized)
+	if reads.Load() != 1 {
+		t.Fatalf("a forged secret with a cached id read the store")
+	}
+}
+
+func TestAuthenticateByKeyFallsBackToTheStore(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		prepare func(e *env, keyID string)
+		logged  string
+	}{
+		{"cache read fails", func(e *env, _ string) { e.cache.getErr = errDown }, "WARN api key cache read failed"},
+		{"cache write fails", func(e *env, _ string) { e.cache.setErr = errDown }, "WARN api key cache write failed"},
+		{"cache holds garbage", func(e *env, id string) { e.cache.put("apikey:"+id, []byte("{not json")) }, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv()
+			var reads atomic.Int64
+			e.deps.APIKeys = countingAPIKeys{APIKeys: e.deps.APIKeys, reads: &reads}
+			svc := e.service(t)
+			owner := actorOf(t, svc, register(t, svc, "ada@example.com"))
+			k := createKey(t, svc, owner, "ci")
+			tc.prepare(e, k.APIKey.ID)
+			if err := svcAuthKey(svc, k.Key); err != nil {
+				t.Fatalf("authenticate: %v", err)
+			}
+			if reads.Load() != 1 {
+				t.Fatalf("%d store reads, want 1", reads.Load())
+			}
+			if tc.logged != "" && !e.logs.has(tc.logged) {
+				t.Fatalf("not logged: %v", e.logs.msgs)
+			}
+		})
+	}
+}
+
+func TestAuthenticateByKeyStoreFailure(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	owner := actorOf(t, svc, register(t, svc, "ada@example.com"))
+	k := createKey(t, svc, owner, "ci")
+	e.deps.APIKeys = failingAPIKeys{e.deps.APIKeys}
+	if err := svcAuthKey(e.service(t), k.Key); !errors.Is(err, errDown) {
+		t.Fatalf("err = %v, want %v", err, errDown)
+	}
+}
+
+func TestAuthenticateRefusesMalformedKeys(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	secret := strings.Repeat("a", 64)
+	for _, key := range []string{
+		"key_1_" + secret,
+		"psvc_" + secret,
+		"psvc__" + secret,
+		"psvc_1_" + secret[:63],
+		"psvc_1_" + secret + "a",
+		"psvc_" + strings.Repeat("1", 200) + "_" + secret,
+		"psvc_00000000000000000099_" + secret,
+	} {
+		if err := svcAuthKey(svc, key); !domain.IsKind(err, domain.KindUnauthorized) || err.Error() != "invalid API key" {
+			t.Fatalf("%q: %v", key, err)
+		}
+	}
+}
+
+// A member removed from the team loses what their keys could do on the
+// next request, even while the key is cached.
+func TestAuthenticateByKeyOfARemovedMember(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	ctx := context.Background()
+	ada := register(t, svc, "ada@example.com")
+	bob := register(t, svc, "bob@example.com")
+	e.join(t, ada.Team.ID, bob.User, team.RoleAdmin)
+	bobInAda, _ := svc.Authenticate(ctx, auth.Credentials{BearerToken: bob.Tokens.AccessToken, TeamID: ada.Team.ID})
+	k := createKey(t, svc, bobInAda, "ci")
+	if err := svcAuthKey(svc, k.Key); err != nil {
+		t.Fatalf("authenticate: %v", err)
+	}
+
+	e.setStatus(t, ada.Team.ID, bob.User.ID, team.StatusRemoved)
+	wantKind(t, svcAuthKey(svc, k.Key), domain.KindNotFound)
+}
+
+func TestAuthenticateKeyCannotBePointedAtAnotherTeam(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	ada := register(t, svc, "ada@example.com")
+	bob := register(t, svc, "bob@example.com")
+	e.join(t, bob.Team.ID, ada.User, team.RoleOwner)
+	k := createKey(t, svc, actorOf(t, svc, ada), "ci")
+	_, err := svc.Authenticate(context.Background(), auth.Credentials{APIKey: k.Key, TeamID: bob.Team.ID})
+	wantKind(t, err, domain.KindNotFound)
+}
+
+func TestAuthenticateResolvesTheActor(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	ctx := context.Background()
+	ada := register(t, svc, "ada@example.com")
+	bob := register(t, svc, "bob@example.com")
+	cat := register(t, svc, "cat@example.com")
+	e.join(t, ada.Team.ID, bob.User, team.RoleViewer)
+	invited := team.NewInvited("mem_cat", ada.Team.ID, cat.User.ID, cat.User.Email, team.RoleAdmin, start)
+	if err := e.store.Memberships().Create(ctx, invited); err != nil {
+		t.Fatalf("invite: %v", err)
+	}
+
+	bobInAda, err := svc.Authenticate(ctx, auth.Credentials{BearerToken: bob.Tokens.AccessToken, TeamID: ada.Team.ID})
+	if err != nil || bobInAda.Role != team.RoleViewer || bobInAda.TeamID != ada.Team.ID || bobInAda.APIKeyID != "" {
+		t.Fatalf("bob in ada's team %+v, %v", bobInAda, err)
+	}
+	for _, tc := range []struct {
+		name string
+		c    auth.Credentials
+		kind domain.Kind
+	}{
+		{"no credentials", auth.Credentials{}, domain.KindUnauthorized},
+		{"both credentials", auth.Credentials{BearerToken: ada.Tokens.AccessToken, APIKey: "psvc_x"}, domain.KindUnauthorized},
+		{"a token signed elsewhere", auth.Credentials{BearerToken: "eyJhbGciOiJIUzI1NiJ9.e30.x"}, domain.KindUnauthorized},
+		{"not a member", auth.Credentials{BearerToken: ada.Tokens.AccessToken, TeamID: bob.Team.ID}, domain.KindNotFound},
+		{"an unknown team", auth.Credentials{BearerToken: ada.Tokens.AccessToken, TeamID: "team_x"}, domain.KindNotFound},
+		{"an invited member", auth.Credentials{BearerToken: cat.Tokens.AccessToken, TeamID: ada.Team.ID}, domain.KindNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := svc.Authenticate(ctx, tc.c)
+			wantKind(t, err, tc.kind)
+		})
+	}
+	e.setStatus(t, ada.Team.ID, bob.User.ID, team.StatusRemoved)
+	_, err = svc.Authenticate(ctx, auth.Credentials{BearerToken: bob.Tokens.AccessToken, TeamID: ada.Team.ID})
+	wantKind(t, err, domain.KindNotFound)
+
+	e.deps.Memberships = failingByUser{e.deps.Memberships}
+	if _, err := e.service(t).Authenticate(ctx, auth.Credentials{BearerToken: ada.Tokens.AccessToken}); !errors.Is(err, errDown) {
+		t.Fatalf("err = %v, want %v", err, errDown)
+	}
+}
+
+func TestMe(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	ctx := context.Background()
+	ada := register(t, svc, "ada@example.com")
+	me, err := svc.Me(ctx, actorOf(t, svc, ada))
+	if err != nil || me.User.Email != "ada@example.com" || me.Team.Name != "Ada's team" || me.Role != team.RoleOwner {
+		t.Fatalf("me %+v, %v", me, err)
+	}
+	_, err = svc.Me(ctx, team.Actor{UserID: ada.User.ID, TeamID: "team_gone", Role: team.RoleOwner})
+	wantKind(t, err, domain.KindNotFound)
+	_, err = svc.Me(ctx, team.Actor{UserID: "usr_gone", TeamID: ada.Team.ID, Role: team.RoleOwner})
+	wantKind(t, err, domain.KindNotFound)
+}

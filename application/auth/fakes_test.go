@@ -1,0 +1,479 @@
+package auth_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/profilesvc/profilesvc/adapters/clock"
+	"github.com/profilesvc/profilesvc/adapters/store/memory"
+	"github.com/profilesvc/profilesvc/adapters/token"
+	"github.com/profilesvc/profilesvc/application/auth"
+	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/account"
+	"github.com/profilesvc/profilesvc/domain/team"
+	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/accountstore"
+)
+
+var start = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// errDown is what a failing fake answers.
+var errDown = errors.New("backend is down")
+
+const accessTTL = 15 * time.Minute
+
+// env is one service over the memory store. Tests replace single
+// dependencies in deps (a failing or racing repository, a failing port)
+// before calling service.
+type env struct {
+	store   *memory.Store
+	clock   *clock.Fake
+	hasher  *hasher
+	limiter *limiter
+	mailer  *mailer
+	cache   *cache
+	logs    *logs
+	deps    auth.Deps
+}
+
+func newEnv() *env {
+	s := memory.New()
+	c := clock.NewFake(start)
+	ids := &ids{}
+	e := &env{
+		store:   s,
+		clock:   c,
+		hasher:  &hasher{},
+		limiter: &limiter{hits: map[string]int{}, deny: map[string]time.Duration{}},
+		mailer:  &mailer{},
+		cache:   &cache{m: map[string][]byte{}},
+		logs:    &logs{},
+	}
+	e.deps = auth.Deps{
+		Tx:            s,
+		Users:         s.Users(),
+		APIKeys:       s.APIKeys(),
+		RefreshTokens: s.RefreshTokens(),
+		ResetTokens:   s.ResetTokens(),
+		Teams:         s.Teams(),
+		Memberships:   s.Memberships(),
+		Hasher:        e.hasher,
+		Tokens:        token.NewJWT([]byte("a fixed key for the auth tests only"), "profilesvc-test", accessTTL, c, ids),
+		Limiter:       e.limiter,
+		Mailer:        e.mailer,
+		Cache:         e.cache,
+		Clock:         c,
+		IDs:           ids,
+		Log:           slog.New(e.logs),
+		Policy:        auth.DefaultPolicy(),
+	}
+	return e
+}
+
+func (e *env) service(t *testing.T) *auth.Service {
+	t.Helper()
+	svc, err := auth.New(context.Background(), e.deps)
+	if err != nil {
+		t.Fatalf("new service: %v", err)
+	}
+	return svc
+}
+
+// register makes an account through the service, the way a client does.
+func register(t *testing.T, svc *auth.Service, email string) auth.SignIn {
+	t.Helper()
+	in, err := svc.Register(context.Background(), auth.RegisterInput{Email: email, Password: "correct horse battery", Name: "Ada"})
+	if err != nil {
+		t.Fatalf("register %s: %v", email, err)
+	}
+	return in
+}
+
+// join makes u an active member of teamID with role, as an accepted
+// invitation would.
+func (e *env) join(t *testing.T, teamID string, u account.User, role team.Role) team.Member {
+	t.Helper()
+	ctx := context.Background()
+	m := team.NewInvited("mem_"+u.ID+"_"+teamID, teamID, u.ID, u.Email, role, start)
+	if err := e.store.Memberships().Create(ctx, m); err != nil {
+		t.Fatalf("create membership: %v", err)
+	}
+	m, err := m.Accept(u.ID, start)
+	if err != nil {
+		t.Fatalf("accept: %v", err)
+	}
+	if err := e.store.Memberships().Update(ctx, m); err != nil {
+		t.Fatalf("activate membership: %v", err)
+	}
+	return m
+}
+
+// setStatus changes a membership's status underneath the service.
+func (e *env) setStatus(t *testing.T, teamID, userID string, st team.Status) {
+	t.Helper()
+	ctx := context.Background()
+	m, err := e.store.Memberships().ByUser(ctx, teamID, userID)
+	if err != nil {
+		t.Fatalf("membership: %v", err)
+	}
+	m.Status = st
+	if err := e.store.Memberships().Update(ctx, m); err != nil {
+		t.Fatalf("update membership: %v", err)
+	}
+}
+
+func wantKind(t *testing.T, err error, k domain.Kind) {
+	t.Helper()
+	if !domain.IsKind(err, k) {
+		t.Fatalf("err = %v (kind %d), want kind %d", err, domain.KindOf(err), k)
+	}
+}
+
+func asDomain(t *testing.T, err error) *domain.Error {
+	t.Helper()
+	var de *domain.Error
+	if !errors.As(err, &de) {
+		t.Fatalf("err = %v, want a domain error", err)
+	}
+	return de
+}
+
+// ids counts, so that ids made later sort higher, as ULIDs do.
+type ids struct{ n atomic.Int64 }
+
+func (g *ids) New(prefix string) string { return fmt.Sprintf("%s_%020d", prefix, g.n.Add(1)) }
+
+// hasher is fast and deterministic and counts verifications.
+type hasher struct {
+	verifies  atomic.Int64
+	hashErr   error
+	verifyErr error
+}
+
+func (h *hasher) Hash(_ context.Context, password string) (string, error) {
+	if h.hashErr != nil {
+		return "", h.hashErr
+	}
+	return "hash:" + password, nil
+}
+
+func (h *hasher) Verify(_ context.Context, hash, password string) (bool, error) {
+	h.verifies.Add(1)
+	if h.verifyErr != nil {
+		return false, h.verifyErr
+	}
+	return hash == "hash:"+password, nil
+}
+
+func (h *hasher) MaxBytes() int { return 64 }
+
+// limiter counts hits per key; a key in deny is refused with its wait.
+type limiter struct {
+	mu   sync.Mutex
+	hits map[string]int
+	deny map[string]time.Duration
+	err  error
+}
+
+func (l *limiter) decide(key string, used, limit int, window time.Duration) ports.Decision {
+	if wait, ok := l.deny[key]; ok {
+		return ports.Decision{RetryAfter: wait}
+	}
+	if used > limit {
+		return ports.Decision{RetryAfter: window}
+	}
+	return ports.Decision{Allowed: true, Remaining: limit - used}
+}
+
+func (l *limiter) Hit(_ context.Context, key string, limit int, window time.Duration) (ports.Decision, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return ports.Decision{}, l.err
+	}
+	l.hits[key]++
+	return l.decide(key, l.hits[key], limit, window), nil
+}
+
+func (l *limiter) Check(_ context.Context, key string, limit int, window time.Duration) (ports.Decision, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return ports.Decision{}, l.err
+	}
+	return l.decide(key, l.hits[key]+1, limit, window), nil
+}
+
+func (l *limiter) Reset(_ context.Context, key string, _ time.Duration) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return l.err
+	}
+	delete(l.hits, key)
+	return nil
+}
+
+func (l *limiter) count(key string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.hits[key]
+}
+
+// mailer keeps what it was asked to send, or fails.
+type mailer struct {
+	mu   sync.Mutex
+	sent []ports.Mail
+	err  error
+}
+
+func (m *mailer) Send(_ context.Context, msg ports.Mail) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return m.err
+	}
+	m.sent = append(m.sent, msg)
+	return nil
+}
+
+func (m *mailer) messages() []ports.Mail {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]ports.Mail(nil), m.sent...)
+}
+
+// cache is a map that counts reads and hits and can fail.
+type cache struct {
+	mu     sync.Mutex
+	m      map[string][]byte
+	gets   int
+	hits   int
+	getErr error
+	setErr error
+	delErr error
+}
+
+func (c *cache) Get(_ context.Context, key string) ([]byte, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gets++
+	if c.getErr != nil {
+		return nil, false, c.getErr
+	}
+	v, ok := c.m[key]
+	if ok {
+		c.hits++
+	}
+	return v, ok, nil
+}
+
+func (c *cache) Set(_ context.Context, key string, value []byte, _ time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.setErr != nil {
+		return c.setErr
+	}
+	c.m[key] = value
+	return nil
+}
+
+func (c *cache) Delete(_ context.Context, key string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.delErr != nil {
+		return c.delErr
+	}
+	delete(c.m, key)
+	return nil
+}
+
+func (c *cache) Ping(context.Context) error { return nil }
+
+func (c *cache) put(key string, value []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m[key] = value
+}
+
+func (c *cache) value(key string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return string(c.m[key])
+}
+
+func (c *cache) counts() (gets, hits int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gets, c.hits
+}
+
+// logs keeps the messages written to it.
+type logs struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (l *logs) Enabled(context.Context, slog.Level) bool { return true }
+
+func (l *logs) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.msgs = append(l.msgs, r.Level.String()+" "+r.Message)
+	return nil
+}
+
+func (l *logs) WithAttrs([]slog.Attr) slog.Handler { return l }
+
+func (l *logs) WithGroup(string) slog.Handler { return l }
+
+func (l *logs) has(line string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, m := range l.msgs {
+		if m == line {
+			return true
+		}
+	}
+	return false
+}
+
+// failingMemberships fails Create, halfway through a registration's unit.
+type failingMemberships struct{ auth.Memberships }
+
+func (failingMemberships) Create(context.Context, team.Member) error { return errDown }
+
+// failingByUser fails to read memberships.
+type failingByUser struct{ auth.Memberships }
+
+func (failingByUser) ByUser(context.Context, string, string) (team.Member, error) {
+	return team.Member{}, errDown
+}
+
+// failingTeams fails Create.
+type failingTeams struct{ auth.Teams }
+
+func (failingTeams) Create(context.Context, team.Team) error { return errDown }
+
+// failingUserReads fails ByEmail and ByID.
+type failingUserReads struct{ accountstore.Users }
+
+func (failingUserReads) ByEmail(context.Context, string) (account.User, error) {
+	return account.User{}, errDown
+}
+
+func (failingUserReads) ByID(context.Context, string) (account.User, error) {
+	return account.User{}, errDown
+}
+
+// failingPasswordUpdate fails UpdatePassword, after the reset token was
+// consumed in the same unit.
+type failingPasswordUpdate struct{ accountstore.Users }
+
+func (failingPasswordUpdate) UpdatePassword(context.Context, string, string, time.Time) error {
+	return errDown
+}
+
+// failingRefreshCreate fails to store a refresh token.
+type failingRefreshCreate struct{ accountstore.RefreshTokens }
+
+func (failingRefreshCreate) Create(context.Context, account.RefreshToken) error { return errDown }
+
+// failingRefreshReads fails ByID.
+type failingRefreshReads struct{ accountstore.RefreshTokens }
+
+func (failingRefreshReads) ByID(context.Context, string) (account.RefreshToken, error) {
+	return account.RefreshToken{}, errDown
+}
+
+// racedRefreshTokens lets another request consume the token between the
+// service's read and its Consume: ByID returns the row as it was, then
+// the other request's Consume commits.
+type racedRefreshTokens struct {
+	accountstore.RefreshTokens
+	at time.Time
+}
+
+func (r racedRefreshTokens) ByID(ctx context.Context, id string) (account.RefreshToken, error) {
+	t, err := r.RefreshTokens.ByID(ctx, id)
+	if err != nil {
+		return t, err
+	}
+	if won, err := r.RefreshTokens.Consume(ctx, id, r.at); err != nil || !won {
+		return account.RefreshToken{}, fmt.Errorf("the other request did not consume the token: %t, %v", won, err)
+	}
+	return t, nil
+}
+
+// racedResetTokens lets another reset consume the token between the
+// service's read and its Consume.
+type racedResetTokens struct {
+	accountstore.ResetTokens
+	at time.Time
+}
+
+func (r racedResetTokens) ByID(ctx context.Context, id string) (account.ResetToken, error) {
+	t, err := r.ResetTokens.ByID(ctx, id)
+	if err != nil {
+		return t, err
+	}
+	if won, err := r.ResetTokens.Consume(ctx, id, r.at); err != nil || !won {
+		return account.ResetToken{}, fmt.Errorf("the other reset did not consume the token: %t, %v", won, err)
+	}
+	return t, nil
+}
+
+// failingResetCreate fails to store a reset token.
+type failingResetCreate struct{ accountstore.ResetTokens }
+
+func (failingResetCreate) Create(context.Context, account.ResetToken) error { return errDown }
+
+// countingAPIKeys counts the store reads of keys.
+type countingAPIKeys struct {
+	accountstore.APIKeys
+	reads *atomic.Int64
+}
+
+func (k countingAPIKeys) ByID(ctx context.Context, id string) (account.APIKey, error) {
+	k.reads.Add(1)
+	return k.APIKeys.ByID(ctx, id)
+}
+
+// failingAPIKeys fails every read and write it overrides.
+type failingAPIKeys struct{ accountstore.APIKeys }
+
+func (failingAPIKeys) ByID(context.Context, string) (account.APIKey, error) {
+	return account.APIKey{}, errDown
+}
+
+func (failingAPIKeys) Create(context.Context, account.APIKey) error { return errDown }
+
+func (failingAPIKeys) ListByUser(context.Context, string, string) ([]account.APIKey, error) {
+	return nil, errDown
+}
+
+// failingIssuer refuses to sign.
+type failingIssuer struct{ ports.TokenIssuer }
+
+func (failingIssuer) Issue(ports.AccessClaims) (string, ports.AccessClaims, error) {
+	return "", ports.AccessClaims{}, errDown
+}
+
+// tokenAfter returns the token a mail states after label, up to the end of
+// its line.
+func tokenAfter(t *testing.T, text, label string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(text, label)
+	if !ok {
+		t.Fatalf("no %q in mail %q", label, text)
+	}
+	tok, _, _ := strings.Cut(rest, "\n")
+	return tok
+}

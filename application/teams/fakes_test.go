@@ -1,0 +1,320 @@
+package teams_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/profilesvc/profilesvc/adapters/clock"
+	"github.com/profilesvc/profilesvc/adapters/store/memory"
+	"github.com/profilesvc/profilesvc/application/teams"
+	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/account"
+	"github.com/profilesvc/profilesvc/domain/event"
+	"github.com/profilesvc/profilesvc/domain/team"
+	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/teamstore"
+)
+
+var start = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// errDown is what a failing fake answers.
+var errDown = errors.New("backend is down")
+
+// env is one service over the memory store. Tests replace single
+// dependencies in deps before calling service.
+type env struct {
+	store  *memory.Store
+	clock  *clock.Fake
+	ids    *ids
+	mailer *mailer
+	logs   *logs
+	deps   teams.Deps
+}
+
+func newEnv() *env {
+	s := memory.New()
+	c := clock.NewFake(start)
+	e := &env{store: s, clock: c, ids: &ids{}, mailer: &mailer{}, logs: &logs{}}
+	e.deps = teams.Deps{
+		Tx:          s,
+		Teams:       s.Teams(),
+		Memberships: s.Memberships(),
+		Invitations: s.Invitations(),
+		Users:       s.Users(),
+		Outbox:      s.Outbox(),
+		Mailer:      e.mailer,
+		Clock:       c,
+		IDs:         e.ids,
+		Log:         slog.New(e.logs),
+		Policy:      teams.DefaultPolicy(),
+	}
+	return e
+}
+
+func (e *env) service() *teams.Service { return teams.New(e.deps) }
+
+// user stores an account.
+func (e *env) user(t *testing.T, email, name string) account.User {
+	t.Helper()
+	u, err := account.NewUser(e.ids.New("usr"), email, name, "hash:x", "", start)
+	if err != nil {
+		t.Fatalf("new user: %v", err)
+	}
+	if err := e.store.Users().Create(context.Background(), u); err != nil {
+		t.Fatalf("create user: %v", err)
+	}
+	return u
+}
+
+// founded stores a team owned by u and returns u's actor there.
+func (e *env) founded(t *testing.T, name string, u account.User) team.Actor {
+	t.Helper()
+	ctx := context.Background()
+	tm, err := team.NewTeam(e.ids.New("team"), name, start)
+	if err != nil {
+		t.Fatalf("new team: %v", err)
+	}
+	if err := e.store.Teams().Create(ctx, tm); err != nil {
+		t.Fatalf("create team: %v", err)
+	}
+	m := team.NewOwner(e.ids.New("mem"), tm.ID, u.ID, u.Email, e.clock.Now())
+	if err := e.store.Memberships().Create(ctx, m); err != nil {
+		t.Fatalf("create owner: %v", err)
+	}
+	return team.Actor{UserID: u.ID, TeamID: tm.ID, MemberID: m.ID, Role: team.RoleOwner}
+}
+
+// join makes u an active member of teamID with role and returns u's actor.
+func (e *env) join(t *testing.T, teamID string, u account.User, role team.Role) team.Actor {
+	t.Helper()
+	ctx := context.Background()
+	m := team.NewInvited(e.ids.New("mem"), teamID, u.ID, u.Email, role, e.clock.Now())
+	if err := e.store.Memberships().Create(ctx, m); err != nil {
+		t.Fatalf("create membership: %v", err)
+	}
+	m, err := m.Accept(u.ID, e.clock.Now())
+	if err != nil {
+		t.Fatalf("accept: %v", err)
+	}
+	if err := e.store.Memberships().Update(ctx, m); err != nil {
+		t.Fatalf("activate membership: %v", err)
+	}
+	return team.Actor{UserID: u.ID, TeamID: teamID, MemberID: m.ID, Role: role}
+}
+
+func (e *env) member(t *testing.T, teamID, id string) team.Member {
+	t.Helper()
+	m, err := e.store.Memberships().ByID(context.Background(), teamID, id)
+	if err != nil {
+		t.Fatalf("membership %s: %v", id, err)
+	}
+	return m
+}
+
+func (e *env) events(t *testing.T) []event.Event {
+	t.Helper()
+	evs, err := e.store.Outbox().ListAfter(context.Background(), "", 100)
+	if err != nil {
+		t.Fatalf("outbox: %v", err)
+	}
+	return evs
+}
+
+// invite invites email and returns the mailed token.
+func (e *env) invite(t *testing.T, svc *teams.Service, actor team.Actor, email, role string) (teams.MemberView, string) {
+	t.Helper()
+	v, err := svc.Invite(context.Background(), actor, email, role)
+	if err != nil {
+		t.Fatalf("invite %s: %v", email, err)
+	}
+	sent := e.mailer.messages()
+	return v, tokenAfter(t, sent[len(sent)-1].Text, "Invitation token: ")
+}
+
+func wantKind(t *testing.T, err error, k domain.Kind) {
+	t.Helper()
+	if !domain.IsKind(err, k) {
+		t.Fatalf("err = %v (kind %d), want kind %d", err, domain.KindOf(err), k)
+	}
+}
+
+func fieldsOf(t *testing.T, err error) string {
+	t.Helper()
+	var de *domain.Error
+	if !errors.As(err, &de) {
+		t.Fatalf("err = %v, want a domain error", err)
+	}
+	var f []string
+	for _, fi := range de.Fields {
+		f = append(f, fi.Field)
+	}
+	return strings.Join(f, ",")
+}
+
+// tokenAfter returns the token a mail states after label, up to the end of
+// its line.
+func tokenAfter(t *testing.T, text, label string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(text, label)
+	if !ok {
+		t.Fatalf("no %q in mail %q", label, text)
+	}
+	tok, _, _ := strings.Cut(rest, "\n")
+	return tok
+}
+
+func strp(s string) *string { return &s }
+
+// ids counts, so that ids made later sort higher, as ULIDs do.
+type ids struct{ n atomic.Int64 }
+
+func (g *ids) New(prefix string) string { return fmt.Sprintf("%s_%020d", prefix, g.n.Add(1)) }
+
+// mailer keeps what it was asked to send, or fails.
+type mailer struct {
+	mu   sync.Mutex
+	sent []ports.Mail
+	err  error
+}
+
+func (m *mailer) Send(_ context.Context, msg ports.Mail) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return m.err
+	}
+	m.sent = append(m.sent, msg)
+	return nil
+}
+
+func (m *mailer) messages() []ports.Mail {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]ports.Mail(nil), m.sent...)
+}
+
+// logs keeps the messages written to it.
+type logs struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (l *logs) Enabled(context.Context, slog.Level) bool { return true }
+
+func (l *logs) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.msgs = append(l.msgs, r.Level.String()+" "+r.Message)
+	return nil
+}
+
+func (l *logs) WithAttrs([]slog.Attr) slog.Handler { return l }
+
+func (l *logs) WithGroup(string) slog.Handler { return l }
+
+func (l *logs) has(line string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, m := range l.msgs {
+		if m == line {
+			return true
+		}
+	}
+	return false
+}
+
+// failingInvitationCreate fails to store invitations, the last write of an
+// invitation's unit before its event.
+type failingInvitationCreate struct{ teamstore.Invitations }
+
+func (failingInvitationCreate) Create(context.Context, team.Invitation) error { return errDown }
+
+// failingOutbox refuses events.
+type failingOutbox struct{}
+
+func (failingOutbox) Append(context.Context, event.Event) error { return errDown }
+
+// failingMemberReads fails the membership reads it overrides.
+type failingMemberReads struct{ teamstore.Memberships }
+
+func (failingMemberReads) ListByUser(context.Context, string) ([]team.Member, error) {
+	return nil, errDown
+}
+
+func (failingMemberReads) List(context.Context, string, string, int) ([]team.Member, error) {
+	return nil, errDown
+}
+
+func (failingMemberReads) ByEmail(context.Context, string, string) (team.Member, error) {
+	return team.Member{}, errDown
+}
+
+// countOnlyFails fails to count members.
+type countOnlyFails struct{ teamstore.Memberships }
+
+func (countOnlyFails) Count(context.Context, string) (int, int, error) { return 0, 0, errDown }
+
+// failingMemberUpdate fails to change memberships.
+type failingMemberUpdate struct{ teamstore.Memberships }
+
+func (failingMemberUpdate) Update(context.Context, team.Member) error { return errDown }
+
+// failingTeamReads fails ByID.
+type failingTeamReads struct{ teamstore.Teams }
+
+func (failingTeamReads) ByID(context.Context, string) (team.Team, error) { return team.Team{}, errDown }
+
+// failingUsers fails every read.
+type failingUsers struct{ teams.Users }
+
+func (failingUsers) ByID(context.Context, string) (account.User, error) {
+	return account.User{}, errDown
+}
+
+func (failingUsers) ByEmail(context.Context, string) (account.User, error) {
+	return account.User{}, errDown
+}
+
+func (failingUsers) ListByIDs(context.Context, []string) ([]account.User, error) {
+	return nil, errDown
+}
+
+// racedInvitations lets another accept consume the invitation between
+// this one's read and its Consume, inside the same unit, as a database
+// without the team lock would allow.
+type racedInvitations struct {
+	teamstore.Invitations
+	at time.Time
+}
+
+func (r racedInvitations) ByID(ctx context.Context, id string) (team.Invitation, error) {
+	inv, err := r.Invitations.ByID(ctx, id)
+	if err != nil {
+		return inv, err
+	}
+	if won, err := r.Invitations.Consume(ctx, id, r.at); err != nil || !won {
+		return team.Invitation{}, fmt.Errorf("the other accept did not consume the invitation: %t, %v", won, err)
+	}
+	return inv, nil
+}
+
+// lockRace commits another owner's change while this unit waits for the
+// team's lock: when Lock returns, change has been applied.
+type lockRace struct {
+	teamstore.Teams
+	change func(ctx context.Context) error
+}
+
+func (l lockRace) Lock(ctx context.Context, id string) error {
+	if err := l.Teams.Lock(ctx, id); err != nil {
+		return err
+	}
+	return l.change(ctx)
+}
