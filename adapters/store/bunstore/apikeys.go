@@ -7,6 +7,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/profilesvc/profilesvc/domain/account"
+	"github.com/profilesvc/profilesvc/ports/accountstore"
 )
 
 type apiKeyRow struct {
@@ -89,3 +90,6 @@ func (r apiKeyRepository) Delete(ctx context.Context, teamID, id string) error {
 		Exec(ctx)
 	return touchedOne(res, err, "api key")
 }
+
+// APIKeys returns the API key repository.
+func (s *Store) APIKeys() accountstore.APIKeys { return apiKeyRepository{db: s.db} }

@@ -7,6 +7,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/profilesvc/profilesvc/domain/team"
+	"github.com/profilesvc/profilesvc/ports/teamstore"
 )
 
 type invitationRow struct {
@@ -74,3 +75,6 @@ func (r invitationRepository) Consume(ctx context.Context, id string, at time.Ti
 		Exec(ctx)
 	return consumed(ctx, conn(ctx, r.db), res, err, (*invitationRow)(nil), id, "invitation")
 }
+
+// Invitations returns the invitation repository.
+func (s *Store) Invitations() teamstore.Invitations { return invitationRepository{db: s.db} }

@@ -10,6 +10,7 @@ import (
 	"github.com/uptrace/bun/dialect"
 
 	"github.com/profilesvc/profilesvc/domain/event"
+	"github.com/profilesvc/profilesvc/ports/storage"
 )
 
 type outboxEventRow struct {
@@ -122,3 +123,6 @@ func (o outbox) MarkDispatched(ctx context.Context, ids []string, at time.Time) 
 	}
 	return nil
 }
+
+// Outbox returns the outbox.
+func (s *Store) Outbox() storage.Outbox { return outbox{db: s.db} }

@@ -411,3 +411,6 @@ func profilesWithTags(ctx context.Context, db bun.IDB, rows []profileRow) ([]pro
 	}
 	return out, nil
 }
+
+// Profiles returns the profile repository.
+func (s *Store) Profiles() profilestore.Profiles { return profileRepository{db: s.db} }

@@ -14,11 +14,7 @@ import (
 	"strings"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
-	"github.com/profilesvc/profilesvc/ports/accountstore"
-	"github.com/profilesvc/profilesvc/ports/profilestore"
 	"github.com/profilesvc/profilesvc/ports/storage"
-	"github.com/profilesvc/profilesvc/ports/teamstore"
-	"github.com/profilesvc/profilesvc/ports/webhookstore"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 	"github.com/uptrace/bun/dialect/sqlitedialect"
@@ -161,36 +157,3 @@ func conn(ctx context.Context, db *bun.DB) bun.IDB {
 	}
 	return db
 }
-
-// Users returns the user repository.
-func (s *Store) Users() accountstore.Users { return userRepository{db: s.db} }
-
-// Teams returns the team repository.
-func (s *Store) Teams() teamstore.Teams { return teamRepository{db: s.db} }
-
-// Memberships returns the membership repository.
-func (s *Store) Memberships() teamstore.Memberships { return membershipRepository{db: s.db} }
-
-// Invitations returns the invitation repository.
-func (s *Store) Invitations() teamstore.Invitations { return invitationRepository{db: s.db} }
-
-// APIKeys returns the API key repository.
-func (s *Store) APIKeys() accountstore.APIKeys { return apiKeyRepository{db: s.db} }
-
-// RefreshTokens returns the refresh token repository.
-func (s *Store) RefreshTokens() accountstore.RefreshTokens { return refreshTokenRepository{db: s.db} }
-
-// ResetTokens returns the reset token repository.
-func (s *Store) ResetTokens() accountstore.ResetTokens { return resetTokenRepository{db: s.db} }
-
-// Profiles returns the profile repository.
-func (s *Store) Profiles() profilestore.Profiles { return profileRepository{db: s.db} }
-
-// WebhookEndpoints returns the webhook endpoint repository.
-func (s *Store) WebhookEndpoints() webhookstore.Endpoints { return webhookEndpointRepository{db: s.db} }
-
-// Deliveries returns the delivery repository.
-func (s *Store) Deliveries() webhookstore.Deliveries { return deliveryRepository{db: s.db} }
-
-// Outbox returns the outbox.
-func (s *Store) Outbox() storage.Outbox { return outbox{db: s.db} }

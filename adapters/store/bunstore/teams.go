@@ -9,6 +9,7 @@ import (
 
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/team"
+	"github.com/profilesvc/profilesvc/ports/teamstore"
 )
 
 type teamRow struct {
@@ -215,3 +216,9 @@ func members(rows []membershipRow) []team.Member {
 	}
 	return out
 }
+
+// Teams returns the team repository.
+func (s *Store) Teams() teamstore.Teams { return teamRepository{db: s.db} }
+
+// Memberships returns the membership repository.
+func (s *Store) Memberships() teamstore.Memberships { return membershipRepository{db: s.db} }

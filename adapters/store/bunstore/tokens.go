@@ -10,6 +10,7 @@ import (
 
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/account"
+	"github.com/profilesvc/profilesvc/ports/accountstore"
 )
 
 type refreshTokenRow struct {
@@ -190,3 +191,9 @@ func consumed(ctx context.Context, db bun.IDB, res sql.Result, err error, model 
 	}
 	return false, nil
 }
+
+// RefreshTokens returns the refresh token repository.
+func (s *Store) RefreshTokens() accountstore.RefreshTokens { return refreshTokenRepository{db: s.db} }
+
+// ResetTokens returns the reset token repository.
+func (s *Store) ResetTokens() accountstore.ResetTokens { return resetTokenRepository{db: s.db} }

@@ -7,6 +7,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/profilesvc/profilesvc/domain/account"
+	"github.com/profilesvc/profilesvc/ports/accountstore"
 )
 
 type userRow struct {
@@ -94,3 +95,6 @@ func (r userRepository) ListByIDs(ctx context.Context, ids []string) ([]account.
 	}
 	return users, nil
 }
+
+// Users returns the user repository.
+func (s *Store) Users() accountstore.Users { return userRepository{db: s.db} }

@@ -489,3 +489,9 @@ func (r deliveryRepository) Pending(ctx context.Context) (nextDue, oldestCreated
 	}
 	return utc(next.Time), utc(oldest.Time), true, nil
 }
+
+// WebhookEndpoints returns the webhook endpoint repository.
+func (s *Store) WebhookEndpoints() webhookstore.Endpoints { return webhookEndpointRepository{db: s.db} }
+
+// Deliveries returns the delivery repository.
+func (s *Store) Deliveries() webhookstore.Deliveries { return deliveryRepository{db: s.db} }
