@@ -15,14 +15,14 @@ type NewStore func(t *testing.T) storage.Store
 
 // RunStore checks that a storage.Store honours the contracts of the storage
 // ports (ports/*store, ports.UnitOfWork, ports.Outbox):
-// every repository method, the not-found and conflict kinds, atomic token
-// and invitation consumption, membership and profile paging, profile
-// filters, a team lock that serialises units counting the team's owners,
-// session swaps with one winner among concurrent callers, outbox ordering,
-// outbox events claimed by one of concurrent units until marked dispatched,
-// webhook endpoints and their deliveries, delivery leases that concurrent
-// claims never share, and a unit of work that commits all of its writes or
-// none of them, even under concurrency.
+// every repository method, the not-found and conflict kinds, single-use
+// consumption of tokens and invitations, membership and profile paging,
+// profile filters, a team lock that serialises units counting the team's
+// owners, session swaps with one winner among concurrent callers, outbox
+// ordering, outbox events claimed by one of concurrent units until marked
+// dispatched, webhook endpoints and their deliveries, delivery leases that
+// concurrent claims never share, and a unit of work that commits all of its
+// writes or none of them, even under concurrency.
 //
 // Every field of an entity read back is compared with what was written,
 // unexported ones included. Times: the suite writes times with nanoseconds,

@@ -472,75 +472,18 @@ func runInvitationRepository(t *testing.T, newStore NewStore) {
 		checkEqual(t, "invitation", got, inv)
 	})
 
-	t.Run("Consume succeeds once", func(t *testing.T) {
-		f := newStoreFixture(t, newStore)
-		inv := f.invitation(storeID("tm"), storeID("mem"), "a@example.com")
-		other := f.invitation(inv.TeamID, storeID("mem"), "b@example.com")
-		f.must("Create", f.s.Invitations().Create(f.ctx, inv))
-		f.must("Create other", f.s.Invitations().Create(f.ctx, other))
-
-		at := storeAt(time.Minute).In(storeZone)
-		ok, err := f.s.Invitations().Consume(f.ctx, inv.ID, at)
-		f.must("first Consume", err)
-		if !ok {
-			t.Fatal("first Consume of a fresh invitation returned false")
-		}
-		ok, err = f.s.Invitations().Consume(f.ctx, inv.ID, storeAt(2*time.Minute))
-		f.must("second Consume", err)
-		if ok {
-			t.Fatal("second Consume of one invitation returned true")
-		}
-
-		want := inv
-		want.UsedAt = &at
-		got, err := f.s.Invitations().ByID(f.ctx, inv.ID)
-		f.must("ByID", err)
-		checkEqual(t, "invitation", got, want)
-		got, err = f.s.Invitations().ByID(f.ctx, other.ID)
-		f.must("ByID other", err)
-		checkEqual(t, "invitation", got, other)
-	})
-
-	t.Run("Consume of a missing invitation is refused", func(t *testing.T) {
-		f := newStoreFixture(t, newStore)
-		ok, err := f.s.Invitations().Consume(f.ctx, storeID("inv"), storeAt(0))
-		if ok {
-			t.Fatal("Consume of an unknown id returned true")
-		}
-		if err != nil {
-			expectNotFound(t, "Consume of an unknown id (nil or not found)", err)
-		}
-	})
-
-	t.Run("concurrent Consume: exactly one wins", func(t *testing.T) {
-		f := newStoreFixture(t, newStore)
-		inv := f.invitation(storeID("tm"), storeID("mem"), "a@example.com")
-		f.must("Create", f.s.Invitations().Create(f.ctx, inv))
-		wins := raceConsume(t, func() (bool, error) {
-			return f.s.Invitations().Consume(f.ctx, inv.ID, storeAt(time.Minute))
-		})
-		if wins != 1 {
-			t.Fatalf("%d of %d concurrent Consume calls returned true, want exactly 1", wins, consumeRaces)
-		}
-	})
-
-	t.Run("concurrent Consume in units of work: exactly one wins", func(t *testing.T) {
-		f := newStoreFixture(t, newStore)
-		inv := f.invitation(storeID("tm"), storeID("mem"), "a@example.com")
-		f.must("Create", f.s.Invitations().Create(f.ctx, inv))
-		wins := raceConsume(t, func() (bool, error) {
-			return consumeInUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) (bool, error) {
-				return tx.Invitations().Consume(ctx, inv.ID, storeAt(time.Minute))
-			})
-		})
-		if wins != 1 {
-			t.Fatalf("%d of %d concurrent Consume units returned true, want exactly 1", wins, consumeRaces)
-		}
-		got, err := f.s.Invitations().ByID(f.ctx, inv.ID)
-		f.must("ByID", err)
-		if got.UsedAt == nil {
-			t.Fatal("invitation not marked used after a winning Consume committed")
-		}
+	runConsume(t, newStore, singleUseRecords[team.Invitation]{
+		what: "invitation",
+		repo: func(s storage.Store) singleUse[team.Invitation] { return s.Invitations() },
+		pair: func(f storeFixture) (team.Invitation, team.Invitation) {
+			inv := f.invitation(storeID("tm"), storeID("mem"), "a@example.com")
+			return inv, f.invitation(inv.TeamID, storeID("mem"), "b@example.com")
+		},
+		id: func(inv team.Invitation) string { return inv.ID },
+		used: func(inv team.Invitation, at time.Time) team.Invitation {
+			inv.UsedAt = &at
+			return inv
+		},
 	})
 
 	// As accepting an invitation does: a new invitation, the membership made
