@@ -42,7 +42,12 @@ type RefreshTokens interface {
 	Create(ctx context.Context, t account.RefreshToken) error
 	ByID(ctx context.Context, id string) (account.RefreshToken, error)
 	// Consume marks the token used at at if it is neither used nor revoked,
-	// atomically: of concurrent callers for one token exactly one gets true.
+	// and reports whether it did. A token is consumed once: the first call
+	// for a stored token gets true, every later one false, and of concurrent
+	// callers, each on its own or in a unit of work of its own, exactly one
+	// gets true. An id never stored is a not-found error, not false: false
+	// says the token was presented before (or revoked), which the caller
+	// answers by revoking its family, and an unknown id is no such replay.
 	Consume(ctx context.Context, id string, at time.Time) (bool, error)
 	// RevokeFamily revokes every token of the family that is not yet revoked.
 	RevokeFamily(ctx context.Context, familyID string, at time.Time) error
@@ -54,7 +59,10 @@ type RefreshTokens interface {
 type ResetTokens interface {
 	Create(ctx context.Context, t account.ResetToken) error
 	ByID(ctx context.Context, id string) (account.ResetToken, error)
-	// Consume marks the token used if it is not yet used; exactly one of
-	// concurrent callers gets true.
+	// Consume marks the token used at at if it is not yet used, and reports
+	// whether it did. A token is consumed once: the first call for a stored
+	// token gets true, every later one false, and of concurrent callers, each
+	// on its own or in a unit of work of its own, exactly one gets true. An
+	// id never stored is a not-found error, not false: false means used.
 	Consume(ctx context.Context, id string, at time.Time) (bool, error)
 }

@@ -53,7 +53,11 @@ type Memberships interface {
 type Invitations interface {
 	Create(ctx context.Context, inv team.Invitation) error
 	ByID(ctx context.Context, id string) (team.Invitation, error)
-	// Consume marks the invitation used if it is not yet used; exactly one
-	// of concurrent callers gets true.
+	// Consume marks the invitation used at at if it is not yet used, and
+	// reports whether it did. An invitation is consumed once: the first call
+	// for a stored invitation gets true, every later one false, and of
+	// concurrent callers, each on its own or in a unit of work of its own,
+	// exactly one gets true. An id never stored is a not-found error, not
+	// false: false means used.
 	Consume(ctx context.Context, id string, at time.Time) (bool, error)
 }

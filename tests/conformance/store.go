@@ -15,19 +15,21 @@ type NewStore func(t *testing.T) storage.Store
 
 // RunStore checks that a storage.Store honours the contracts of the storage
 // ports (ports/*store, ports.UnitOfWork, ports.Outbox):
-// every repository method, the not-found and conflict kinds, atomic token
-// and invitation consumption, membership and profile paging, profile
-// filters, a team lock that serialises units counting the team's owners,
-// session swaps with one winner among concurrent callers, outbox ordering,
-// outbox events claimed by one of concurrent units until marked dispatched,
-// webhook endpoints and their deliveries, delivery leases that concurrent
-// claims never share, and a unit of work that commits all of its writes or
-// none of them, even under concurrency.
+// every repository method, the not-found and conflict kinds, single-use
+// consumption of tokens and invitations, membership and profile paging,
+// profile filters, a team lock that serialises units counting the team's
+// owners, session swaps with one winner among concurrent callers, outbox
+// ordering, outbox events claimed by one of concurrent units until marked
+// dispatched, webhook endpoints and their deliveries, delivery leases that
+// concurrent claims never share, and a unit of work that commits all of its
+// writes or none of them, even under concurrency.
 //
-// Times: the suite writes times with nanoseconds, some in a non-UTC zone, and
-// requires that they come back in UTC and within a millisecond of what was
-// written (storeTimePrecision). Outbox data and delivery payloads must come
-// back byte for byte.
+// Every field of an entity read back is compared with what was written,
+// unexported ones included. Times: the suite writes times with nanoseconds,
+// some in a non-UTC zone, and requires that they come back in UTC and within
+// a millisecond of what was written (storeTimePrecision). Byte slices (hashes,
+// outbox data, delivery payloads) must come back byte for byte. A nil slice
+// or map and an empty one are equal.
 //
 // Subtests run one after another, so a factory may hand out schemas or files
 // of one shared database server.

@@ -21,11 +21,11 @@ func runUserRepository(t *testing.T, newStore NewStore) {
 
 		got, err := f.s.Users().ByID(f.ctx, u.ID)
 		f.must("ByID", err)
-		checkUser(t, got, u)
+		checkEqual(t, "user", got, u)
 
 		got, err = f.s.Users().ByEmail(f.ctx, u.Email)
 		f.must("ByEmail", err)
-		checkUser(t, got, u)
+		checkEqual(t, "user", got, u)
 	})
 
 	t.Run("missing user is not found", func(t *testing.T) {
@@ -55,7 +55,7 @@ func runUserRepository(t *testing.T, newStore NewStore) {
 		expectNotFound(t, "ByID of the refused user", err)
 		got, err := f.s.Users().ByEmail(f.ctx, first.Email)
 		f.must("ByEmail", err)
-		checkUser(t, got, first)
+		checkEqual(t, "user", got, first)
 	})
 
 	t.Run("taken id is a conflict", func(t *testing.T) {
@@ -84,11 +84,11 @@ func runUserRepository(t *testing.T, newStore NewStore) {
 		want.UpdatedAt = at
 		got, err := f.s.Users().ByID(f.ctx, u.ID)
 		f.must("ByID", err)
-		checkUser(t, got, want)
+		checkEqual(t, "user", got, want)
 
 		got, err = f.s.Users().ByID(f.ctx, other.ID)
 		f.must("ByID other", err)
-		checkUser(t, got, other)
+		checkEqual(t, "user", got, other)
 	})
 
 	t.Run("UpdatePassword of a missing user is not found", func(t *testing.T) {
@@ -108,8 +108,8 @@ func runUserRepository(t *testing.T, newStore NewStore) {
 		slices.SortFunc(got, func(x, y account.User) int { return strings.Compare(x.ID, y.ID) })
 		checkIDs(t, "ListByIDs", ids(got, func(u account.User) string { return u.ID }), []string{a.ID, c.ID})
 		if len(got) == 2 {
-			checkUser(t, got[0], a)
-			checkUser(t, got[1], c)
+			checkEqual(t, "user", got[0], a)
+			checkEqual(t, "user", got[1], c)
 		}
 
 		for _, none := range [][]string{nil, {}, {storeID("usr")}} {
@@ -129,7 +129,7 @@ func runUserRepository(t *testing.T, newStore NewStore) {
 		f.must("Create", f.s.Users().Create(f.ctx, u))
 		got, err := f.s.Users().ByID(f.ctx, u.ID)
 		f.must("ByID", err)
-		checkUser(t, got, u)
+		checkEqual(t, "user", got, u)
 	})
 }
 
@@ -142,7 +142,7 @@ func runTeamRepository(t *testing.T, newStore NewStore) {
 		f.must("Create other", f.s.Teams().Create(f.ctx, other))
 		got, err := f.s.Teams().ByID(f.ctx, tm.ID)
 		f.must("ByID", err)
-		checkTeam(t, got, tm)
+		checkEqual(t, "team", got, tm)
 	})
 
 	t.Run("missing team is not found", func(t *testing.T) {
@@ -160,7 +160,7 @@ func runTeamRepository(t *testing.T, newStore NewStore) {
 		expectConflict(t, "Create with the same id", f.s.Teams().Create(f.ctx, again))
 		got, err := f.s.Teams().ByID(f.ctx, tm.ID)
 		f.must("ByID", err)
-		checkTeam(t, got, tm)
+		checkEqual(t, "team", got, tm)
 	})
 }
 
@@ -171,7 +171,7 @@ func runMembershipRepository(t *testing.T, newStore NewStore) {
 		f.must("Create", f.s.Memberships().Create(f.ctx, m))
 		got, err := f.s.Memberships().ByUser(f.ctx, m.TeamID, m.UserID)
 		f.must("ByUser", err)
-		checkMember(t, got, m)
+		checkEqual(t, "member", got, m)
 		if got.JoinedAt == nil {
 			t.Fatal("JoinedAt came back nil")
 		}
@@ -184,7 +184,7 @@ func runMembershipRepository(t *testing.T, newStore NewStore) {
 		f.must("Create", f.s.Memberships().Create(f.ctx, m))
 		got, err := f.s.Memberships().ByUser(f.ctx, m.TeamID, m.UserID)
 		f.must("ByUser", err)
-		checkMember(t, got, m)
+		checkEqual(t, "member", got, m)
 	})
 
 	t.Run("ByUser is scoped by team and user", func(t *testing.T) {
@@ -209,7 +209,7 @@ func runMembershipRepository(t *testing.T, newStore NewStore) {
 
 		got, err := f.s.Memberships().ByUser(f.ctx, m.TeamID, m.UserID)
 		f.must("ByUser", err)
-		checkMember(t, got, m)
+		checkEqual(t, "member", got, m)
 	})
 
 	// Oldest means earliest InvitedAt; ids and insertion order are made to
@@ -230,8 +230,8 @@ func runMembershipRepository(t *testing.T, newStore NewStore) {
 		f.must("ListByUser", err)
 		checkIDs(t, "ListByUser", ids(got, func(m team.Member) string { return m.ID }), []string{oldest.ID, middle.ID, newest.ID})
 		if len(got) == 3 {
-			checkMember(t, got[0], oldest)
-			checkMember(t, got[2], newest)
+			checkEqual(t, "member", got[0], oldest)
+			checkEqual(t, "member", got[2], newest)
 		}
 
 		none, err := f.s.Memberships().ListByUser(f.ctx, storeID("usr"))
@@ -258,7 +258,7 @@ func runMembershipRepository(t *testing.T, newStore NewStore) {
 
 		got, err = f.s.Memberships().ByUser(f.ctx, want.TeamID, want.UserID)
 		f.must("ByUser", err)
-		checkMember(t, got, want)
+		checkEqual(t, "member", got, want)
 	})
 }
 
@@ -274,10 +274,10 @@ func runAPIKeyRepository(t *testing.T, newStore NewStore) {
 
 		got, err := f.s.APIKeys().ByID(f.ctx, k.ID)
 		f.must("ByID", err)
-		checkAPIKey(t, got, k)
+		checkEqual(t, "apikey", got, k)
 		got, err = f.s.APIKeys().ByID(f.ctx, used.ID)
 		f.must("ByID used", err)
-		checkAPIKey(t, got, used)
+		checkEqual(t, "apikey", got, used)
 	})
 
 	t.Run("missing key is not found", func(t *testing.T) {
@@ -312,7 +312,7 @@ func runAPIKeyRepository(t *testing.T, newStore NewStore) {
 		f.must("ListByUser", err)
 		checkIDs(t, "ListByUser", ids(got, func(k account.APIKey) string { return k.ID }), []string{newest.ID, middle.ID, oldest.ID})
 		if len(got) == 3 {
-			checkAPIKey(t, got[0], newest)
+			checkEqual(t, "apikey", got[0], newest)
 		}
 
 		none, err := f.s.APIKeys().ListByUser(f.ctx, storeID("tm"), userID)
@@ -332,7 +332,7 @@ func runAPIKeyRepository(t *testing.T, newStore NewStore) {
 		expectNotFound(t, "Delete with another team", f.s.APIKeys().Delete(f.ctx, storeID("tm"), k.ID))
 		got, err := f.s.APIKeys().ByID(f.ctx, k.ID)
 		f.must("ByID after Delete with another team", err)
-		checkAPIKey(t, got, k)
+		checkEqual(t, "apikey", got, k)
 
 		f.must("Delete", f.s.APIKeys().Delete(f.ctx, k.TeamID, k.ID))
 		_, err = f.s.APIKeys().ByID(f.ctx, k.ID)
@@ -365,6 +365,6 @@ func runAPIKeyRepository(t *testing.T, newStore NewStore) {
 
 		got, err = f.s.APIKeys().ByID(f.ctx, want.ID)
 		f.must("ByID", err)
-		checkAPIKey(t, got, want)
+		checkEqual(t, "apikey", got, want)
 	})
 }

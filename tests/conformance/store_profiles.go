@@ -78,45 +78,7 @@ func (f storeFixture) expectProfile(ctx context.Context, want profile.Profile) {
 	if err != nil {
 		f.t.Fatalf("ByID %s: %v", want.ID, err)
 	}
-	checkProfile(f.t, got, want)
-}
-
-func checkProfile(t *testing.T, got, want profile.Profile) {
-	t.Helper()
-	checkField(t, "profile.ID", got.ID, want.ID)
-	checkField(t, "profile.TeamID", got.TeamID, want.TeamID)
-	checkField(t, "profile.Name", got.Name, want.Name)
-	checkField(t, "profile.TemplateID", got.TemplateID, want.TemplateID)
-	checkField(t, "profile.Browser", got.Browser, want.Browser)
-	checkField(t, "profile.Fingerprint", got.Fingerprint, want.Fingerprint)
-	checkField(t, "profile.ProxyID", got.ProxyID, want.ProxyID)
-	if !slices.Equal(got.Tags, want.Tags) {
-		t.Errorf("profile.Tags: got %q, want %q in this order", got.Tags, want.Tags)
-	}
-	checkField(t, "profile.Notes", got.Notes, want.Notes)
-	checkField(t, "profile.Version", got.Version, want.Version)
-	checkField(t, "profile.CreatedBy", got.CreatedBy, want.CreatedBy)
-	checkTime(t, "profile.CreatedAt", got.CreatedAt, want.CreatedAt)
-	checkTime(t, "profile.UpdatedAt", got.UpdatedAt, want.UpdatedAt)
-	checkSession(t, got.Session, want.Session)
-}
-
-func checkSession(t *testing.T, got, want *profile.Session) {
-	t.Helper()
-	switch {
-	case got == nil && want == nil:
-	case got == nil:
-		t.Errorf("profile.Session: got nil, want %+v", *want)
-	case want == nil:
-		t.Errorf("profile.Session: got %+v, want nil", *got)
-	default:
-		checkField(t, "session.ID", got.ID, want.ID)
-		checkTime(t, "session.StartedAt", got.StartedAt, want.StartedAt)
-		checkTime(t, "session.ExpiresAt", got.ExpiresAt, want.ExpiresAt)
-		checkField(t, "session.LaunchedBy", got.LaunchedBy, want.LaunchedBy)
-		checkField(t, "session.Headless", got.Headless, want.Headless)
-		checkField(t, "session.CDPURL", got.CDPURL, want.CDPURL)
-	}
+	checkEqual(f.t, "profile", got, want)
 }
 
 func profileIDs(ps []profile.Profile) []string {
@@ -247,7 +209,7 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 			byID[p.ID] = p
 		}
 		for _, got := range all {
-			checkProfile(t, got, byID[got.ID])
+			checkEqual(t, "profile", got, byID[got.ID])
 		}
 		if rest := f.list(teamID, profilestore.Filter{BeforeID: mine[0].ID, Limit: 10}); len(rest) != 0 {
 			t.Fatalf("page before the oldest profile: %v, want none", profileIDs(rest))
@@ -618,7 +580,7 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 			for _, p := range []profile.Profile{long, tied, atNow} {
 				if g.ID == p.ID {
 					p.Session = sessions[p.ID]
-					checkProfile(t, g, p)
+					checkEqual(t, "profile", g, p)
 				}
 			}
 		}

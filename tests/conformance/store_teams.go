@@ -36,7 +36,7 @@ func (f storeFixture) expectMember(want team.Member) {
 	if err != nil {
 		f.t.Fatalf("ByID %s: %v", want.ID, err)
 	}
-	checkMember(f.t, got, want)
+	checkEqual(f.t, "member", got, want)
 }
 
 func (f storeFixture) count(teamID string) (active, owners int) {
@@ -116,11 +116,11 @@ func runTeamMemberships(t *testing.T, newStore NewStore) {
 		for _, email := range []string{invited.Email, strings.ToUpper(invited.Email)} {
 			got, err := f.s.Memberships().ByEmail(f.ctx, teamID, email)
 			f.must("ByEmail "+email, err)
-			checkMember(t, got, invited)
+			checkEqual(t, "member", got, invited)
 		}
 		got, err := f.s.Memberships().ByEmail(f.ctx, teamID, removed.Email)
 		f.must("ByEmail of a removed member", err)
-		checkMember(t, got, removed)
+		checkEqual(t, "member", got, removed)
 
 		_, err = f.s.Memberships().ByEmail(f.ctx, teamID, other.Email)
 		expectNotFound(t, "ByEmail of another team's member", err)
@@ -147,10 +147,10 @@ func runTeamMemberships(t *testing.T, newStore NewStore) {
 		f.expectMember(next)
 		got, err := f.s.Memberships().ByUser(f.ctx, m.TeamID, next.UserID)
 		f.must("ByUser after Update", err)
-		checkMember(t, got, next)
+		checkEqual(t, "member", got, next)
 		got, err = f.s.Memberships().ByEmail(f.ctx, m.TeamID, m.Email)
 		f.must("ByEmail after Update", err)
-		checkMember(t, got, next)
+		checkEqual(t, "member", got, next)
 		_, err = f.s.Memberships().ByEmail(f.ctx, m.TeamID, sent.Email)
 		expectNotFound(t, "ByEmail of the email Update was given", err)
 		f.expectMember(sibling)
@@ -169,7 +169,7 @@ func runTeamMemberships(t *testing.T, newStore NewStore) {
 		expectNotFound(t, "ByUser of the user id moved from", err)
 		got, err := f.s.Memberships().ByUser(f.ctx, m.TeamID, moved.UserID)
 		f.must("ByUser of the user id moved to", err)
-		checkMember(t, got, moved)
+		checkEqual(t, "member", got, moved)
 
 		// The old user id is free again.
 		again := f.member(m.TeamID, team.RoleViewer, team.StatusInvited)
@@ -177,7 +177,7 @@ func runTeamMemberships(t *testing.T, newStore NewStore) {
 		f.createMembers(again)
 		got, err = f.s.Memberships().ByUser(f.ctx, m.TeamID, oldUser)
 		f.must("ByUser of the freed user id", err)
-		checkMember(t, got, again)
+		checkEqual(t, "member", got, again)
 	})
 
 	t.Run("Update to a user already a member is a conflict", func(t *testing.T) {
@@ -192,7 +192,7 @@ func runTeamMemberships(t *testing.T, newStore NewStore) {
 		f.expectMember(invited)
 		got, err := f.s.Memberships().ByUser(f.ctx, owner.TeamID, owner.UserID)
 		f.must("ByUser of the owner", err)
-		checkMember(t, got, owner)
+		checkEqual(t, "member", got, owner)
 
 		// A user id that is a member of another team only is free here.
 		elsewhere := f.owner(storeID("tm"))
@@ -266,9 +266,9 @@ func runTeamMemberships(t *testing.T, newStore NewStore) {
 		first, err := f.s.Memberships().List(f.ctx, teamID, "", 3)
 		f.must("List", err)
 		if len(first) == 3 {
-			checkMember(t, first[0], all[n-1])
-			checkMember(t, first[1], all[n-2])
-			checkMember(t, first[2], all[n-3])
+			checkEqual(t, "member", first[0], all[n-1])
+			checkEqual(t, "member", first[1], all[n-2])
+			checkEqual(t, "member", first[2], all[n-3])
 		}
 		for _, limit := range []int{0, -1} {
 			got, err := f.s.Memberships().List(f.ctx, teamID, "", limit)
@@ -448,10 +448,10 @@ func runInvitationRepository(t *testing.T, newStore NewStore) {
 
 		got, err := f.s.Invitations().ByID(f.ctx, inv.ID)
 		f.must("ByID", err)
-		checkInvitation(t, got, inv)
+		checkEqual(t, "invitation", got, inv)
 		got, err = f.s.Invitations().ByID(f.ctx, used.ID)
 		f.must("ByID used", err)
-		checkInvitation(t, got, used)
+		checkEqual(t, "invitation", got, used)
 	})
 
 	t.Run("missing invitation is not found", func(t *testing.T) {
@@ -469,78 +469,21 @@ func runInvitationRepository(t *testing.T, newStore NewStore) {
 		expectConflict(t, "Create with the same id", f.s.Invitations().Create(f.ctx, again))
 		got, err := f.s.Invitations().ByID(f.ctx, inv.ID)
 		f.must("ByID", err)
-		checkInvitation(t, got, inv)
+		checkEqual(t, "invitation", got, inv)
 	})
 
-	t.Run("Consume succeeds once", func(t *testing.T) {
-		f := newStoreFixture(t, newStore)
-		inv := f.invitation(storeID("tm"), storeID("mem"), "a@example.com")
-		other := f.invitation(inv.TeamID, storeID("mem"), "b@example.com")
-		f.must("Create", f.s.Invitations().Create(f.ctx, inv))
-		f.must("Create other", f.s.Invitations().Create(f.ctx, other))
-
-		at := storeAt(time.Minute).In(storeZone)
-		ok, err := f.s.Invitations().Consume(f.ctx, inv.ID, at)
-		f.must("first Consume", err)
-		if !ok {
-			t.Fatal("first Consume of a fresh invitation returned false")
-		}
-		ok, err = f.s.Invitations().Consume(f.ctx, inv.ID, storeAt(2*time.Minute))
-		f.must("second Consume", err)
-		if ok {
-			t.Fatal("second Consume of one invitation returned true")
-		}
-
-		want := inv
-		want.UsedAt = &at
-		got, err := f.s.Invitations().ByID(f.ctx, inv.ID)
-		f.must("ByID", err)
-		checkInvitation(t, got, want)
-		got, err = f.s.Invitations().ByID(f.ctx, other.ID)
-		f.must("ByID other", err)
-		checkInvitation(t, got, other)
-	})
-
-	t.Run("Consume of a missing invitation is refused", func(t *testing.T) {
-		f := newStoreFixture(t, newStore)
-		ok, err := f.s.Invitations().Consume(f.ctx, storeID("inv"), storeAt(0))
-		if ok {
-			t.Fatal("Consume of an unknown id returned true")
-		}
-		if err != nil {
-			expectNotFound(t, "Consume of an unknown id (nil or not found)", err)
-		}
-	})
-
-	t.Run("concurrent Consume: exactly one wins", func(t *testing.T) {
-		f := newStoreFixture(t, newStore)
-		inv := f.invitation(storeID("tm"), storeID("mem"), "a@example.com")
-		f.must("Create", f.s.Invitations().Create(f.ctx, inv))
-		wins := raceConsume(t, func() (bool, error) {
-			return f.s.Invitations().Consume(f.ctx, inv.ID, storeAt(time.Minute))
-		})
-		if wins != 1 {
-			t.Fatalf("%d of %d concurrent Consume calls returned true, want exactly 1", wins, consumeRaces)
-		}
-	})
-
-	t.Run("concurrent Consume in units of work: exactly one wins", func(t *testing.T) {
-		f := newStoreFixture(t, newStore)
-		inv := f.invitation(storeID("tm"), storeID("mem"), "a@example.com")
-		f.must("Create", f.s.Invitations().Create(f.ctx, inv))
-		wins := raceConsume(t, func() (bool, error) {
-			return consumeInUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) (bool, error) {
-				return tx.Invitations().Consume(ctx, inv.ID, storeAt(time.Minute))
-			})
-		})
-		if wins != 1 {
-			t.Fatalf("%d of %d concurrent Consume units returned true, want exactly 1", wins, consumeRaces)
-		}
-		got, err := f.s.Invitations().ByID(f.ctx, inv.ID)
-		f.must("ByID", err)
-		if got.UsedAt == nil {
-			t.Fatal("invitation not marked used after a winning Consume committed")
-		}
+	runConsume(t, newStore, singleUseRecords[team.Invitation]{
+		what: "invitation",
+		repo: func(s storage.Store) singleUse[team.Invitation] { return s.Invitations() },
+		pair: func(f storeFixture) (team.Invitation, team.Invitation) {
+			inv := f.invitation(storeID("tm"), storeID("mem"), "a@example.com")
+			return inv, f.invitation(inv.TeamID, storeID("mem"), "b@example.com")
+		},
+		id: func(inv team.Invitation) string { return inv.ID },
+		used: func(inv team.Invitation, at time.Time) team.Invitation {
+			inv.UsedAt = &at
+			return inv
+		},
 	})
 
 	// As accepting an invitation does: a new invitation, the membership made
@@ -578,7 +521,7 @@ func runInvitationRepository(t *testing.T, newStore NewStore) {
 		expectNotFound(t, "invitation created by the failed unit", err)
 		got, err := f.s.Invitations().ByID(f.ctx, old.ID)
 		f.must("ByID of the old invitation", err)
-		checkInvitation(t, got, old)
+		checkEqual(t, "invitation", got, old)
 		f.expectMember(m)
 		_, err = f.s.Memberships().ByUser(f.ctx, m.TeamID, active.UserID)
 		expectNotFound(t, "ByUser of the user the failed unit made a member", err)
@@ -613,6 +556,6 @@ func runInvitationRepository(t *testing.T, newStore NewStore) {
 
 		got, err = f.s.Invitations().ByID(f.ctx, want.ID)
 		f.must("ByID", err)
-		checkInvitation(t, got, want)
+		checkEqual(t, "invitation", got, want)
 	})
 }

@@ -1,63 +1,12 @@
 package conformance
 
 import (
-	"context"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/account"
 	"github.com/profilesvc/profilesvc/ports/storage"
 )
-
-// consumeRaces is how many goroutines race for one token.
-const consumeRaces = 20
-
-// raceConsume runs consume in consumeRaces goroutines released together and
-// returns how many got true. Errors are reported: the contract gives losers
-// false, not an error.
-func raceConsume(t *testing.T, consume func() (bool, error)) int {
-	t.Helper()
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		wins  int
-		start = make(chan struct{})
-	)
-	for range consumeRaces {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			ok, err := consume()
-			if err != nil {
-				t.Errorf("concurrent Consume: %v", err)
-				return
-			}
-			if ok {
-				mu.Lock()
-				wins++
-				mu.Unlock()
-			}
-		}()
-	}
-	close(start)
-	wg.Wait()
-	return wins
-}
-
-// consumeInUnit consumes through a unit of work of its own, as the refresh
-// use case does.
-func consumeInUnit(ctx context.Context, s storage.Store, consume func(ctx context.Context, tx storage.Store) (bool, error)) (bool, error) {
-	var ok bool
-	err := inUnit(ctx, s, func(ctx context.Context, tx storage.Store) error {
-		var err error
-		ok, err = consume(ctx, tx)
-		return err
-	})
-	return ok, err
-}
 
 func runRefreshTokenRepository(t *testing.T, newStore NewStore) {
 	t.Run("create then ByID", func(t *testing.T) {
@@ -67,7 +16,7 @@ func runRefreshTokenRepository(t *testing.T, newStore NewStore) {
 		f.must("Create", f.s.RefreshTokens().Create(f.ctx, tok))
 		got, err := f.s.RefreshTokens().ByID(f.ctx, tok.ID)
 		f.must("ByID", err)
-		checkRefreshToken(t, got, tok)
+		checkEqual(t, "refresh", got, tok)
 	})
 
 	t.Run("missing token is not found", func(t *testing.T) {
@@ -85,33 +34,18 @@ func runRefreshTokenRepository(t *testing.T, newStore NewStore) {
 		expectConflict(t, "Create with the same id", f.s.RefreshTokens().Create(f.ctx, again))
 	})
 
-	t.Run("Consume succeeds once", func(t *testing.T) {
-		f := newStoreFixture(t, newStore)
-		tok := f.refreshToken(storeID("fam"), storeID("usr"), storeID("tm"))
-		sibling := f.refreshToken(tok.FamilyID, tok.UserID, tok.TeamID)
-		f.must("Create", f.s.RefreshTokens().Create(f.ctx, tok))
-		f.must("Create sibling", f.s.RefreshTokens().Create(f.ctx, sibling))
-
-		at := storeAt(time.Minute).In(storeZone)
-		ok, err := f.s.RefreshTokens().Consume(f.ctx, tok.ID, at)
-		f.must("first Consume", err)
-		if !ok {
-			t.Fatal("first Consume of a fresh token returned false")
-		}
-		ok, err = f.s.RefreshTokens().Consume(f.ctx, tok.ID, storeAt(2*time.Minute))
-		f.must("second Consume", err)
-		if ok {
-			t.Fatal("second Consume of one token returned true")
-		}
-
-		want := tok
-		want.UsedAt = &at
-		got, err := f.s.RefreshTokens().ByID(f.ctx, tok.ID)
-		f.must("ByID", err)
-		checkRefreshToken(t, got, want)
-		got, err = f.s.RefreshTokens().ByID(f.ctx, sibling.ID)
-		f.must("ByID sibling", err)
-		checkRefreshToken(t, got, sibling)
+	runConsume(t, newStore, singleUseRecords[account.RefreshToken]{
+		what: "refresh token",
+		repo: func(s storage.Store) singleUse[account.RefreshToken] { return s.RefreshTokens() },
+		pair: func(f storeFixture) (account.RefreshToken, account.RefreshToken) {
+			tok := f.refreshToken(storeID("fam"), storeID("usr"), storeID("tm"))
+			return tok, f.refreshToken(tok.FamilyID, tok.UserID, tok.TeamID)
+		},
+		id: func(tok account.RefreshToken) string { return tok.ID },
+		used: func(tok account.RefreshToken, at time.Time) account.RefreshToken {
+			tok.UsedAt = &at
+			return tok
+		},
 	})
 
 	t.Run("Consume of a revoked token is refused", func(t *testing.T) {
@@ -126,20 +60,7 @@ func runRefreshTokenRepository(t *testing.T, newStore NewStore) {
 		}
 		got, err := f.s.RefreshTokens().ByID(f.ctx, tok.ID)
 		f.must("ByID", err)
-		checkRefreshToken(t, got, tok)
-	})
-
-	// The contract does not say whether an unknown id is an error; it only
-	// must never be reported as consumed.
-	t.Run("Consume of a missing token is refused", func(t *testing.T) {
-		f := newStoreFixture(t, newStore)
-		ok, err := f.s.RefreshTokens().Consume(f.ctx, storeID("rtk"), storeAt(0))
-		if ok {
-			t.Fatal("Consume of an unknown id returned true")
-		}
-		if err != nil && !domain.IsKind(err, domain.KindNotFound) {
-			t.Fatalf("Consume of an unknown id: %v, want nil or not found", err)
-		}
+		checkEqual(t, "refresh", got, tok)
 	})
 
 	t.Run("RevokeFamily revokes only that family's live tokens", func(t *testing.T) {
@@ -164,7 +85,7 @@ func runRefreshTokenRepository(t *testing.T, newStore NewStore) {
 		for _, want := range []account.RefreshToken{wantLive, wantUsed, revoked, other} {
 			got, err := f.s.RefreshTokens().ByID(f.ctx, want.ID)
 			f.must("ByID", err)
-			checkRefreshToken(t, got, want)
+			checkEqual(t, "refresh", got, want)
 		}
 		ok, err := f.s.RefreshTokens().Consume(f.ctx, live.ID, storeAt(2*time.Hour))
 		f.must("Consume", err)
@@ -194,40 +115,9 @@ func runRefreshTokenRepository(t *testing.T, newStore NewStore) {
 		for _, want := range []account.RefreshToken{wantA, wantB, revoked, other} {
 			got, err := f.s.RefreshTokens().ByID(f.ctx, want.ID)
 			f.must("ByID", err)
-			checkRefreshToken(t, got, want)
+			checkEqual(t, "refresh", got, want)
 		}
 		f.must("RevokeUser of an unknown user", f.s.RefreshTokens().RevokeUser(f.ctx, storeID("usr"), at))
-	})
-
-	t.Run("concurrent Consume: exactly one wins", func(t *testing.T) {
-		f := newStoreFixture(t, newStore)
-		tok := f.refreshToken(storeID("fam"), storeID("usr"), storeID("tm"))
-		f.must("Create", f.s.RefreshTokens().Create(f.ctx, tok))
-		wins := raceConsume(t, func() (bool, error) {
-			return f.s.RefreshTokens().Consume(f.ctx, tok.ID, storeAt(time.Minute))
-		})
-		if wins != 1 {
-			t.Fatalf("%d of %d concurrent Consume calls returned true, want exactly 1", wins, consumeRaces)
-		}
-	})
-
-	t.Run("concurrent Consume in units of work: exactly one wins", func(t *testing.T) {
-		f := newStoreFixture(t, newStore)
-		tok := f.refreshToken(storeID("fam"), storeID("usr"), storeID("tm"))
-		f.must("Create", f.s.RefreshTokens().Create(f.ctx, tok))
-		wins := raceConsume(t, func() (bool, error) {
-			return consumeInUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) (bool, error) {
-				return tx.RefreshTokens().Consume(ctx, tok.ID, storeAt(time.Minute))
-			})
-		})
-		if wins != 1 {
-			t.Fatalf("%d of %d concurrent Consume units returned true, want exactly 1", wins, consumeRaces)
-		}
-		got, err := f.s.RefreshTokens().ByID(f.ctx, tok.ID)
-		f.must("ByID", err)
-		if got.UsedAt == nil {
-			t.Fatal("token not marked used after a winning Consume committed")
-		}
 	})
 
 	t.Run("returned values are copies", func(t *testing.T) {
@@ -248,7 +138,7 @@ func runRefreshTokenRepository(t *testing.T, newStore NewStore) {
 
 		got, err = f.s.RefreshTokens().ByID(f.ctx, want.ID)
 		f.must("ByID", err)
-		checkRefreshToken(t, got, want)
+		checkEqual(t, "refresh", got, want)
 	})
 }
 
@@ -260,7 +150,7 @@ func runResetTokenRepository(t *testing.T, newStore NewStore) {
 		f.must("Create", f.s.ResetTokens().Create(f.ctx, tok))
 		got, err := f.s.ResetTokens().ByID(f.ctx, tok.ID)
 		f.must("ByID", err)
-		checkResetToken(t, got, tok)
+		checkEqual(t, "reset", got, tok)
 	})
 
 	t.Run("missing token is not found", func(t *testing.T) {
@@ -278,69 +168,17 @@ func runResetTokenRepository(t *testing.T, newStore NewStore) {
 		expectConflict(t, "Create with the same id", f.s.ResetTokens().Create(f.ctx, again))
 	})
 
-	t.Run("Consume succeeds once", func(t *testing.T) {
-		f := newStoreFixture(t, newStore)
-		tok := f.resetToken(storeID("usr"))
-		other := f.resetToken(tok.UserID)
-		f.must("Create", f.s.ResetTokens().Create(f.ctx, tok))
-		f.must("Create other", f.s.ResetTokens().Create(f.ctx, other))
-
-		at := storeAt(time.Minute).In(storeZone)
-		ok, err := f.s.ResetTokens().Consume(f.ctx, tok.ID, at)
-		f.must("first Consume", err)
-		if !ok {
-			t.Fatal("first Consume of a fresh token returned false")
-		}
-		ok, err = f.s.ResetTokens().Consume(f.ctx, tok.ID, storeAt(2*time.Minute))
-		f.must("second Consume", err)
-		if ok {
-			t.Fatal("second Consume of one token returned true")
-		}
-
-		want := tok
-		want.UsedAt = &at
-		got, err := f.s.ResetTokens().ByID(f.ctx, tok.ID)
-		f.must("ByID", err)
-		checkResetToken(t, got, want)
-		got, err = f.s.ResetTokens().ByID(f.ctx, other.ID)
-		f.must("ByID other", err)
-		checkResetToken(t, got, other)
-	})
-
-	t.Run("Consume of a missing token is refused", func(t *testing.T) {
-		f := newStoreFixture(t, newStore)
-		ok, err := f.s.ResetTokens().Consume(f.ctx, storeID("rst"), storeAt(0))
-		if ok {
-			t.Fatal("Consume of an unknown id returned true")
-		}
-		if err != nil && !domain.IsKind(err, domain.KindNotFound) {
-			t.Fatalf("Consume of an unknown id: %v, want nil or not found", err)
-		}
-	})
-
-	t.Run("concurrent Consume: exactly one wins", func(t *testing.T) {
-		f := newStoreFixture(t, newStore)
-		tok := f.resetToken(storeID("usr"))
-		f.must("Create", f.s.ResetTokens().Create(f.ctx, tok))
-		wins := raceConsume(t, func() (bool, error) {
-			return f.s.ResetTokens().Consume(f.ctx, tok.ID, storeAt(time.Minute))
-		})
-		if wins != 1 {
-			t.Fatalf("%d of %d concurrent Consume calls returned true, want exactly 1", wins, consumeRaces)
-		}
-	})
-
-	t.Run("concurrent Consume in units of work: exactly one wins", func(t *testing.T) {
-		f := newStoreFixture(t, newStore)
-		tok := f.resetToken(storeID("usr"))
-		f.must("Create", f.s.ResetTokens().Create(f.ctx, tok))
-		wins := raceConsume(t, func() (bool, error) {
-			return consumeInUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) (bool, error) {
-				return tx.ResetTokens().Consume(ctx, tok.ID, storeAt(time.Minute))
-			})
-		})
-		if wins != 1 {
-			t.Fatalf("%d of %d concurrent Consume units returned true, want exactly 1", wins, consumeRaces)
-		}
+	runConsume(t, newStore, singleUseRecords[account.ResetToken]{
+		what: "reset token",
+		repo: func(s storage.Store) singleUse[account.ResetToken] { return s.ResetTokens() },
+		pair: func(f storeFixture) (account.ResetToken, account.ResetToken) {
+			tok := f.resetToken(storeID("usr"))
+			return tok, f.resetToken(tok.UserID)
+		},
+		id: func(tok account.ResetToken) string { return tok.ID },
+		used: func(tok account.ResetToken, at time.Time) account.ResetToken {
+			tok.UsedAt = &at
+			return tok
+		},
 	})
 }

@@ -75,7 +75,7 @@ func (w unitRows) expectPresent(t *testing.T, ctx context.Context, r storage.Sto
 	if err != nil {
 		t.Fatalf("user %s: %v", w.user.ID, err)
 	}
-	checkUser(t, u, w.user)
+	checkEqual(t, "user", u, w.user)
 	if _, err := r.Users().ByEmail(ctx, w.user.Email); err != nil {
 		t.Fatalf("user by email %s: %v", w.user.Email, err)
 	}
@@ -83,20 +83,20 @@ func (w unitRows) expectPresent(t *testing.T, ctx context.Context, r storage.Sto
 	if err != nil {
 		t.Fatalf("team %s: %v", w.team.ID, err)
 	}
-	checkTeam(t, tm, w.team)
+	checkEqual(t, "team", tm, w.team)
 	m, err := r.Memberships().ByUser(ctx, w.team.ID, w.user.ID)
 	if err != nil {
 		t.Fatalf("membership: %v", err)
 	}
-	checkMember(t, m, w.member)
+	checkEqual(t, "member", m, w.member)
 	if m, err = r.Memberships().ByID(ctx, w.team.ID, w.member.ID); err != nil {
 		t.Fatalf("membership by id: %v", err)
 	}
-	checkMember(t, m, w.member)
+	checkEqual(t, "member", m, w.member)
 	if m, err = r.Memberships().ByEmail(ctx, w.team.ID, w.member.Email); err != nil {
 		t.Fatalf("membership by email: %v", err)
 	}
-	checkMember(t, m, w.member)
+	checkEqual(t, "member", m, w.member)
 	list, err := r.Memberships().List(ctx, w.team.ID, "", 10)
 	if err != nil {
 		t.Fatalf("list memberships: %v", err)
@@ -109,29 +109,29 @@ func (w unitRows) expectPresent(t *testing.T, ctx context.Context, r storage.Sto
 	if err != nil {
 		t.Fatalf("invitation %s: %v", w.invite.ID, err)
 	}
-	checkInvitation(t, inv, w.invite)
+	checkEqual(t, "invitation", inv, w.invite)
 	k, err := r.APIKeys().ByID(ctx, w.key.ID)
 	if err != nil {
 		t.Fatalf("api key %s: %v", w.key.ID, err)
 	}
-	checkAPIKey(t, k, w.key)
+	checkEqual(t, "apikey", k, w.key)
 	rt, err := r.RefreshTokens().ByID(ctx, w.refresh.ID)
 	if err != nil {
 		t.Fatalf("refresh token %s: %v", w.refresh.ID, err)
 	}
-	checkRefreshToken(t, rt, w.refresh)
+	checkEqual(t, "refresh", rt, w.refresh)
 	st, err := r.ResetTokens().ByID(ctx, w.reset.ID)
 	if err != nil {
 		t.Fatalf("reset token %s: %v", w.reset.ID, err)
 	}
-	checkResetToken(t, st, w.reset)
+	checkEqual(t, "reset", st, w.reset)
 	events, err := r.Outbox().ListAfter(ctx, "", 1000)
 	if err != nil {
 		t.Fatalf("outbox: %v", err)
 	}
 	for _, e := range events {
 		if e.ID == w.event.ID {
-			checkEvent(t, e, w.event)
+			checkEqual(t, "event", e, w.event)
 			return
 		}
 	}
@@ -244,7 +244,7 @@ func (m mutations) expectUnchanged(t *testing.T, ctx context.Context, r storage.
 	if err != nil {
 		t.Fatalf("refresh token %s: %v", m.otherFam.ID, err)
 	}
-	checkRefreshToken(t, got, m.otherFam)
+	checkEqual(t, "refresh", got, m.otherFam)
 	keys, err := r.APIKeys().ListByUser(ctx, m.rows.team.ID, m.rows.user.ID)
 	if err != nil {
 		t.Fatalf("list api keys: %v", err)
@@ -289,27 +289,27 @@ func runUnitOfWork(t *testing.T, newStore NewStore) {
 			if err != nil {
 				return err
 			}
-			checkField(t, "password hash inside the unit", u.PasswordHash, before.newHash)
+			checkEqual(t, "password hash inside the unit", u.PasswordHash, before.newHash)
 			_, err = tx.APIKeys().ByID(ctx, before.rows.key.ID)
 			expectNotFound(t, "deleted api key inside the unit", err)
 			rt, err := tx.RefreshTokens().ByID(ctx, before.rows.refresh.ID)
 			if err != nil {
 				return err
 			}
-			checkTimePtr(t, "consumed refresh token UsedAt inside the unit", rt.UsedAt, &before.changedAt)
+			checkEqual(t, "consumed refresh token UsedAt inside the unit", rt.UsedAt, &before.changedAt)
 			moved, err := tx.Memberships().ByUser(ctx, before.rows.team.ID, before.movedTo)
 			if err != nil {
 				return fmt.Errorf("moved membership inside the unit: %w", err)
 			}
-			checkField(t, "moved membership inside the unit", moved.ID, before.rows.member.ID)
-			checkField(t, "moved membership role inside the unit", moved.Role, team.RoleAdmin)
+			checkEqual(t, "moved membership inside the unit", moved.ID, before.rows.member.ID)
+			checkEqual(t, "moved membership role inside the unit", moved.Role, team.RoleAdmin)
 			_, err = tx.Memberships().ByUser(ctx, before.rows.team.ID, before.rows.user.ID)
 			expectNotFound(t, "membership under the user id it was moved from, inside the unit", err)
 			inv, err := tx.Invitations().ByID(ctx, before.rows.invite.ID)
 			if err != nil {
 				return err
 			}
-			checkTimePtr(t, "consumed invitation UsedAt inside the unit", inv.UsedAt, &before.changedAt)
+			checkEqual(t, "consumed invitation UsedAt inside the unit", inv.UsedAt, &before.changedAt)
 			if ok, err := tx.RefreshTokens().Consume(ctx, rows.refresh.ID, storeAt(time.Minute)); err != nil || !ok {
 				t.Errorf("Consume of a token created in the unit: %v, %v", ok, err)
 			}
@@ -414,7 +414,7 @@ func runUnitOfWork(t *testing.T, newStore NewStore) {
 		expectNotFound(t, "refused user", err)
 		got, err := f.s.Users().ByEmail(f.ctx, taken.Email)
 		f.must("ByEmail", err)
-		checkUser(t, got, taken)
+		checkEqual(t, "user", got, taken)
 	})
 
 	t.Run("concurrent units with distinct rows all commit", func(t *testing.T) {
@@ -481,7 +481,7 @@ func runUnitOfWork(t *testing.T, newStore NewStore) {
 		}
 		got, err := f.s.Users().ByEmail(f.ctx, email)
 		f.must("ByEmail", err)
-		checkField(t, "user holding the email", got.ID, all[winner].user.ID)
+		checkEqual(t, "user holding the email", got.ID, all[winner].user.ID)
 		for i, rows := range all {
 			_, err := f.s.Teams().ByID(f.ctx, rows.team.ID)
 			if i == winner {
