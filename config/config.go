@@ -200,9 +200,6 @@ func (l *loader) check(c Config) {
 	if c.SessionTTLDefault > c.SessionTTLMax {
 		l.fail("SESSION_TTL_DEFAULT", "is longer than SESSION_TTL_MAX")
 	}
-	if len(c.WebhookRetrySchedule) == 0 && l.err == nil {
-		l.fail("WEBHOOK_RETRY_SCHEDULE", "needs at least one attempt")
-	}
 }
 
 // secret returns the variable's value, or the key kept in DATA_DIR/file,
