@@ -48,9 +48,6 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Variable + ": " + e.Problem }
 
-// FromEnvironment loads the configuration from the process environment.
-func FromEnvironment() (Config, error) { return Load(os.Getenv) }
-
 // minSecretLength is the shortest JWT_SECRET or SECRET_KEY accepted: shorter
 // keys make HMAC signatures guessable.
 const minSecretLength = 32
