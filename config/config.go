@@ -19,14 +19,15 @@ import (
 
 // Config is the whole configuration of one process.
 type Config struct {
-	HTTPAddr             string
-	DataDir              string
-	DatabaseURL          string
-	RedisURL             string
-	JWTSecret            []byte
-	SecretKey            []byte
-	MailTransport        string
-	SMTPURL              string
+	HTTPAddr      string
+	DataDir       string
+	Database      Database
+	RedisURL      string
+	JWTSecret     []byte
+	SecretKey     []byte
+	MailTransport string
+	// SMTP is set when MailTransport is "smtp".
+	SMTP                 SMTP
 	BrowserRuntime       string
 	SessionTTLDefault    time.Duration
 	SessionTTLMax        time.Duration
@@ -47,9 +48,6 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Variable + ": " + e.Problem }
 
-// FromEnvironment loads the configuration from the process environment.
-func FromEnvironment() (Config, error) { return Load(os.Getenv) }
-
 // minSecretLength is the shortest JWT_SECRET or SECRET_KEY accepted: shorter
 // keys make HMAC signatures guessable.
 const minSecretLength = 32
@@ -64,7 +62,6 @@ func Load(getenv func(string) string) (Config, error) {
 		DataDir:             l.str("DATA_DIR", "./data"),
 		RedisURL:            l.str("REDIS_URL", ""),
 		MailTransport:       l.oneOf("MAIL_TRANSPORT", "log", "log", "smtp"),
-		SMTPURL:             l.str("SMTP_URL", ""),
 		BrowserRuntime:      l.oneOf("BROWSER_RUNTIME", "auto", "auto", "chromium", "none"),
 		SessionTTLDefault:   l.duration("SESSION_TTL_DEFAULT", time.Hour),
 		SessionTTLMax:       l.duration("SESSION_TTL_MAX", 24*time.Hour),
@@ -74,7 +71,10 @@ func Load(getenv func(string) string) (Config, error) {
 		LogFormat:           l.oneOf("LOG_FORMAT", "json", "json", "console"),
 		ShutdownTimeout:     l.duration("SHUTDOWN_TIMEOUT", 25*time.Second),
 	}
-	c.DatabaseURL = l.str("DATABASE_URL", "sqlite://"+filepath.Join(c.DataDir, "profilesvc.db"))
+	c.Database = l.database("DATABASE_URL", Database{Kind: DatabaseSQLite, Path: filepath.Join(c.DataDir, "profilesvc.db")})
+	if c.MailTransport == "smtp" {
+		c.SMTP = l.smtp("SMTP_URL")
+	}
 	c.WebhookRetrySchedule = l.schedule("WEBHOOK_RETRY_SCHEDULE", "0s,5s,25s,125s")
 	l.check(c)
 	if l.err != nil {
@@ -145,6 +145,32 @@ func (l *loader) boolean(name string, def bool) bool {
 	return b
 }
 
+func (l *loader) database(name string, def Database) Database {
+	v := l.str(name, "")
+	if v == "" {
+		return def
+	}
+	d, problem := parseDatabase(v)
+	if problem != "" {
+		l.fail(name, problem)
+		return def
+	}
+	return d
+}
+
+func (l *loader) smtp(name string) SMTP {
+	v := l.str(name, "")
+	if v == "" {
+		l.fail(name, "is required when MAIL_TRANSPORT=smtp: smtp://user:pass@host:port or smtps://user:pass@host:port")
+		return SMTP{}
+	}
+	s, problem := parseSMTP(v)
+	if problem != "" {
+		l.fail(name, problem)
+	}
+	return s
+}
+
 func (l *loader) schedule(name, def string) []time.Duration {
 	v := l.str(name, def)
 	var out []time.Duration
@@ -163,27 +189,13 @@ func (l *loader) check(c Config) {
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		l.fail("HTTP_ADDR", fmt.Sprintf("%q is not host:port", c.HTTPAddr))
 	}
-	switch u, err := url.Parse(c.DatabaseURL); {
-	case err != nil:
-		l.fail("DATABASE_URL", "is not a URL")
-	case u.Scheme != "sqlite" && u.Scheme != "postgres" && u.Scheme != "postgresql" && u.Scheme != "memory":
-		l.fail("DATABASE_URL", fmt.Sprintf("scheme %q is not sqlite, postgres or memory", u.Scheme))
-	}
 	if c.RedisURL != "" {
 		if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
 			l.fail("REDIS_URL", "is not a redis:// or rediss:// URL")
 		}
 	}
-	if c.MailTransport == "smtp" {
-		if u, err := url.Parse(c.SMTPURL); err != nil || u.Scheme != "smtp" || u.Host == "" {
-			l.fail("SMTP_URL", "must be smtp://user:pass@host:port when MAIL_TRANSPORT=smtp")
-		}
-	}
 	if c.SessionTTLDefault > c.SessionTTLMax {
 		l.fail("SESSION_TTL_DEFAULT", "is longer than SESSION_TTL_MAX")
-	}
-	if len(c.WebhookRetrySchedule) == 0 && l.err == nil {
-		l.fail("WEBHOOK_RETRY_SCHEDULE", "needs at least one attempt")
 	}
 }
 

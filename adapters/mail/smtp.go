@@ -14,6 +14,7 @@ import (
 	"net/mail"
 	"net/smtp"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,10 +27,10 @@ var _ ports.Mailer = (*SMTP)(nil)
 // deadline, so a silent server cannot hold a request forever.
 const defaultTimeout = 30 * time.Second
 
-// SMTP delivers mail to one SMTP server. With "smtp://" it upgrades to TLS
-// when the server offers STARTTLS; with "smtps://" it speaks TLS from the
-// start. Credentials are sent with PLAIN, which net/smtp refuses to do over
-// an unencrypted connection except to localhost.
+// SMTP delivers mail to one SMTP server. Without implicit TLS it upgrades to
+// TLS when the server offers STARTTLS; with it, it speaks TLS from the start.
+// Credentials are sent with PLAIN, which net/smtp refuses to do over an
+// unencrypted connection except to localhost.
 type SMTP struct {
 	addr        string
 	host        string
@@ -40,57 +41,48 @@ type SMTP struct {
 	// tlsConfig is nil in production (system roots); tests trust their own
 	// certificate through it.
 	tlsConfig *tls.Config
-	redacted  string
 }
 
-// NewSMTP reads a URL of the form smtp://user:pass@host:port?from=addr. The
-// port defaults to 25 (465 for smtps), and the sender to profilesvc@host.
-// Errors never repeat the URL, which may hold a password.
-func NewSMTP(rawURL string) (*SMTP, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		// url.Parse quotes its input, password included.
-		return nil, errors.New("mail: SMTP URL is not a valid URL")
+// SMTPServer says where SMTP delivers and as whom. Every field but Username
+// and Password is required; the caller has checked them.
+type SMTPServer struct {
+	Host string
+	Port int
+	// Username is empty for a server that takes mail without
+	// authentication.
+	Username string
+	Password string
+	// ImplicitTLS speaks TLS from the first byte (smtps, port 465 as a
+	// rule) instead of upgrading with STARTTLS.
+	ImplicitTLS bool
+	// From is the sender's bare address.
+	From string
+}
+
+// NewSMTP returns a transport that delivers to server.
+func NewSMTP(server SMTPServer) *SMTP {
+	return &SMTP{
+		addr:        net.JoinHostPort(server.Host, strconv.Itoa(server.Port)),
+		host:        server.Host,
+		implicitTLS: server.ImplicitTLS,
+		user:        server.Username,
+		password:    server.Password,
+		from:        server.From,
 	}
-	s := &SMTP{}
-	switch u.Scheme {
-	case "smtp":
-	case "smtps":
-		s.implicitTLS = true
-	default:
-		return nil, fmt.Errorf("mail: SMTP URL scheme %q is not smtp or smtps", u.Scheme)
-	}
-	s.host = u.Hostname()
-	if s.host == "" {
-		return nil, errors.New("mail: SMTP URL has no host")
-	}
-	port := u.Port()
-	if port == "" {
-		port = "25"
-		if s.implicitTLS {
-			port = "465"
-		}
-	}
-	s.addr = net.JoinHostPort(s.host, port)
-	if u.User != nil {
-		s.user = u.User.Username()
-		s.password, _ = u.User.Password()
-	}
-	s.from = "profilesvc@" + s.host
-	if f := u.Query().Get("from"); f != "" {
-		a, err := mail.ParseAddress(f)
-		if err != nil {
-			return nil, fmt.Errorf("mail: SMTP URL from=%q is not an address: %w", f, err)
-		}
-		s.from = a.Address
-	}
-	s.redacted = u.Redacted()
-	return s, nil
 }
 
 // String describes the transport with its password masked, so it is safe to
 // log.
-func (s *SMTP) String() string { return s.redacted }
+func (s *SMTP) String() string {
+	u := url.URL{Scheme: "smtp", Host: s.addr}
+	if s.implicitTLS {
+		u.Scheme = "smtps"
+	}
+	if s.user != "" {
+		u.User = url.UserPassword(s.user, s.password)
+	}
+	return u.Redacted()
+}
 
 // Send delivers m. Cancelling ctx aborts the conversation.
 func (s *SMTP) Send(ctx context.Context, m ports.Mail) error {
@@ -161,7 +153,7 @@ func (s *SMTP) deliver(ctx context.Context, to string, msg []byte) error {
 	}
 	if s.user != "" {
 		if ok, _ := c.Extension("AUTH"); !ok {
-			return errors.New("server does not offer AUTH but the URL names a user")
+			return errors.New("server does not offer AUTH but a user name is configured")
 		}
 		if err := c.Auth(smtp.PlainAuth("", s.user, s.password, s.host)); err != nil {
 			return fmt.Errorf("authenticating as %s: %w", s.user, err)

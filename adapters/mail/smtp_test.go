@@ -29,7 +29,10 @@ import (
 // records what clients tell it.
 type fakeSMTP struct {
 	ln  net.Listener
-	tls *tls.Config // STARTTLS is offered when set
+	tls *tls.Config // STARTTLS is offered when set, unless implicitTLS
+	// implicitTLS makes the server speak TLS from the first byte, as on
+	// port 465.
+	implicitTLS bool
 	// stall makes the server greet and then say nothing more.
 	stall bool
 
@@ -49,11 +52,22 @@ type session struct {
 
 func startFakeSMTP(t *testing.T, tlsConfig *tls.Config, stall bool) *fakeSMTP {
 	t.Helper()
+	return listen(t, &fakeSMTP{tls: tlsConfig, stall: stall})
+}
+
+// startFakeSMTPS starts a server that speaks TLS from the first byte.
+func startFakeSMTPS(t *testing.T, tlsConfig *tls.Config) *fakeSMTP {
+	t.Helper()
+	return listen(t, &fakeSMTP{tls: tlsConfig, implicitTLS: true})
+}
+
+func listen(t *testing.T, f *fakeSMTP) *fakeSMTP {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeSMTP{ln: ln, tls: tlsConfig, stall: stall, done: make(chan struct{})}
+	f.ln, f.done = ln, make(chan struct{})
 	go f.serve()
 	t.Cleanup(func() {
 		_ = ln.Close()
@@ -62,9 +76,9 @@ func startFakeSMTP(t *testing.T, tlsConfig *tls.Config, stall bool) *fakeSMTP {
 	return f
 }
 
-func (f *fakeSMTP) port() string {
-	_, p, _ := net.SplitHostPort(f.ln.Addr().String())
-	return p
+// server is where a client finds f, with no credentials.
+func (f *fakeSMTP) server() SMTPServer {
+	return SMTPServer{Host: "127.0.0.1", Port: f.ln.Addr().(*net.TCPAddr).Port, From: "profilesvc@127.0.0.1"}
 }
 
 func (f *fakeSMTP) serve() {
@@ -89,6 +103,16 @@ func (f *fakeSMTP) serve() {
 }
 
 func (f *fakeSMTP) talk(conn net.Conn, s *session) {
+	if f.implicitTLS {
+		tc := tls.Server(conn, f.tls)
+		if err := tc.Handshake(); err != nil {
+			return
+		}
+		conn = tc
+		f.mu.Lock()
+		s.usedTLS = true
+		f.mu.Unlock()
+	}
 	tp := textproto.NewConn(conn)
 	reply := func(lines ...string) {
 		for _, l := range lines {
@@ -169,13 +193,12 @@ func (f *fakeSMTP) only(t *testing.T) session {
 
 func TestSMTPDeliversWithPlainAuth(t *testing.T) {
 	srv := startFakeSMTP(t, nil, false)
-	s, err := NewSMTP("smtp://mailer:s3cret@127.0.0.1:" + srv.port() + "?from=noreply@example.com")
-	if err != nil {
-		t.Fatal(err)
-	}
+	server := srv.server()
+	server.Username, server.Password, server.From = "mailer", "s3cret", "noreply@example.com"
+	s := NewSMTP(server)
 	text := "Hello,\n\nreset here: https://example.com/reset?token=abc\n.\nA line starting with a dot and a long line " +
 		strings.Repeat("x", 200) + "\nÜmlaut."
-	err = s.Send(context.Background(), ports.Mail{To: "Ann <ann@example.com>", Subject: "Reset your password — now", Text: text})
+	err := s.Send(context.Background(), ports.Mail{To: "Ann <ann@example.com>", Subject: "Reset your password — now", Text: text})
 	if err != nil {
 		t.Fatalf("Send: %v", err)
 	}
@@ -217,10 +240,7 @@ func TestSMTPDeliversWithPlainAuth(t *testing.T) {
 func TestSMTPUpgradesWithSTARTTLSBeforeAuth(t *testing.T) {
 	serverTLS, roots := selfSignedTLS(t)
 	srv := startFakeSMTP(t, serverTLS, false)
-	s, err := NewSMTP("smtp://mailer:s3cret@127.0.0.1:" + srv.port())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := withCredentials(srv.server())
 	s.tlsConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 	if err := s.Send(context.Background(), ports.Mail{To: "bob@example.com", Subject: "hi", Text: "body"}); err != nil {
 		t.Fatalf("Send: %v", err)
@@ -229,19 +249,55 @@ func TestSMTPUpgradesWithSTARTTLSBeforeAuth(t *testing.T) {
 	if !got.usedTLS || !got.authAfter {
 		t.Fatalf("usedTLS = %v, auth after TLS = %v; want both", got.usedTLS, got.authAfter)
 	}
-	if !strings.HasPrefix(got.from, "FROM:<profilesvc@127.0.0.1>") {
-		t.Errorf("MAIL %s, want the default sender profilesvc@<host>", got.from)
+}
+
+func TestSMTPSpeaksTLSFromTheStartWhenImplicit(t *testing.T) {
+	serverTLS, roots := selfSignedTLS(t)
+	srv := startFakeSMTPS(t, serverTLS)
+	server := srv.server()
+	server.ImplicitTLS = true
+	server.Username, server.Password = "mailer", "s3cret"
+	s := NewSMTP(server)
+	s.tlsConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	if err := s.Send(context.Background(), ports.Mail{To: "bob@example.com", Subject: "hi", Text: "body"}); err != nil {
+		t.Fatalf("Send: %v", err)
 	}
+	got := srv.only(t)
+	if !got.usedTLS || !got.authAfter {
+		t.Fatalf("usedTLS = %v, auth after TLS = %v; want both", got.usedTLS, got.authAfter)
+	}
+	wantAuth := "PLAIN " + base64.StdEncoding.EncodeToString([]byte("\x00mailer\x00s3cret"))
+	if got.auth != wantAuth || !strings.HasSuffix(got.data, "\n\nbody\n") {
+		t.Fatalf("auth = %q, data = %q; want %q and the message", got.auth, got.data, wantAuth)
+	}
+}
+
+func TestSMTPImplicitTLSRefusesUntrustedCertificate(t *testing.T) {
+	serverTLS, _ := selfSignedTLS(t)
+	srv := startFakeSMTPS(t, serverTLS)
+	server := srv.server()
+	server.ImplicitTLS = true
+	server.Username, server.Password = "mailer", "s3cret"
+	err := NewSMTP(server).Send(context.Background(), ports.Mail{To: "bob@example.com", Subject: "hi", Text: "body"})
+	var unknownAuthority x509.UnknownAuthorityError
+	if !errors.As(err, &unknownAuthority) {
+		t.Fatalf("Send over implicit TLS to an untrusted certificate = %v, want x509.UnknownAuthorityError", err)
+	}
+	if got := srv.only(t); got.auth != "" || got.from != "" {
+		t.Fatalf("the client went on past the failed handshake: auth %q, MAIL %q", got.auth, got.from)
+	}
+}
+
+// withCredentials returns a transport to server that authenticates.
+func withCredentials(server SMTPServer) *SMTP {
+	server.Username, server.Password = "mailer", "s3cret"
+	return NewSMTP(server)
 }
 
 func TestSMTPRefusesUntrustedCertificate(t *testing.T) {
 	serverTLS, _ := selfSignedTLS(t)
 	srv := startFakeSMTP(t, serverTLS, false)
-	s, err := NewSMTP("smtp://mailer:s3cret@127.0.0.1:" + srv.port())
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = s.Send(context.Background(), ports.Mail{To: "bob@example.com", Subject: "hi", Text: "body"})
+	err := withCredentials(srv.server()).Send(context.Background(), ports.Mail{To: "bob@example.com", Subject: "hi", Text: "body"})
 	if err == nil {
 		t.Fatal("Send over STARTTLS with an untrusted certificate succeeded")
 	}
@@ -252,11 +308,7 @@ func TestSMTPRefusesUntrustedCertificate(t *testing.T) {
 
 func TestSMTPWithoutUserSkipsAuth(t *testing.T) {
 	srv := startFakeSMTP(t, nil, false)
-	s, err := NewSMTP("smtp://127.0.0.1:" + srv.port())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Send(context.Background(), ports.Mail{To: "bob@example.com", Subject: "hi", Text: "body"}); err != nil {
+	if err := NewSMTP(srv.server()).Send(context.Background(), ports.Mail{To: "bob@example.com", Subject: "hi", Text: "body"}); err != nil {
 		t.Fatalf("Send: %v", err)
 	}
 	if got := srv.only(t); got.auth != "" || got.data == "" {
@@ -266,23 +318,16 @@ func TestSMTPWithoutUserSkipsAuth(t *testing.T) {
 
 func TestSMTPHonoursContext(t *testing.T) {
 	srv := startFakeSMTP(t, nil, true)
-	s, err := NewSMTP("smtp://127.0.0.1:" + srv.port())
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	err = s.Send(ctx, ports.Mail{To: "bob@example.com", Subject: "hi", Text: "body"})
+	err := NewSMTP(srv.server()).Send(ctx, ports.Mail{To: "bob@example.com", Subject: "hi", Text: "body"})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Send to a stalled server = %v, want the deadline", err)
 	}
 }
 
 func TestSMTPRefusesHeaderInjection(t *testing.T) {
-	s, err := NewSMTP("smtp://127.0.0.1:1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := NewSMTP(SMTPServer{Host: "127.0.0.1", Port: 1, From: "profilesvc@127.0.0.1"})
 	for _, m := range []ports.Mail{
 		{To: "bob@example.com\r\nBcc: eve@example.com", Subject: "hi"},
 		{To: "bob@example.com", Subject: "hi\r\nBcc: eve@example.com"},
@@ -294,36 +339,17 @@ func TestSMTPRefusesHeaderInjection(t *testing.T) {
 	}
 }
 
-func TestNewSMTP(t *testing.T) {
-	s, err := NewSMTP("smtp://user:hunter2@mail.example.com:587")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.addr != "mail.example.com:587" || s.user != "user" || s.password != "hunter2" || s.from != "profilesvc@mail.example.com" {
-		t.Fatalf("parsed %+v", s)
-	}
-	if strings.Contains(s.String(), "hunter2") {
-		t.Fatalf("String() = %q shows the password", s.String())
-	}
-	if s, err := NewSMTP("smtps://mail.example.com"); err != nil || s.addr != "mail.example.com:465" || !s.implicitTLS {
-		t.Fatalf("smtps default: %+v, %v", s, err)
-	}
-	if s, err := NewSMTP("smtp://mail.example.com"); err != nil || s.addr != "mail.example.com:25" {
-		t.Fatalf("smtp default: %+v, %v", s, err)
-	}
-	for _, bad := range []string{
-		"http://user:hunter2@mail.example.com",
-		"smtp://user:hunter2@:25",
-		"smtp://user:hunter2@mail.example.com:25/?from=not-an-address",
-		"smtp://user:hunter2@mail example.com:%zz",
+func TestSMTPStringMasksThePassword(t *testing.T) {
+	for _, c := range []struct {
+		server SMTPServer
+		want   string
+	}{
+		{SMTPServer{Host: "mail.example.com", Port: 587, Username: "user", Password: "hunter2"}, "smtp://user:xxxxx@mail.example.com:587"},
+		{SMTPServer{Host: "mail.example.com", Port: 465, Username: "user", Password: "hunter2", ImplicitTLS: true}, "smtps://user:xxxxx@mail.example.com:465"},
+		{SMTPServer{Host: "::1", Port: 25}, "smtp://[::1]:25"},
 	} {
-		_, err := NewSMTP(bad)
-		if err == nil {
-			t.Errorf("NewSMTP(%q) succeeded", bad)
-			continue
-		}
-		if strings.Contains(err.Error(), "hunter2") {
-			t.Errorf("NewSMTP(%q) error shows the password: %v", bad, err)
+		if got := NewSMTP(c.server).String(); got != c.want {
+			t.Errorf("String() = %q, want %q", got, c.want)
 		}
 	}
 }

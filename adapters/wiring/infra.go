@@ -67,12 +67,12 @@ var Storage = fx.Module("storage",
 	}, fx.ResultTags(`group:"checkers"`))),
 )
 
-// NewStore opens the store named by cfg.DatabaseURL.
+// NewStore opens the store of cfg.Database.
 func NewStore(lc fx.Lifecycle, cfg config.Config, log *zap.Logger) (storage.Store, error) {
-	if isMemoryURL(cfg.DatabaseURL) {
+	if cfg.Database.Kind == config.DatabaseMemory {
 		return memory.New(), nil
 	}
-	s, err := bunstore.Open(context.Background(), cfg.DatabaseURL)
+	s, err := openSQLStore(context.Background(), cfg.Database)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +92,24 @@ func NewStore(lc fx.Lifecycle, cfg config.Config, log *zap.Logger) (storage.Stor
 	return s, nil
 }
 
-func isMemoryURL(u string) bool { return len(u) >= 7 && u[:7] == "memory:" }
+// openSQLStore opens the SQLite or PostgreSQL database of db without
+// migrating it.
+func openSQLStore(ctx context.Context, db config.Database) (*bunstore.Store, error) {
+	var o bunstore.Options
+	switch db.Kind {
+	case config.DatabaseSQLite:
+		o = bunstore.Options{Dialect: bunstore.DialectSQLite, Path: db.Path}
+	case config.DatabasePostgres:
+		o = bunstore.Options{Dialect: bunstore.DialectPostgres, DSN: db.URL}
+	default:
+		return nil, fmt.Errorf("DATABASE_URL: %s is not an SQL database", db)
+	}
+	s, err := bunstore.Open(ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	return s, nil
+}
 
 // Cache provides the cache, the rate limiter and the idempotency keys:
 // in-process without REDIS_URL, Redis with it, so that several instances
@@ -142,13 +159,13 @@ func newIdempotencyStore(r redisClient, c ports.Clock) ports.IdempotencyStore {
 }
 
 // Mail provides the mailer of MAIL_TRANSPORT.
-var Mail = fx.Module("mail", fx.Provide(func(cfg config.Config, log *zap.Logger) (ports.Mailer, error) {
+var Mail = fx.Module("mail", fx.Provide(func(cfg config.Config, log *zap.Logger) ports.Mailer {
 	if cfg.MailTransport == "smtp" {
-		m, err := mail.NewSMTP(cfg.SMTPURL)
-		if err != nil {
-			return nil, fmt.Errorf("SMTP_URL: %w", err)
-		}
-		return m, nil
+		s := cfg.SMTP
+		return mail.NewSMTP(mail.SMTPServer{
+			Host: s.Host, Port: s.Port, Username: s.Username, Password: s.Password,
+			ImplicitTLS: s.ImplicitTLS, From: s.From,
+		})
 	}
-	return mail.NewLog(log), nil
+	return mail.NewLog(log)
 }))

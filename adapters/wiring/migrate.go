@@ -3,17 +3,16 @@ package wiring
 import (
 	"context"
 
-	"github.com/profilesvc/profilesvc/adapters/store/bunstore"
 	"github.com/profilesvc/profilesvc/config"
 )
 
 // Migrate applies the pending migrations of cfg's database and returns their
 // names. The memory store has nothing to migrate.
 func Migrate(ctx context.Context, cfg config.Config) ([]string, error) {
-	if isMemoryURL(cfg.DatabaseURL) {
+	if cfg.Database.Kind == config.DatabaseMemory {
 		return nil, nil
 	}
-	s, err := bunstore.Open(ctx, cfg.DatabaseURL)
+	s, err := openSQLStore(ctx, cfg.Database)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/profilesvc/profilesvc/adapters/wiring"
 	"github.com/profilesvc/profilesvc/config"
@@ -25,10 +27,17 @@ Configuration comes from the environment; see README.md.
 `
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	// The first SIGTERM or SIGINT ends ctx: serve then drains in-flight
+	// requests and exits 0, migrate stops where it is.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
+// run is the whole command but the process: its arguments, environment and
+// output come in, its exit code goes out.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	cmd := "serve"
 	if len(args) > 0 {
 		cmd = args[0]
@@ -45,13 +54,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "profilesvc: unknown command %q\n\n%s", cmd, usage)
 		return 2
 	}
-	cfg, err := config.FromEnvironment()
+	cfg, err := config.Load(getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "profilesvc: configuration: %v\n", err)
 		return 2
 	}
 	if cmd == "migrate" {
-		applied, err := wiring.Migrate(context.Background(), cfg)
+		applied, err := wiring.Migrate(ctx, cfg)
 		if err != nil {
 			fmt.Fprintf(stderr, "profilesvc: migrate: %v\n", err)
 			return 1
@@ -62,13 +71,35 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
+	return serve(ctx, cfg, stderr)
+}
+
+// serve runs the service until ctx ends or something in the app asks fx to
+// shut down, then stops it, which lets in-flight requests complete.
+func serve(ctx context.Context, cfg config.Config, stderr io.Writer) int {
 	app := wiring.App(cfg)
 	if err := app.Err(); err != nil {
 		fmt.Fprintf(stderr, "profilesvc: %v\n", err)
 		return 1
 	}
-	// Run returns after SIGTERM or SIGINT once every stop hook has finished,
-	// which lets in-flight requests complete; it exits 1 itself on failure.
-	app.Run()
-	return 0
+	startCtx, cancelStart := context.WithTimeout(ctx, app.StartTimeout())
+	defer cancelStart()
+	if err := app.Start(startCtx); err != nil {
+		fmt.Fprintf(stderr, "profilesvc: start: %v\n", err)
+		return 1
+	}
+	code := 0
+	select {
+	case <-ctx.Done():
+	case sig := <-app.Wait():
+		code = sig.ExitCode
+	}
+	// Stopping gets its own time: ctx has ended by now.
+	stopCtx, cancelStop := context.WithTimeout(context.Background(), app.StopTimeout())
+	defer cancelStop()
+	if err := app.Stop(stopCtx); err != nil {
+		fmt.Fprintf(stderr, "profilesvc: stop: %v\n", err)
+		return 1
+	}
+	return code
 }

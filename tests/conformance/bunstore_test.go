@@ -15,7 +15,7 @@ import (
 func newBunStore(newURL func(testing.TB) string) conformance.NewStore {
 	return func(t *testing.T) storage.Store {
 		t.Helper()
-		s, err := bunstore.Open(context.Background(), newURL(t))
+		s, err := bunstore.Open(context.Background(), testenv.StoreOptions(t, newURL(t)))
 		if err != nil {
 			t.Fatalf("bunstore.Open: %v", err)
 		}

@@ -25,7 +25,7 @@ func forEachSQLDialect(t *testing.T, fn func(t *testing.T, url string)) {
 
 func openUnmigrated(t *testing.T, url string) *bunstore.Store {
 	t.Helper()
-	s, err := bunstore.Open(context.Background(), url)
+	s, err := bunstore.Open(context.Background(), testenv.StoreOptions(t, url))
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

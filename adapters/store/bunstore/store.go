@@ -8,10 +8,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
 	"github.com/profilesvc/profilesvc/ports/storage"
@@ -39,42 +37,50 @@ type Store struct {
 	dialect string
 }
 
-// Open connects to the database named by databaseURL: sqlite://<path> (the
-// parent directory is created), sqlite://:memory:, or postgres:// and
-// postgresql:// URLs as pgx reads them. It does not run migrations.
-func Open(ctx context.Context, databaseURL string) (*Store, error) {
+// Options says which database Open connects to.
+type Options struct {
+	// Dialect is DialectSQLite or DialectPostgres.
+	Dialect string
+	// Path is the SQLite database file, whose directory Open creates, or
+	// ":memory:".
+	Path string
+	// DSN is the PostgreSQL connection string as pgx reads it: a
+	// postgres:// URL or key=value pairs.
+	DSN string
+}
+
+// Open connects to the database of o. It does not run migrations.
+func Open(ctx context.Context, o Options) (*Store, error) {
 	var (
 		db      *bun.DB
-		dialect string
+		dialect = o.Dialect
 		err     error
 	)
-	switch {
-	case strings.HasPrefix(databaseURL, "sqlite://"):
-		db, err = openSQLite(strings.TrimPrefix(databaseURL, "sqlite://"))
-		dialect = DialectSQLite
-	case strings.HasPrefix(databaseURL, "postgres://"), strings.HasPrefix(databaseURL, "postgresql://"):
-		db, err = openPostgres(databaseURL)
-		dialect = DialectPostgres
+	switch dialect {
+	case DialectSQLite:
+		db, err = openSQLite(o.Path)
+	case DialectPostgres:
+		db, err = openPostgres(o.DSN)
 	default:
-		return nil, fmt.Errorf("DATABASE_URL: unsupported scheme in %q: want sqlite:// or postgres://", redact(databaseURL))
+		return nil, fmt.Errorf("unknown dialect %q: want %q or %q", dialect, DialectSQLite, DialectPostgres)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if err := db.PingContext(ctx); err != nil {
 		_ = db.Close()
-		return nil, fmt.Errorf("DATABASE_URL: connect to %s database: %w", dialect, err)
+		return nil, fmt.Errorf("connect to %s database: %w", dialect, err)
 	}
 	return &Store{db: db, dialect: dialect}, nil
 }
 
 func openSQLite(path string) (*bun.DB, error) {
 	if path == "" {
-		return nil, fmt.Errorf("DATABASE_URL: sqlite:// needs a file path")
+		return nil, fmt.Errorf("sqlite needs a file path")
 	}
 	if path != ":memory:" {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return nil, fmt.Errorf("DATABASE_URL: create directory for %s: %w", path, err)
+			return nil, fmt.Errorf("create directory for %s: %w", path, err)
 		}
 	}
 	// _txlock=immediate takes the write lock at BEGIN: a transaction that
@@ -87,7 +93,7 @@ func openSQLite(path string) (*bun.DB, error) {
 		"&_pragma=synchronous(NORMAL)"
 	sqldb, err := sql.Open("sqlite", dsn)
 	if err != nil {
-		return nil, fmt.Errorf("DATABASE_URL: open sqlite: %w", err)
+		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
 	// SQLite has one writer. One connection makes callers queue in Go rather
 	// than fail with "database is locked", and keeps a :memory: database
@@ -100,23 +106,19 @@ func openSQLite(path string) (*bun.DB, error) {
 	return bun.NewDB(sqldb, sqlitedialect.New()), nil
 }
 
-func openPostgres(databaseURL string) (*bun.DB, error) {
-	sqldb, err := sql.Open("pgx", databaseURL)
+func openPostgres(dsn string) (*bun.DB, error) {
+	if dsn == "" {
+		// pgx takes an empty DSN as "every default" and connects wherever
+		// the PG* variables point, which is never what the caller meant.
+		return nil, fmt.Errorf("postgres needs a DSN")
+	}
+	sqldb, err := sql.Open("pgx", dsn)
 	if err != nil {
-		return nil, fmt.Errorf("DATABASE_URL: open postgres: %w", err)
+		return nil, fmt.Errorf("open postgres: %w", err)
 	}
 	sqldb.SetMaxOpenConns(postgresPoolSize)
 	sqldb.SetMaxIdleConns(postgresPoolSize)
 	return bun.NewDB(sqldb, pgdialect.New()), nil
-}
-
-// redact hides the password of a URL so that it can go into an error.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return u.Redacted()
 }
 
 // Close closes the database.

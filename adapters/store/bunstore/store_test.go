@@ -29,7 +29,7 @@ func forEachDialect(t *testing.T, fn func(t *testing.T, s *bunstore.Store)) {
 
 func openStore(t *testing.T, url string) *bunstore.Store {
 	t.Helper()
-	s, err := bunstore.Open(context.Background(), url)
+	s, err := bunstore.Open(context.Background(), testenv.StoreOptions(t, url))
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -55,13 +55,21 @@ func seed(t *testing.T, r storage.Store, userID, teamID, email string) {
 	}
 }
 
-func TestOpenRejectsUnknownScheme(t *testing.T) {
-	_, err := bunstore.Open(context.Background(), "mysql://user:secret@host/db")
-	if err == nil || !strings.Contains(err.Error(), "DATABASE_URL") {
-		t.Fatalf("err = %v, want an error naming DATABASE_URL", err)
-	}
-	if strings.Contains(err.Error(), "secret") {
-		t.Fatalf("error leaks the password: %v", err)
+func TestOpenRejectsIncompleteOptions(t *testing.T) {
+	for _, c := range []struct {
+		o    bunstore.Options
+		want string
+	}{
+		{bunstore.Options{Dialect: "mysql", DSN: "mysql://user:secret@host/db"}, `unknown dialect "mysql"`},
+		{bunstore.Options{Dialect: bunstore.DialectSQLite}, "sqlite needs a file path"},
+		{bunstore.Options{Dialect: bunstore.DialectPostgres}, "postgres needs a DSN"},
+	} {
+		_, err := bunstore.Open(context.Background(), c.o)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Open(%+v) = %v, want %q", c.o, err, c.want)
+		} else if strings.Contains(err.Error(), "secret") {
+			t.Errorf("Open(%+v) error leaks the password: %v", c.o, err)
+		}
 	}
 }
 

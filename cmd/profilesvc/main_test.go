@@ -1,0 +1,180 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// lookup is a getenv over env alone, so that no test depends on or changes
+// the process environment.
+func lookup(env map[string]string) func(string) string {
+	return func(k string) string { return env[k] }
+}
+
+// secrets lets Load skip generating keys.
+var secrets = map[string]string{
+	"JWT_SECRET": "jwt-secret-0123456789abcdef0123456789",
+	"SECRET_KEY": "secret-key-0123456789abcdef0123456789",
+}
+
+func withSecrets(env map[string]string) map[string]string {
+	for k, v := range secrets {
+		env[k] = v
+	}
+	return env
+}
+
+func TestRunAnswersWithoutConfiguration(t *testing.T) {
+	for _, c := range []struct {
+		args           []string
+		code           int
+		stdout, stderr string
+	}{
+		{[]string{"version"}, 0, "profilesvc dev\n", ""},
+		{[]string{"--version"}, 0, "profilesvc dev\n", ""},
+		{[]string{"help"}, 0, usage, ""},
+		{[]string{"frobnicate"}, 2, "", "profilesvc: unknown command \"frobnicate\"\n\n" + usage},
+	} {
+		var stdout, stderr bytes.Buffer
+		// An environment Load would refuse: these commands must not read it.
+		env := map[string]string{"LOG_LEVEL": "loud"}
+		code := run(context.Background(), c.args, lookup(env), &stdout, &stderr)
+		if code != c.code || stdout.String() != c.stdout || stderr.String() != c.stderr {
+			t.Errorf("run(%q) = %d\nstdout %q\nstderr %q\nwant %d\nstdout %q\nstderr %q",
+				c.args, code, stdout.String(), stderr.String(), c.code, c.stdout, c.stderr)
+		}
+	}
+}
+
+func TestRunRefusesABadConfiguration(t *testing.T) {
+	for _, args := range [][]string{nil, {"serve"}, {"migrate"}} {
+		var stdout, stderr bytes.Buffer
+		env := withSecrets(map[string]string{"DATA_DIR": t.TempDir(), "DATABASE_URL": "mysql://app:hunter2@db/app"})
+		code := run(context.Background(), args, lookup(env), &stdout, &stderr)
+		want := "profilesvc: configuration: DATABASE_URL: scheme \"mysql\" is not sqlite, postgres or memory\n"
+		if code != 2 || stdout.Len() != 0 || stderr.String() != want {
+			t.Errorf("run(%q) = %d\nstdout %q\nstderr %q\nwant 2 and stderr %q", args, code, stdout.String(), stderr.String(), want)
+		}
+	}
+}
+
+func TestRunMigrateCreatesTheSQLiteDatabase(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "db", "profilesvc.db")
+	env := withSecrets(map[string]string{"DATA_DIR": dir, "DATABASE_URL": "sqlite://" + path})
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"migrate"}, lookup(env), &stdout, &stderr); code != 0 {
+		t.Fatalf("migrate = %d\nstderr %s", code, stderr.String())
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("database file: %v", err)
+	}
+	first, _, _ := strings.Cut(stdout.String(), "\n")
+	if !strings.HasPrefix(first, "applied ") || first == "applied 0 migration(s)" {
+		t.Fatalf("stdout %q, want the migrations applied to a new database", stdout.String())
+	}
+}
+
+func TestRunMigrateReportsAnUnopenableDatabase(t *testing.T) {
+	dir := t.TempDir()
+	// A file where the database's directory should be.
+	blocker := filepath.Join(dir, "blocker")
+	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := withSecrets(map[string]string{"DATA_DIR": dir, "DATABASE_URL": "sqlite://" + filepath.Join(blocker, "profilesvc.db")})
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"migrate"}, lookup(env), &stdout, &stderr)
+	if code != 1 || !strings.HasPrefix(stderr.String(), "profilesvc: migrate: DATABASE_URL: ") {
+		t.Fatalf("migrate = %d, stderr %q; want 1 and an error naming DATABASE_URL", code, stderr.String())
+	}
+}
+
+func TestRunServesUntilItsContextEnds(t *testing.T) {
+	addr := freeAddr(t)
+	env := withSecrets(map[string]string{
+		"HTTP_ADDR":    addr,
+		"DATA_DIR":     t.TempDir(),
+		"DATABASE_URL": "memory://",
+		"LOG_LEVEL":    "error",
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr bytes.Buffer
+	var code int
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		code = run(ctx, nil, lookup(env), &stdout, &stderr)
+	}()
+	// A failed test still stops the service before the next test starts.
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+
+	body := waitHealthy(t, addr, done, &code, &stderr)
+	if want := `{"success":true,"data":{"status":"ok"}}`; body != want {
+		t.Fatalf("/healthz = %s, want %s", body, want)
+	}
+	cancel()
+	select {
+	case <-done:
+		if code != 0 {
+			t.Fatalf("serve = %d after its context ended\nstderr %s", code, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not return within 30 s of its context ending")
+	}
+	if c, err := net.Dial("tcp", addr); err == nil {
+		c.Close()
+		t.Fatalf("%s still accepts connections after serve returned", addr)
+	}
+}
+
+// freeAddr returns a loopback address nobody listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// waitHealthy polls addr's /healthz until it answers 200 and returns the
+// body. It fails when run returns first (closing done, with its exit code in
+// code) or no answer comes within 30 s.
+func waitHealthy(t *testing.T, addr string, done <-chan struct{}, code *int, stderr *bytes.Buffer) string {
+	t.Helper()
+	client := &http.Client{Timeout: 5 * time.Second}
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if resp, err := client.Get("http://" + addr + "/healthz"); err == nil {
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err == nil && resp.StatusCode == http.StatusOK {
+				return strings.TrimSpace(string(b))
+			}
+		}
+		select {
+		case <-done:
+			// run has returned, so nothing writes code or stderr any more.
+			t.Fatalf("serve returned %d before answering\nstderr %s", *code, stderr.String())
+		case <-deadline.C:
+			t.Fatal("/healthz did not answer within 30 s")
+		case <-tick.C:
+		}
+	}
+}

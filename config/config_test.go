@@ -1,0 +1,208 @@
+package config_test
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/profilesvc/profilesvc/config"
+)
+
+func TestLoadDefaults(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"DATA_DIR": dir}
+	cfg, err := config.Load(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	jwt, key := readKey(t, filepath.Join(dir, "jwt_secret")), readKey(t, filepath.Join(dir, "secret_key"))
+	want := config.Config{
+		HTTPAddr:             ":8080",
+		DataDir:              dir,
+		Database:             config.Database{Kind: config.DatabaseSQLite, Path: filepath.Join(dir, "profilesvc.db")},
+		JWTSecret:            []byte(jwt),
+		SecretKey:            []byte(key),
+		MailTransport:        "log",
+		BrowserRuntime:       "auto",
+		SessionTTLDefault:    time.Hour,
+		SessionTTLMax:        24 * time.Hour,
+		WebhookRetrySchedule: []time.Duration{0, 5 * time.Second, 25 * time.Second, 125 * time.Second},
+		WebhookTimeout:       5 * time.Second,
+		LogLevel:             "info",
+		LogFormat:            "json",
+		ShutdownTimeout:      25 * time.Second,
+	}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Fatalf("Load with nothing set =\n%+v\nwant\n%+v", cfg, want)
+	}
+	if jwt == key {
+		t.Fatal("JWT_SECRET and SECRET_KEY were generated alike")
+	}
+	again, err := config.Load(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("second Load: %v", err)
+	}
+	if string(again.JWTSecret) != jwt || string(again.SecretKey) != key {
+		t.Fatal("a second start on the same DATA_DIR generated other keys")
+	}
+}
+
+// readKey returns the key kept in path and checks that only its owner may
+// read it and that it is as long as Load makes them.
+func readKey(t *testing.T, path string) string {
+	t.Helper()
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatalf("generated key: %v", err)
+	}
+	if perm := info.Mode().Perm(); perm != 0o600 {
+		t.Errorf("%s has mode %o, want 600", path, perm)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := strings.TrimSuffix(string(b), "\n")
+	if len(k) != 64 {
+		t.Fatalf("%s holds %d characters, want 64 (32 random bytes in hex)", path, len(k))
+	}
+	return k
+}
+
+func TestLoadReadsEveryVariable(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		got  func(config.Config) any
+		want any
+	}{
+		{map[string]string{"HTTP_ADDR": "127.0.0.1:9000"}, func(c config.Config) any { return c.HTTPAddr }, "127.0.0.1:9000"},
+		{map[string]string{"HTTP_ADDR": " :0 "}, func(c config.Config) any { return c.HTTPAddr }, ":0"},
+		{map[string]string{"DATA_DIR": "/srv/profilesvc"}, func(c config.Config) any { return c.DataDir }, "/srv/profilesvc"},
+		{map[string]string{"REDIS_URL": "redis://127.0.0.1:6379/0"}, func(c config.Config) any { return c.RedisURL }, "redis://127.0.0.1:6379/0"},
+		{map[string]string{"REDIS_URL": "rediss://:pw@cache:6380"}, func(c config.Config) any { return c.RedisURL }, "rediss://:pw@cache:6380"},
+		{map[string]string{"JWT_SECRET": "j" + strings.Repeat("x", 31)}, func(c config.Config) any { return string(c.JWTSecret) }, "j" + strings.Repeat("x", 31)},
+		{map[string]string{"SECRET_KEY": "k" + strings.Repeat("y", 40)}, func(c config.Config) any { return string(c.SecretKey) }, "k" + strings.Repeat("y", 40)},
+		{map[string]string{"MAIL_TRANSPORT": "LOG"}, func(c config.Config) any { return c.MailTransport }, "log"},
+		{map[string]string{"MAIL_TRANSPORT": "smtp", "SMTP_URL": "smtp://mail.example.com"}, func(c config.Config) any { return c.MailTransport }, "smtp"},
+		{map[string]string{"BROWSER_RUNTIME": "chromium"}, func(c config.Config) any { return c.BrowserRuntime }, "chromium"},
+		{map[string]string{"BROWSER_RUNTIME": "None"}, func(c config.Config) any { return c.BrowserRuntime }, "none"},
+		{map[string]string{"SESSION_TTL_DEFAULT": "30m"}, func(c config.Config) any { return c.SessionTTLDefault }, 30 * time.Minute},
+		{map[string]string{"SESSION_TTL_MAX": "48h"}, func(c config.Config) any { return c.SessionTTLMax }, 48 * time.Hour},
+		{map[string]string{"SESSION_TTL_DEFAULT": "2h", "SESSION_TTL_MAX": "2h"}, func(c config.Config) any { return c.SessionTTLDefault }, 2 * time.Hour},
+		{map[string]string{"WEBHOOK_RETRY_SCHEDULE": "1s, 1m"}, func(c config.Config) any { return c.WebhookRetrySchedule }, []time.Duration{time.Second, time.Minute}},
+		{map[string]string{"WEBHOOK_RETRY_SCHEDULE": "0s"}, func(c config.Config) any { return c.WebhookRetrySchedule }, []time.Duration{0}},
+		{map[string]string{"WEBHOOK_TIMEOUT": "1500ms"}, func(c config.Config) any { return c.WebhookTimeout }, 1500 * time.Millisecond},
+		{map[string]string{"ALLOW_PRIVATE_TARGETS": "true"}, func(c config.Config) any { return c.AllowPrivateTargets }, true},
+		{map[string]string{"ALLOW_PRIVATE_TARGETS": "1"}, func(c config.Config) any { return c.AllowPrivateTargets }, true},
+		{map[string]string{"ALLOW_PRIVATE_TARGETS": "false"}, func(c config.Config) any { return c.AllowPrivateTargets }, false},
+		{map[string]string{"LOG_LEVEL": "debug"}, func(c config.Config) any { return c.LogLevel }, "debug"},
+		{map[string]string{"LOG_LEVEL": "WARN"}, func(c config.Config) any { return c.LogLevel }, "warn"},
+		{map[string]string{"LOG_LEVEL": "error"}, func(c config.Config) any { return c.LogLevel }, "error"},
+		{map[string]string{"LOG_LEVEL": "   "}, func(c config.Config) any { return c.LogLevel }, "info"},
+		{map[string]string{"LOG_FORMAT": "console"}, func(c config.Config) any { return c.LogFormat }, "console"},
+		{map[string]string{"SHUTDOWN_TIMEOUT": "1m"}, func(c config.Config) any { return c.ShutdownTimeout }, time.Minute},
+	} {
+		cfg, err := load(c.env)
+		if err != nil {
+			t.Errorf("Load(%v): %v", c.env, err)
+			continue
+		}
+		if got := c.got(cfg); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("Load(%v): got %v, want %v", c.env, got, c.want)
+		}
+	}
+}
+
+func TestLoadRefusesBadValues(t *testing.T) {
+	for _, c := range []struct {
+		variable, value, problem string
+	}{
+		{"HTTP_ADDR", "8080", `"8080" is not host:port`},
+		{"REDIS_URL", "http://cache:6379", "is not a redis:// or rediss:// URL"},
+		{"REDIS_URL", "redis://:hunter2@[::1", "is not a redis:// or rediss:// URL"},
+		{"MAIL_TRANSPORT", "sendmail", `"sendmail" is not one of log, smtp`},
+		{"BROWSER_RUNTIME", "firefox", `"firefox" is not one of auto, chromium, none`},
+		{"SESSION_TTL_DEFAULT", "forever", `"forever" is not a positive duration`},
+		{"SESSION_TTL_DEFAULT", "0s", `"0s" is not a positive duration`},
+		{"SESSION_TTL_DEFAULT", "25h", "is longer than SESSION_TTL_MAX"},
+		{"SESSION_TTL_MAX", "-1h", `"-1h" is not a positive duration`},
+		{"WEBHOOK_RETRY_SCHEDULE", "0s,soon", `"0s,soon" is not a comma-separated list of durations`},
+		{"WEBHOOK_RETRY_SCHEDULE", "5s,-1s", `"5s,-1s" is not a comma-separated list of durations`},
+		{"WEBHOOK_RETRY_SCHEDULE", "5s,", `"5s," is not a comma-separated list of durations`},
+		{"WEBHOOK_TIMEOUT", "5", `"5" is not a positive duration`},
+		{"ALLOW_PRIVATE_TARGETS", "yes", `"yes" is not true or false`},
+		{"LOG_LEVEL", "loud", `"loud" is not one of debug, info, warn, error`},
+		{"LOG_FORMAT", "xml", `"xml" is not one of json, console`},
+		{"SHUTDOWN_TIMEOUT", "0", `"0" is not a positive duration`},
+		{"JWT_SECRET", "short", "must be at least 32 characters"},
+		{"SECRET_KEY", strings.Repeat("k", 31), "must be at least 32 characters"},
+	} {
+		t.Run(c.variable+"="+c.value, func(t *testing.T) {
+			_, err := load(map[string]string{c.variable: c.value})
+			wantRefusal(t, err, c.variable, c.problem, "hunter2")
+		})
+	}
+}
+
+// A maximum below the default lease is a bad pair, reported on the default,
+// the value that no longer fits.
+func TestLoadRefusesAMaximumBelowTheDefaultLease(t *testing.T) {
+	_, err := load(map[string]string{"SESSION_TTL_MAX": "30m"})
+	wantRefusal(t, err, "SESSION_TTL_DEFAULT", "is longer than SESSION_TTL_MAX")
+}
+
+func TestLoadReadsKeysKeptInDataDir(t *testing.T) {
+	dir := t.TempDir()
+	jwt, key := strings.Repeat("j", 40), strings.Repeat("s", 40)
+	writeFile(t, filepath.Join(dir, "jwt_secret"), jwt+"\n")
+	writeFile(t, filepath.Join(dir, "secret_key"), "  "+key+"\n\n")
+	env := map[string]string{"DATA_DIR": dir}
+	cfg, err := config.Load(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if string(cfg.JWTSecret) != jwt || string(cfg.SecretKey) != key {
+		t.Fatalf("keys = %q, %q; want the ones kept in DATA_DIR", cfg.JWTSecret, cfg.SecretKey)
+	}
+	// A variable that is set wins over the kept key.
+	env["JWT_SECRET"] = strings.Repeat("v", 32)
+	if cfg, err = config.Load(func(k string) string { return env[k] }); err != nil || string(cfg.JWTSecret) != env["JWT_SECRET"] {
+		t.Fatalf("JWTSecret = %q, %v; want JWT_SECRET's value", cfg.JWTSecret, err)
+	}
+}
+
+func TestLoadRefusesUnusableKeptKeys(t *testing.T) {
+	t.Run("too short", func(t *testing.T) {
+		dir := t.TempDir()
+		writeFile(t, filepath.Join(dir, "jwt_secret"), "short\n")
+		env := map[string]string{"DATA_DIR": dir}
+		_, err := config.Load(func(k string) string { return env[k] })
+		wantRefusal(t, err, "JWT_SECRET", "unset, and the key kept in "+filepath.Join(dir, "jwt_secret")+" is too short")
+	})
+	t.Run("unreadable", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.Mkdir(filepath.Join(dir, "secret_key"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		env := map[string]string{"DATA_DIR": dir, "JWT_SECRET": jwtSecret}
+		_, err := config.Load(func(k string) string { return env[k] })
+		wantRefusal(t, err, "SECRET_KEY", "unset, and "+filepath.Join(dir, "secret_key")+" cannot be read")
+	})
+	t.Run("DATA_DIR is a file", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "data")
+		writeFile(t, file, "")
+		env := map[string]string{"DATA_DIR": file}
+		_, err := config.Load(func(k string) string { return env[k] })
+		wantRefusal(t, err, "JWT_SECRET", "cannot be read")
+	})
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
