@@ -19,13 +19,16 @@ import (
 
 // Config is the whole configuration of one process.
 type Config struct {
-	HTTPAddr      string
-	DataDir       string
-	Database      Database
-	RedisURL      string
-	JWTSecret     []byte
-	SecretKey     []byte
-	MailTransport string
+	HTTPAddr string
+	DataDir  string
+	Database Database
+	RedisURL string
+	// RedisKeyPrefix starts every key the service writes to Redis, so that
+	// several deployments (or test runs) can share one Redis database.
+	RedisKeyPrefix string
+	JWTSecret      []byte
+	SecretKey      []byte
+	MailTransport  string
 	// SMTP is set when MailTransport is "smtp".
 	SMTP                 SMTP
 	BrowserRuntime       string
@@ -61,6 +64,7 @@ func Load(getenv func(string) string) (Config, error) {
 		HTTPAddr:            l.str("HTTP_ADDR", ":8080"),
 		DataDir:             l.str("DATA_DIR", "./data"),
 		RedisURL:            l.str("REDIS_URL", ""),
+		RedisKeyPrefix:      l.str("REDIS_KEY_PREFIX", "profilesvc:"),
 		MailTransport:       l.oneOf("MAIL_TRANSPORT", "log", "log", "smtp"),
 		BrowserRuntime:      l.oneOf("BROWSER_RUNTIME", "auto", "auto", "chromium", "none"),
 		SessionTTLDefault:   l.duration("SESSION_TTL_DEFAULT", time.Hour),
@@ -193,6 +197,9 @@ func (l *loader) check(c Config) {
 		if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") {
 			l.fail("REDIS_URL", "is not a redis:// or rediss:// URL")
 		}
+	}
+	if c.RedisKeyPrefix == "" || len(c.RedisKeyPrefix) > 64 || strings.ContainsAny(c.RedisKeyPrefix, "*?[]\\ \t\r\n") {
+		l.fail("REDIS_KEY_PREFIX", "must be 1 to 64 characters without spaces or the pattern characters * ? [ ] \\")
 	}
 	if c.SessionTTLDefault > c.SessionTTLMax {
 		l.fail("SESSION_TTL_DEFAULT", "is longer than SESSION_TTL_MAX")

@@ -137,25 +137,25 @@ func newRedis(lc fx.Lifecycle, cfg config.Config) (redisClient, error) {
 	return redisClient{c}, nil
 }
 
-func newCache(r redisClient, c ports.Clock) ports.Cache {
+func newCache(r redisClient, c ports.Clock, cfg config.Config) ports.Cache {
 	if r.Client == nil {
 		return cache.NewLocal(c)
 	}
-	return cache.NewRedis(r.Client, "profilesvc:cache:")
+	return cache.NewRedis(r.Client, cfg.RedisKeyPrefix+"cache:")
 }
 
-func newRateLimiter(r redisClient, c ports.Clock) ports.RateLimiter {
+func newRateLimiter(r redisClient, c ports.Clock, cfg config.Config) ports.RateLimiter {
 	if r.Client == nil {
 		return ratelimit.NewLocal(c)
 	}
-	return ratelimit.NewRedis(r.Client, c, "profilesvc:rl:")
+	return ratelimit.NewRedis(r.Client, c, cfg.RedisKeyPrefix+"rl:")
 }
 
-func newIdempotencyStore(r redisClient, c ports.Clock) ports.IdempotencyStore {
+func newIdempotencyStore(r redisClient, c ports.Clock, cfg config.Config) ports.IdempotencyStore {
 	if r.Client == nil {
 		return idempotency.NewLocal(c)
 	}
-	return idempotency.NewRedis(r.Client, "profilesvc:idem:")
+	return idempotency.NewRedis(r.Client, cfg.RedisKeyPrefix+"idem:")
 }
 
 // Mail provides the mailer of MAIL_TRANSPORT.

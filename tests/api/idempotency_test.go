@@ -113,8 +113,11 @@ func TestIdempotencyKeyOnRedis(t *testing.T) {
 		t.Skip(testenv.RedisURLVariable + " is not set")
 	}
 	dbURL := testenv.PostgresURL(t)
-	one := start(t, options{databaseURL: dbURL, redisURL: redisURL})
-	two := start(t, options{databaseURL: dbURL, redisURL: redisURL})
+	// Both instances share one prefix, of this test alone, removed at its end.
+	prefix := testenv.RedisKeyPrefix(t, testenv.RedisClient(t), "api")
+	shared := options{databaseURL: dbURL, redisURL: redisURL, env: map[string]string{"REDIS_KEY_PREFIX": prefix}}
+	one := start(t, shared)
+	two := start(t, shared)
 	idempotencyChecks(t, one, false)
 
 	a := one.register(t)
