@@ -361,8 +361,8 @@ func TestRefreshReuseRevokesTheFamily(t *testing.T) {
 	if !strings.Contains(err.Error(), "already used") {
 		t.Fatalf("reuse answered %q", err)
 	}
-	if !e.logs.has("WARN refresh token reused; family revoked") {
-		t.Fatalf("reuse not logged: %v", e.logs.msgs)
+	if !e.logs.Has("WARN refresh token reused; family revoked") {
+		t.Fatalf("reuse not logged: %v", e.logs.Lines())
 	}
 	if _, err := svc.Refresh(ctx, next.Tokens.RefreshToken); !domain.IsKind(err, domain.KindUnauthorized) {
 		t.Fatalf("the family's newest token still works: %v", err)
@@ -516,14 +516,14 @@ func TestPasswordResetWithTheMailedToken(t *testing.T) {
 	if err := svc.ForgotPassword(ctx, " ADA@example.com "); err != nil {
 		t.Fatalf("forgot: %v", err)
 	}
-	sent := e.mailer.messages()
+	sent := e.mailer.Sent()
 	if len(sent) != 1 || sent[0].To != "ada@example.com" || sent[0].Subject != "Reset your profilesvc password" {
 		t.Fatalf("mail %+v", sent)
 	}
 	if !strings.Contains(sent[0].Text, "within 1h0m0s") {
 		t.Fatalf("mail does not state the lifetime: %q", sent[0].Text)
 	}
-	tok := tokenAfter(t, sent[0].Text, "Reset token: ")
+	tok := e.resetToken(t)
 
 	if err := svc.ResetPassword(ctx, tok, "a brand new password"); err != nil {
 		t.Fatalf("reset: %v", err)
@@ -551,7 +551,7 @@ func TestForgotPasswordUnknownEmailAnswersTheSame(t *testing.T) {
 	if err := svc.ForgotPassword(context.Background(), "nobody@example.com"); err != nil {
 		t.Fatalf("forgot: %v", err)
 	}
-	if sent := e.mailer.messages(); len(sent) != 0 {
+	if sent := e.mailer.Sent(); len(sent) != 0 {
 		t.Fatalf("mailed %+v", sent)
 	}
 }
@@ -571,7 +571,7 @@ func TestForgotPasswordThrottledSendsNothing(t *testing.T) {
 			t.Fatalf("forgot: %v", err)
 		}
 	}
-	if sent := e.mailer.messages(); len(sent) != 5 {
+	if sent := e.mailer.Sent(); len(sent) != 5 {
 		t.Fatalf("%d mails, want the budget of 5", len(sent))
 	}
 }
@@ -580,12 +580,12 @@ func TestForgotPasswordMailerFailingAnswersTheSame(t *testing.T) {
 	e := newEnv()
 	svc := e.service(t)
 	register(t, svc, "ada@example.com")
-	e.mailer.err = errDown
+	e.mailer.Err = errDown
 	if err := svc.ForgotPassword(context.Background(), "ada@example.com"); err != nil {
 		t.Fatalf("forgot: %v", err)
 	}
-	if !e.logs.has("ERROR sending password reset mail failed") {
-		t.Fatalf("failure not logged: %v", e.logs.msgs)
+	if !e.logs.Has("ERROR sending password reset mail failed") {
+		t.Fatalf("failure not logged: %v", e.logs.Lines())
 	}
 }
 
@@ -605,7 +605,7 @@ func TestForgotPasswordBackendFailures(t *testing.T) {
 			if err := e.service(t).ForgotPassword(context.Background(), "ada@example.com"); !errors.Is(err, errDown) {
 				t.Fatalf("err = %v, want %v", err, errDown)
 			}
-			if sent := e.mailer.messages(); len(sent) != 0 {
+			if sent := e.mailer.Sent(); len(sent) != 0 {
 				t.Fatalf("mailed %+v", sent)
 			}
 		})
@@ -619,8 +619,17 @@ func forgot(t *testing.T, e *env, svc *auth.Service) string {
 	if err := svc.ForgotPassword(context.Background(), "ada@example.com"); err != nil {
 		t.Fatalf("forgot: %v", err)
 	}
-	sent := e.mailer.messages()
-	return tokenAfter(t, sent[len(sent)-1].Text, "Reset token: ")
+	return e.resetToken(t)
+}
+
+// resetToken returns the reset token the last mail states.
+func (e *env) resetToken(t *testing.T) string {
+	t.Helper()
+	tok, ok := e.mailer.TokenAfter("Reset token: ")
+	if !ok {
+		t.Fatalf("no reset token in the last mail of %+v", e.mailer.Sent())
+	}
+	return tok
 }
 
 // loginWorks reports whether ada signs in with pw.

@@ -285,8 +285,8 @@ func TestAuthenticateByKeyFallsBackToTheStore(t *testing.T) {
 			if reads.Load() != 1 {
 				t.Fatalf("%d store reads, want 1", reads.Load())
 			}
-			if tc.logged != "" && !e.logs.has(tc.logged) {
-				t.Fatalf("not logged: %v", e.logs.msgs)
+			if tc.logged != "" && !e.logs.Has(tc.logged) {
+				t.Fatalf("not logged: %v", e.logs.Lines())
 			}
 		})
 	}

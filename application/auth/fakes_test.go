@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +12,7 @@ import (
 	"github.com/profilesvc/profilesvc/adapters/clock"
 	"github.com/profilesvc/profilesvc/adapters/store/memory"
 	"github.com/profilesvc/profilesvc/adapters/token"
+	"github.com/profilesvc/profilesvc/application/apptest"
 	"github.com/profilesvc/profilesvc/application/auth"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/account"
@@ -37,24 +36,24 @@ type env struct {
 	clock   *clock.Fake
 	hasher  *hasher
 	limiter *limiter
-	mailer  *mailer
+	mailer  *apptest.Mailer
 	cache   *cache
-	logs    *logs
+	logs    *apptest.Logs
 	deps    auth.Deps
 }
 
 func newEnv() *env {
 	s := memory.New()
 	c := clock.NewFake(start)
-	ids := &ids{}
+	ids := apptest.NewIDs()
 	e := &env{
 		store:   s,
 		clock:   c,
 		hasher:  &hasher{},
 		limiter: &limiter{hits: map[string]int{}, deny: map[string]time.Duration{}},
-		mailer:  &mailer{},
+		mailer:  &apptest.Mailer{},
 		cache:   &cache{m: map[string][]byte{}},
-		logs:    &logs{},
+		logs:    &apptest.Logs{},
 	}
 	e.deps = auth.Deps{
 		Tx:            s,
@@ -71,7 +70,7 @@ func newEnv() *env {
 		Cache:         e.cache,
 		Clock:         c,
 		IDs:           ids,
-		Log:           slog.New(e.logs),
+		Log:           e.logs.Logger(),
 		Policy:        auth.DefaultPolicy(),
 	}
 	return e
@@ -144,11 +143,6 @@ func asDomain(t *testing.T, err error) *domain.Error {
 	}
 	return de
 }
-
-// ids counts, so that ids made later sort higher, as ULIDs do.
-type ids struct{ n atomic.Int64 }
-
-func (g *ids) New(prefix string) string { return fmt.Sprintf("%s_%020d", prefix, g.n.Add(1)) }
 
 // hasher is fast and deterministic and counts verifications.
 type hasher struct {
@@ -227,29 +221,6 @@ func (l *limiter) count(key string) int {
 	return l.hits[key]
 }
 
-// mailer keeps what it was asked to send, or fails.
-type mailer struct {
-	mu   sync.Mutex
-	sent []ports.Mail
-	err  error
-}
-
-func (m *mailer) Send(_ context.Context, msg ports.Mail) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.err != nil {
-		return m.err
-	}
-	m.sent = append(m.sent, msg)
-	return nil
-}
-
-func (m *mailer) messages() []ports.Mail {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]ports.Mail(nil), m.sent...)
-}
-
 // cache is a map that counts reads and hits and can fail.
 type cache struct {
 	mu     sync.Mutex
@@ -313,36 +284,6 @@ func (c *cache) counts() (gets, hits int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.gets, c.hits
-}
-
-// logs keeps the messages written to it.
-type logs struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (l *logs) Enabled(context.Context, slog.Level) bool { return true }
-
-func (l *logs) Handle(_ context.Context, r slog.Record) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.msgs = append(l.msgs, r.Level.String()+" "+r.Message)
-	return nil
-}
-
-func (l *logs) WithAttrs([]slog.Attr) slog.Handler { return l }
-
-func (l *logs) WithGroup(string) slog.Handler { return l }
-
-func (l *logs) has(line string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, m := range l.msgs {
-		if m == line {
-			return true
-		}
-	}
-	return false
 }
 
 // failingMemberships fails Create, halfway through a registration's unit.
@@ -464,16 +405,4 @@ type failingIssuer struct{ ports.TokenIssuer }
 
 func (failingIssuer) Issue(ports.AccessClaims) (string, ports.AccessClaims, error) {
 	return "", ports.AccessClaims{}, errDown
-}
-
-// tokenAfter returns the token a mail states after label, up to the end of
-// its line.
-func tokenAfter(t *testing.T, text, label string) string {
-	t.Helper()
-	_, rest, ok := strings.Cut(text, label)
-	if !ok {
-		t.Fatalf("no %q in mail %q", label, text)
-	}
-	tok, _, _ := strings.Cut(rest, "\n")
-	return tok
 }

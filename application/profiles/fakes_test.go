@@ -3,10 +3,6 @@ package profiles_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +10,7 @@ import (
 
 	"github.com/profilesvc/profilesvc/adapters/clock"
 	"github.com/profilesvc/profilesvc/adapters/store/memory"
+	"github.com/profilesvc/profilesvc/application/apptest"
 	"github.com/profilesvc/profilesvc/application/profiles"
 	"github.com/profilesvc/profilesvc/domain/account"
 	"github.com/profilesvc/profilesvc/domain/event"
@@ -34,23 +31,6 @@ var (
 	// outsider acts in another team, where team_1's profiles do not exist.
 	outsider = team.Actor{UserID: "usr_out", TeamID: "team_2", MemberID: "mem_out", Role: team.RoleOwner}
 )
-
-// seqIDs makes ids numbered per prefix ("ses_001", "ses_002"), sortable
-// within a prefix like the real ones.
-type seqIDs struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (g *seqIDs) New(prefix string) string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.n == nil {
-		g.n = map[string]int{}
-	}
-	g.n[prefix]++
-	return fmt.Sprintf("%s_%03d", prefix, g.n[prefix])
-}
 
 // fakeRuntime records every Start and Stop. startErr and stopErr make them
 // fail; cdpURL is what Start reports; onStart runs inside Start, before it
@@ -91,36 +71,6 @@ func (r *fakeRuntime) Calls() []string {
 	return append([]string(nil), r.calls...)
 }
 
-// logRecorder is a slog handler that keeps the message of every record.
-type logRecorder struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
-
-func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
-	var b strings.Builder
-	b.WriteString(r.Level.String() + " " + r.Message)
-	r.Attrs(func(a slog.Attr) bool {
-		b.WriteString(" " + a.String())
-		return true
-	})
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.msgs = append(l.msgs, b.String())
-	return nil
-}
-
-func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return l }
-func (l *logRecorder) WithGroup(string) slog.Handler      { return l }
-
-func (l *logRecorder) Messages() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.msgs...)
-}
-
 // swapHook stands in for SwapSession: fn gets the call's number (from 1)
 // and the real repository, so it can fail, change the row first, or pass
 // the call on.
@@ -155,27 +105,13 @@ func (h *expiredHook) ListExpiredSessions(ctx context.Context, now time.Time, li
 	return h.fn(ctx, now, limit)
 }
 
-// failingUsers cannot read any user.
-type failingUsers struct{}
-
-func (failingUsers) ByID(context.Context, string) (account.User, error) {
-	return account.User{}, errors.New("users: connection reset")
-}
-
-// failingOutbox refuses every event.
-type failingOutbox struct{}
-
-func (failingOutbox) Append(context.Context, event.Event) error {
-	return errors.New("outbox: disk full")
-}
-
 // fixture is a profile service over the memory store with a fake clock,
 // runtime and ids; tests swap single ports of deps before calling build.
 type fixture struct {
 	store *memory.Store
 	clock *clock.Fake
 	rt    *fakeRuntime
-	logs  *logRecorder
+	logs  *apptest.Logs
 	deps  profiles.Deps
 	svc   *profiles.Service
 }
@@ -193,10 +129,10 @@ func newFixture(t *testing.T) *fixture {
 			t.Fatal(err)
 		}
 	}
-	f := &fixture{store: st, clock: clock.NewFake(t0), rt: &fakeRuntime{}, logs: &logRecorder{}}
+	f := &fixture{store: st, clock: clock.NewFake(t0), rt: &fakeRuntime{}, logs: &apptest.Logs{}}
 	f.deps = profiles.Deps{
 		Tx: st, Profiles: st.Profiles(), Users: st.Users(), Outbox: st.Outbox(),
-		Runtime: f.rt, Clock: f.clock, IDs: &seqIDs{}, Log: slog.New(f.logs),
+		Runtime: f.rt, Clock: f.clock, IDs: apptest.NewPrefixIDs(), Log: f.logs.Logger(),
 		Policy: profiles.Policy{SessionTTLDefault: 10 * time.Minute, SessionTTLMax: time.Hour},
 	}
 	f.build()

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/profilesvc/profilesvc/application/apptest"
 	"github.com/profilesvc/profilesvc/application/profiles"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/event"
@@ -170,7 +171,7 @@ func TestDeleteOfARunningProfileNamesTheHolder(t *testing.T) {
 	}
 
 	// Without the users module the holder is named by id.
-	f.deps.Users = failingUsers{}
+	f.deps.Users = apptest.UnreadableUsers{Err: errors.New("users: connection reset")}
 	f.build()
 	err = f.svc.Delete(ctx, admin, p.ID)
 	if !errors.As(err, &de) || de.Message != "profile is running: session ses_001 launched by usr_alice, lease until 2030-01-01T12:10:00Z" {
@@ -209,7 +210,7 @@ func TestCreate(t *testing.T) {
 	wantKind(t, err, domain.KindValidation)
 
 	// An event that cannot be written takes the profile with it.
-	f.deps.Outbox = failingOutbox{}
+	f.deps.Outbox = apptest.RefusingOutbox{Err: errors.New("outbox: disk full")}
 	f.build()
 	if _, err := f.svc.Create(ctx, alice, ok); err == nil || err.Error() != "outbox: disk full" {
 		t.Fatalf("create with a failing outbox: %v", err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/profilesvc/profilesvc/application/apptest"
 	"github.com/profilesvc/profilesvc/application/profiles"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/event"
@@ -83,7 +84,7 @@ func TestLaunchWhenTheRuntimeFailsAndTheLeaseCannotBeEnded(t *testing.T) {
 	if _, err := f.svc.Launch(ctx, alice, p.ID, profiles.LaunchInput{}); !errors.Is(err, boom) {
 		t.Fatalf("launch error %v, want the start failure", err)
 	}
-	logs := f.logs.Messages()
+	logs := f.logs.Lines()
 	if len(logs) != 1 || logs[0] != "ERROR end session of a failed launch profile_id=prf_001 session_id=ses_001 error=database is gone" {
 		t.Fatalf("logs %q", logs)
 	}
@@ -199,7 +200,7 @@ func TestLaunchTakesOverAnExpiredLease(t *testing.T) {
 	// The old browser is stopped before the new one starts; a stop that
 	// fails is logged and does not hold up the takeover.
 	wantCalls(t, f.rt, "start prf_001 ses_001", "stop prf_001 ses_001", "start prf_001 ses_002")
-	logs := f.logs.Messages()
+	logs := f.logs.Lines()
 	if len(logs) != 1 || logs[0] != "ERROR stop browser profile_id=prf_001 session_id=ses_001 error=no such process" {
 		t.Fatalf("logs %q", logs)
 	}
@@ -286,7 +287,7 @@ func TestLaunchFailsWhenTheSwapOrTheOutboxFails(t *testing.T) {
 	f.launch(t, alice, p.ID)
 	f.clock.Advance(time.Hour)
 
-	f.deps.Outbox = failingOutbox{}
+	f.deps.Outbox = apptest.RefusingOutbox{Err: errors.New("outbox: disk full")}
 	f.build()
 	if _, err := f.svc.Launch(ctx, bob, p.ID, profiles.LaunchInput{}); err == nil || err.Error() != "outbox: disk full" {
 		t.Fatalf("takeover with a failing outbox: %v", err)

@@ -4,21 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/profilesvc/profilesvc/adapters/clock"
 	"github.com/profilesvc/profilesvc/adapters/store/memory"
+	"github.com/profilesvc/profilesvc/application/apptest"
 	"github.com/profilesvc/profilesvc/application/teams"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/account"
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/team"
-	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/ports/teamstore"
 )
 
@@ -32,16 +29,16 @@ var errDown = errors.New("backend is down")
 type env struct {
 	store  *memory.Store
 	clock  *clock.Fake
-	ids    *ids
-	mailer *mailer
-	logs   *logs
+	ids    *apptest.IDs
+	mailer *apptest.Mailer
+	logs   *apptest.Logs
 	deps   teams.Deps
 }
 
 func newEnv() *env {
 	s := memory.New()
 	c := clock.NewFake(start)
-	e := &env{store: s, clock: c, ids: &ids{}, mailer: &mailer{}, logs: &logs{}}
+	e := &env{store: s, clock: c, ids: apptest.NewIDs(), mailer: &apptest.Mailer{}, logs: &apptest.Logs{}}
 	e.deps = teams.Deps{
 		Tx:          s,
 		Teams:       s.Teams(),
@@ -52,7 +49,7 @@ func newEnv() *env {
 		Mailer:      e.mailer,
 		Clock:       c,
 		IDs:         e.ids,
-		Log:         slog.New(e.logs),
+		Log:         e.logs.Logger(),
 		Policy:      teams.DefaultPolicy(),
 	}
 	return e
@@ -134,8 +131,11 @@ func (e *env) invite(t *testing.T, svc *teams.Service, actor team.Actor, email, 
 	if err != nil {
 		t.Fatalf("invite %s: %v", email, err)
 	}
-	sent := e.mailer.messages()
-	return v, tokenAfter(t, sent[len(sent)-1].Text, "Invitation token: ")
+	tok, ok := e.mailer.TokenAfter("Invitation token: ")
+	if !ok {
+		t.Fatalf("no invitation token in the last mail of %+v", e.mailer.Sent())
+	}
+	return v, tok
 }
 
 func wantKind(t *testing.T, err error, k domain.Kind) {
@@ -158,88 +158,13 @@ func fieldsOf(t *testing.T, err error) string {
 	return strings.Join(f, ",")
 }
 
-// tokenAfter returns the token a mail states after label, up to the end of
-// its line.
-func tokenAfter(t *testing.T, text, label string) string {
-	t.Helper()
-	_, rest, ok := strings.Cut(text, label)
-	if !ok {
-		t.Fatalf("no %q in mail %q", label, text)
-	}
-	tok, _, _ := strings.Cut(rest, "\n")
-	return tok
-}
-
 func strp(s string) *string { return &s }
-
-// ids counts, so that ids made later sort higher, as ULIDs do.
-type ids struct{ n atomic.Int64 }
-
-func (g *ids) New(prefix string) string { return fmt.Sprintf("%s_%020d", prefix, g.n.Add(1)) }
-
-// mailer keeps what it was asked to send, or fails.
-type mailer struct {
-	mu   sync.Mutex
-	sent []ports.Mail
-	err  error
-}
-
-func (m *mailer) Send(_ context.Context, msg ports.Mail) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.err != nil {
-		return m.err
-	}
-	m.sent = append(m.sent, msg)
-	return nil
-}
-
-func (m *mailer) messages() []ports.Mail {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]ports.Mail(nil), m.sent...)
-}
-
-// logs keeps the messages written to it.
-type logs struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (l *logs) Enabled(context.Context, slog.Level) bool { return true }
-
-func (l *logs) Handle(_ context.Context, r slog.Record) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.msgs = append(l.msgs, r.Level.String()+" "+r.Message)
-	return nil
-}
-
-func (l *logs) WithAttrs([]slog.Attr) slog.Handler { return l }
-
-func (l *logs) WithGroup(string) slog.Handler { return l }
-
-func (l *logs) has(line string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, m := range l.msgs {
-		if m == line {
-			return true
-		}
-	}
-	return false
-}
 
 // failingInvitationCreate fails to store invitations, the last write of an
 // invitation's unit before its event.
 type failingInvitationCreate struct{ teamstore.Invitations }
 
 func (failingInvitationCreate) Create(context.Context, team.Invitation) error { return errDown }
-
-// failingOutbox refuses events.
-type failingOutbox struct{}
-
-func (failingOutbox) Append(context.Context, event.Event) error { return errDown }
 
 // failingMemberReads fails the membership reads it overrides.
 type failingMemberReads struct{ teamstore.Memberships }
@@ -270,21 +195,6 @@ func (failingMemberUpdate) Update(context.Context, team.Member) error { return e
 type failingTeamReads struct{ teamstore.Teams }
 
 func (failingTeamReads) ByID(context.Context, string) (team.Team, error) { return team.Team{}, errDown }
-
-// failingUsers fails every read.
-type failingUsers struct{ teams.Users }
-
-func (failingUsers) ByID(context.Context, string) (account.User, error) {
-	return account.User{}, errDown
-}
-
-func (failingUsers) ByEmail(context.Context, string) (account.User, error) {
-	return account.User{}, errDown
-}
-
-func (failingUsers) ListByIDs(context.Context, []string) ([]account.User, error) {
-	return nil, errDown
-}
 
 // racedInvitations lets another accept consume the invitation between
 // this one's read and its Consume, inside the same unit, as a database

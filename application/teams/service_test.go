@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/profilesvc/profilesvc/application/apptest"
 	"github.com/profilesvc/profilesvc/application/teams"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/account"
@@ -99,7 +100,7 @@ func TestInviteAnEmailWithoutAccount(t *testing.T) {
 	if stored := e.member(t, owner.TeamID, m.ID); stored.Status != team.StatusInvited {
 		t.Fatalf("stored %+v", stored)
 	}
-	sent := e.mailer.messages()
+	sent := e.mailer.Sent()
 	if len(sent) != 1 || sent[0].To != "bob@example.com" || sent[0].Subject != "You are invited to Ada's team on profilesvc" {
 		t.Fatalf("mail %+v", sent)
 	}
@@ -168,7 +169,7 @@ func TestInviteRoleRules(t *testing.T) {
 				return
 			}
 			wantKind(t, err, domain.KindForbidden)
-			if len(e.mailer.messages()) != 0 || len(e.events(t)) != 0 {
+			if len(e.mailer.Sent()) != 0 || len(e.events(t)) != 0 {
 				t.Fatal("a refused invitation left mail or events")
 			}
 			if _, err := e.store.Memberships().ByEmail(context.Background(), owner.TeamID, "new@example.com"); !domain.IsKind(err, domain.KindNotFound) {
@@ -226,7 +227,7 @@ func TestInviteAnActiveMemberIsAConflict(t *testing.T) {
 	e.join(t, owner.TeamID, e.user(t, "bob@example.com", "Bob"), team.RoleMember)
 	_, err := e.service().Invite(context.Background(), owner, "bob@example.com", "admin")
 	wantKind(t, err, domain.KindConflict)
-	if len(e.mailer.messages()) != 0 || len(e.events(t)) != 0 {
+	if len(e.mailer.Sent()) != 0 || len(e.events(t)) != 0 {
 		t.Fatal("a refused invitation left mail or events")
 	}
 }
@@ -254,7 +255,7 @@ func TestInviteARemovedMemberAgain(t *testing.T) {
 func TestInviteMailFailureKeepsTheMembership(t *testing.T) {
 	e := newEnv()
 	owner := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
-	e.mailer.err = errDown
+	e.mailer.Err = errDown
 	v, err := e.service().Invite(context.Background(), owner, "bob@example.com", "member")
 	if err != nil {
 		t.Fatalf("invite: %v", err)
@@ -262,8 +263,8 @@ func TestInviteMailFailureKeepsTheMembership(t *testing.T) {
 	if stored := e.member(t, owner.TeamID, v.Member.ID); stored.Status != team.StatusInvited {
 		t.Fatalf("stored %+v", stored)
 	}
-	if !e.logs.has("ERROR sending invitation mail failed") {
-		t.Fatalf("not logged: %v", e.logs.msgs)
+	if !e.logs.Has("ERROR sending invitation mail failed") {
+		t.Fatalf("not logged: %v", e.logs.Lines())
 	}
 }
 
@@ -273,8 +274,8 @@ func TestInviteStoreFailureLeavesNothing(t *testing.T) {
 		fail func(e *env)
 	}{
 		{"invitation", func(e *env) { e.deps.Invitations = failingInvitationCreate{e.deps.Invitations} }},
-		{"event", func(e *env) { e.deps.Outbox = failingOutbox{} }},
-		{"user read", func(e *env) { e.deps.Users = failingUsers{e.deps.Users} }},
+		{"event", func(e *env) { e.deps.Outbox = apptest.RefusingOutbox{Err: errDown} }},
+		{"user read", func(e *env) { e.deps.Users = apptest.UnreadableUsers{Err: errDown} }},
 		{"membership read", func(e *env) { e.deps.Memberships = failingMemberReads{e.deps.Memberships} }},
 		{"team read", func(e *env) { e.deps.Teams = failingTeamReads{e.deps.Teams} }},
 	} {
@@ -288,7 +289,7 @@ func TestInviteStoreFailureLeavesNothing(t *testing.T) {
 			if _, err := e.store.Memberships().ByEmail(context.Background(), owner.TeamID, "bob@example.com"); !domain.IsKind(err, domain.KindNotFound) {
 				t.Fatalf("membership after the failed unit: %v", err)
 			}
-			if len(e.mailer.messages()) != 0 || len(e.events(t)) != 0 {
+			if len(e.mailer.Sent()) != 0 || len(e.events(t)) != 0 {
 				t.Fatal("a failed invitation left mail or events")
 			}
 		})
@@ -432,7 +433,7 @@ func TestAcceptStoreFailures(t *testing.T) {
 		name string
 		fail func(e *env)
 	}{
-		{"user read", func(e *env) { e.deps.Users = failingUsers{e.deps.Users} }},
+		{"user read", func(e *env) { e.deps.Users = apptest.UnreadableUsers{Err: errDown} }},
 		{"membership update", func(e *env) { e.deps.Memberships = failingMemberUpdate{e.deps.Memberships} }},
 		{"team read", func(e *env) { e.deps.Teams = failingTeamReads{e.deps.Teams} }},
 		{"count", func(e *env) { e.deps.Memberships = countOnlyFails{e.deps.Memberships} }},
@@ -636,9 +637,9 @@ func TestUpdateMemberStoreFailures(t *testing.T) {
 	}{
 		{"count", func(e *env) { e.deps.Memberships = countOnlyFails{e.deps.Memberships} }},
 		{"update", func(e *env) { e.deps.Memberships = failingMemberUpdate{e.deps.Memberships} }},
-		{"names", func(e *env) { e.deps.Users = failingUsers{e.deps.Users} }},
+		{"names", func(e *env) { e.deps.Users = apptest.UnreadableUsers{Err: errDown} }},
 		{"team read", func(e *env) { e.deps.Teams = failingTeamReads{e.deps.Teams} }},
-		{"event", func(e *env) { e.deps.Outbox = failingOutbox{} }},
+		{"event", func(e *env) { e.deps.Outbox = apptest.RefusingOutbox{Err: errDown} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv()
@@ -713,7 +714,7 @@ func TestListMembersRefuses(t *testing.T) {
 
 	for _, fail := range []func(e *env){
 		func(e *env) { e.deps.Memberships = failingMemberReads{e.deps.Memberships} },
-		func(e *env) { e.deps.Users = failingUsers{e.deps.Users} },
+		func(e *env) { e.deps.Users = apptest.UnreadableUsers{Err: errDown} },
 	} {
 		f := newEnv()
 		actor := f.founded(t, "Ada's team", f.user(t, "ada@example.com", "Ada"))
