@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/profilesvc/profilesvc/application/apptest"
 	"github.com/profilesvc/profilesvc/domain/event"
@@ -88,5 +89,37 @@ func TestFailingStoresAnswerTheirError(t *testing.T) {
 		if !errors.Is(err, down) {
 			t.Fatalf("read: %v", err)
 		}
+	}
+}
+
+func TestConsumedMeanwhileSpendsTheRowItReturns(t *testing.T) {
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	spent := map[string]time.Time{}
+	byID := func(_ context.Context, id string) (string, error) {
+		if id == "gone" {
+			return "", errors.New("not found")
+		}
+		return "row " + id, nil
+	}
+	consume := func(_ context.Context, id string, when time.Time) (bool, error) {
+		if _, ok := spent[id]; ok {
+			return false, nil
+		}
+		spent[id] = when
+		return true, nil
+	}
+
+	row, err := apptest.ConsumedMeanwhile(ctx, "inv_1", at, byID, consume)
+	if err != nil || row != "row inv_1" || !spent["inv_1"].Equal(at) {
+		t.Fatalf("row %q, %v; spent %v", row, err, spent)
+	}
+	if won, _ := consume(ctx, "inv_1", at); won {
+		t.Fatal("the caller's consume won after the rival's")
+	}
+	if row, err := apptest.ConsumedMeanwhile(ctx, "inv_1", at, byID, consume); err == nil {
+		t.Fatalf("a rival that could not consume answered %q", row)
+	}
+	if _, err := apptest.ConsumedMeanwhile(ctx, "gone", at, byID, consume); err == nil || err.Error() != "not found" {
+		t.Fatalf("read error %v", err)
 	}
 }

@@ -3,7 +3,6 @@ package auth_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -343,14 +342,7 @@ type racedRefreshTokens struct {
 }
 
 func (r racedRefreshTokens) ByID(ctx context.Context, id string) (account.RefreshToken, error) {
-	t, err := r.RefreshTokens.ByID(ctx, id)
-	if err != nil {
-		return t, err
-	}
-	if won, err := r.RefreshTokens.Consume(ctx, id, r.at); err != nil || !won {
-		return account.RefreshToken{}, fmt.Errorf("the other request did not consume the token: %t, %v", won, err)
-	}
-	return t, nil
+	return apptest.ConsumedMeanwhile(ctx, id, r.at, r.RefreshTokens.ByID, r.RefreshTokens.Consume)
 }
 
 // racedResetTokens lets another reset consume the token between the
@@ -361,14 +353,7 @@ type racedResetTokens struct {
 }
 
 func (r racedResetTokens) ByID(ctx context.Context, id string) (account.ResetToken, error) {
-	t, err := r.ResetTokens.ByID(ctx, id)
-	if err != nil {
-		return t, err
-	}
-	if won, err := r.ResetTokens.Consume(ctx, id, r.at); err != nil || !won {
-		return account.ResetToken{}, fmt.Errorf("the other reset did not consume the token: %t, %v", won, err)
-	}
-	return t, nil
+	return apptest.ConsumedMeanwhile(ctx, id, r.at, r.ResetTokens.ByID, r.ResetTokens.Consume)
 }
 
 // failingResetCreate fails to store a reset token.

@@ -3,7 +3,6 @@ package teams_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -205,14 +204,7 @@ type racedInvitations struct {
 }
 
 func (r racedInvitations) ByID(ctx context.Context, id string) (team.Invitation, error) {
-	inv, err := r.Invitations.ByID(ctx, id)
-	if err != nil {
-		return inv, err
-	}
-	if won, err := r.Invitations.Consume(ctx, id, r.at); err != nil || !won {
-		return team.Invitation{}, fmt.Errorf("the other accept did not consume the invitation: %t, %v", won, err)
-	}
-	return inv, nil
+	return apptest.ConsumedMeanwhile(ctx, id, r.at, r.Invitations.ByID, r.Invitations.Consume)
 }
 
 // lockRace commits another owner's change while this unit waits for the
