@@ -18,7 +18,10 @@ import (
 	"github.com/profilesvc/profilesvc/ports/teamstore"
 )
 
-var start = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+var (
+	ctx   = context.Background()
+	start = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+)
 
 // errDown is what a failing fake answers.
 var errDown = errors.New("backend is down")
@@ -63,7 +66,7 @@ func (e *env) user(t *testing.T, email, name string) account.User {
 	if err != nil {
 		t.Fatalf("new user: %v", err)
 	}
-	if err := e.store.Users().Create(context.Background(), u); err != nil {
+	if err := e.store.Users().Create(ctx, u); err != nil {
 		t.Fatalf("create user: %v", err)
 	}
 	return u
@@ -72,7 +75,6 @@ func (e *env) user(t *testing.T, email, name string) account.User {
 // founded stores a team owned by u and returns u's actor there.
 func (e *env) founded(t *testing.T, name string, u account.User) team.Actor {
 	t.Helper()
-	ctx := context.Background()
 	tm, err := team.NewTeam(e.ids.New("team"), name, start)
 	if err != nil {
 		t.Fatalf("new team: %v", err)
@@ -90,7 +92,6 @@ func (e *env) founded(t *testing.T, name string, u account.User) team.Actor {
 // join makes u an active member of teamID with role and returns u's actor.
 func (e *env) join(t *testing.T, teamID string, u account.User, role team.Role) team.Actor {
 	t.Helper()
-	ctx := context.Background()
 	m := team.NewInvited(e.ids.New("mem"), teamID, u.ID, u.Email, role, e.clock.Now())
 	if err := e.store.Memberships().Create(ctx, m); err != nil {
 		t.Fatalf("create membership: %v", err)
@@ -105,9 +106,46 @@ func (e *env) join(t *testing.T, teamID string, u account.User, role team.Role) 
 	return team.Actor{UserID: u.ID, TeamID: teamID, MemberID: m.ID, Role: role}
 }
 
+// adaEnv returns a new env where ada has founded her team, and her actor
+// there.
+func adaEnv(t *testing.T) (*env, team.Actor) {
+	t.Helper()
+	e := newEnv()
+	return e, e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
+}
+
+// newMember stores a user called name, at name@example.com in lower case,
+// and makes them an active member of teamID with role.
+func (e *env) newMember(t *testing.T, teamID, name string, role team.Role) team.Actor {
+	t.Helper()
+	return e.join(t, teamID, e.user(t, strings.ToLower(name)+"@example.com", name), role)
+}
+
+// actorWith returns owner when role is an owner's, or else a new member
+// of owner's team with role.
+func (e *env) actorWith(t *testing.T, owner team.Actor, role team.Role) team.Actor {
+	t.Helper()
+	if role == team.RoleOwner {
+		return owner
+	}
+	return e.newMember(t, owner.TeamID, "Act", role)
+}
+
+// wantNotInvited fails if inviting email to teamID left a membership, mail
+// or an event.
+func (e *env) wantNotInvited(t *testing.T, teamID, email string) {
+	t.Helper()
+	if _, err := e.store.Memberships().ByEmail(ctx, teamID, email); !domain.IsKind(err, domain.KindNotFound) {
+		t.Fatalf("an invitation that failed left a membership: %v", err)
+	}
+	if len(e.mailer.Sent()) != 0 || len(e.events(t)) != 0 {
+		t.Fatal("an invitation that failed left mail or events")
+	}
+}
+
 func (e *env) member(t *testing.T, teamID, id string) team.Member {
 	t.Helper()
-	m, err := e.store.Memberships().ByID(context.Background(), teamID, id)
+	m, err := e.store.Memberships().ByID(ctx, teamID, id)
 	if err != nil {
 		t.Fatalf("membership %s: %v", id, err)
 	}
@@ -116,7 +154,7 @@ func (e *env) member(t *testing.T, teamID, id string) team.Member {
 
 func (e *env) events(t *testing.T) []event.Event {
 	t.Helper()
-	evs, err := e.store.Outbox().ListAfter(context.Background(), "", 100)
+	evs, err := e.store.Outbox().ListAfter(ctx, "", 100)
 	if err != nil {
 		t.Fatalf("outbox: %v", err)
 	}
@@ -126,7 +164,7 @@ func (e *env) events(t *testing.T) []event.Event {
 // invite invites email and returns the mailed token.
 func (e *env) invite(t *testing.T, svc *teams.Service, actor team.Actor, email, role string) (teams.MemberView, string) {
 	t.Helper()
-	v, err := svc.Invite(context.Background(), actor, email, role)
+	v, err := svc.Invite(ctx, actor, email, role)
 	if err != nil {
 		t.Fatalf("invite %s: %v", email, err)
 	}
@@ -137,10 +175,52 @@ func (e *env) invite(t *testing.T, svc *teams.Service, actor team.Actor, email, 
 	return v, tok
 }
 
+// invitation is bob's invitation to ada's team, made before bob had an
+// account, as a newcomer's is.
+type invitation struct {
+	view  teams.MemberView // the invited membership
+	token string           // as mailed
+	bob   team.Actor       // bob, signed in since, in no team yet
+}
+
+// inviteBob has owner invite bob@example.com as a member, then stores
+// bob's account.
+func (e *env) inviteBob(t *testing.T, owner team.Actor) invitation {
+	t.Helper()
+	v, tok := e.invite(t, e.service(), owner, "bob@example.com", "member")
+	bob := e.user(t, "bob@example.com", "Bob")
+	return invitation{view: v, token: tok, bob: team.Actor{UserID: bob.ID}}
+}
+
 func wantKind(t *testing.T, err error, k domain.Kind) {
 	t.Helper()
 	if !domain.IsKind(err, k) {
 		t.Fatalf("err = %v (kind %d), want kind %d", err, domain.KindOf(err), k)
+	}
+}
+
+// wantDown fails unless err is the one the failing fakes answer.
+func wantDown(t *testing.T, err error) {
+	t.Helper()
+	if !errors.Is(err, errDown) {
+		t.Fatalf("err = %v, want %v", err, errDown)
+	}
+}
+
+// failure breaks one dependency of an env.
+type failure struct {
+	name string
+	fail func(e *env)
+}
+
+// eachFailure runs test once per failure, in a subtest on a new env where
+// ada owns her team; test calls fail once its own setup is done.
+func eachFailure(t *testing.T, failures []failure, test func(t *testing.T, e *env, owner team.Actor, fail func())) {
+	for _, f := range failures {
+		t.Run(f.name, func(t *testing.T) {
+			e, owner := adaEnv(t)
+			test(t, e, owner, func() { f.fail(e) })
+		})
 	}
 }
 
