@@ -20,7 +20,10 @@ import (
 	"github.com/profilesvc/profilesvc/ports/accountstore"
 )
 
-var start = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+var (
+	ctx   = context.Background()
+	start = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+)
 
 // errDown is what a failing fake answers.
 var errDown = errors.New("backend is down")
@@ -77,17 +80,26 @@ func newEnv() *env {
 
 func (e *env) service(t *testing.T) *auth.Service {
 	t.Helper()
-	svc, err := auth.New(context.Background(), e.deps)
+	svc, err := auth.New(ctx, e.deps)
 	if err != nil {
 		t.Fatalf("new service: %v", err)
 	}
 	return svc
 }
 
+// adaRegistered returns a new env, its service, and ada's registration
+// through it.
+func adaRegistered(t *testing.T) (*env, *auth.Service, auth.SignIn) {
+	t.Helper()
+	e := newEnv()
+	svc := e.service(t)
+	return e, svc, register(t, svc, "ada@example.com")
+}
+
 // register makes an account through the service, the way a client does.
 func register(t *testing.T, svc *auth.Service, email string) auth.SignIn {
 	t.Helper()
-	in, err := svc.Register(context.Background(), auth.RegisterInput{Email: email, Password: "correct horse battery", Name: "Ada"})
+	in, err := svc.Register(ctx, auth.RegisterInput{Email: email, Password: "correct horse battery", Name: "Ada"})
 	if err != nil {
 		t.Fatalf("register %s: %v", email, err)
 	}
@@ -98,7 +110,6 @@ func register(t *testing.T, svc *auth.Service, email string) auth.SignIn {
 // invitation would.
 func (e *env) join(t *testing.T, teamID string, u account.User, role team.Role) team.Member {
 	t.Helper()
-	ctx := context.Background()
 	m := team.NewInvited("mem_"+u.ID+"_"+teamID, teamID, u.ID, u.Email, role, start)
 	if err := e.store.Memberships().Create(ctx, m); err != nil {
 		t.Fatalf("create membership: %v", err)
@@ -116,7 +127,6 @@ func (e *env) join(t *testing.T, teamID string, u account.User, role team.Role) 
 // setStatus changes a membership's status underneath the service.
 func (e *env) setStatus(t *testing.T, teamID, userID string, st team.Status) {
 	t.Helper()
-	ctx := context.Background()
 	m, err := e.store.Memberships().ByUser(ctx, teamID, userID)
 	if err != nil {
 		t.Fatalf("membership: %v", err)
@@ -131,6 +141,33 @@ func wantKind(t *testing.T, err error, k domain.Kind) {
 	t.Helper()
 	if !domain.IsKind(err, k) {
 		t.Fatalf("err = %v (kind %d), want kind %d", err, domain.KindOf(err), k)
+	}
+}
+
+// wantDown fails unless err is the one the failing fakes answer.
+func wantDown(t *testing.T, err error) {
+	t.Helper()
+	if !errors.Is(err, errDown) {
+		t.Fatalf("err = %v, want %v", err, errDown)
+	}
+}
+
+// failure breaks one dependency of an env.
+type failure struct {
+	name string
+	fail func(e *env)
+}
+
+// eachFailure runs test once per failure, in a subtest on a new env where
+// ada has registered before the failure broke the env.
+func eachFailure(t *testing.T, failures []failure, test func(t *testing.T, e *env, ada auth.SignIn)) {
+	for _, f := range failures {
+		t.Run(f.name, func(t *testing.T) {
+			e := newEnv()
+			ada := register(t, e.service(t), "ada@example.com")
+			f.fail(e)
+			test(t, e, ada)
+		})
 	}
 }
 
@@ -365,6 +402,13 @@ func (failingResetCreate) Create(context.Context, account.ResetToken) error { re
 type countingAPIKeys struct {
 	accountstore.APIKeys
 	reads *atomic.Int64
+}
+
+// countKeyReads makes the service's key store count its reads.
+func (e *env) countKeyReads() *atomic.Int64 {
+	reads := &atomic.Int64{}
+	e.deps.APIKeys = countingAPIKeys{APIKeys: e.deps.APIKeys, reads: reads}
+	return reads
 }
 
 func (k countingAPIKeys) ByID(ctx context.Context, id string) (account.APIKey, error) {
