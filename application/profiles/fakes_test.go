@@ -84,6 +84,40 @@ func (h *swapHook) SwapSession(ctx context.Context, teamID, id string, s profile
 	return h.fn(ctx, int(h.calls.Add(1)), teamID, id, s)
 }
 
+// useProfiles makes the service read and write profiles through repo.
+func (f *fixture) useProfiles(repo profilestore.Profiles) {
+	f.deps.Profiles = repo
+	f.build()
+}
+
+// failSwap makes SwapSession call n (from 1) fail with err, or every call
+// when n is 0; the other calls pass on to the repository.
+func (f *fixture) failSwap(n int, err error) {
+	inner := f.deps.Profiles
+	f.useProfiles(&swapHook{Profiles: inner, fn: func(ctx context.Context, call int, teamID, id string, s profilestore.SessionSwap) (bool, error) {
+		if n == 0 || call == n {
+			return false, err
+		}
+		return inner.SwapSession(ctx, teamID, id, s)
+	}})
+}
+
+// rivalSwapsFirst commits a rival's swap just before the service's first
+// SwapSession, which then expects a session that has changed: another
+// request (what, in the failure message) won the race between the
+// service's read and its swap.
+func (f *fixture) rivalSwapsFirst(t *testing.T, what string, rival profilestore.SessionSwap) {
+	inner := f.deps.Profiles
+	f.useProfiles(&swapHook{Profiles: inner, fn: func(ctx context.Context, n int, teamID, id string, s profilestore.SessionSwap) (bool, error) {
+		if n == 1 {
+			if ok, err := inner.SwapSession(ctx, teamID, id, rival); !ok || err != nil {
+				t.Errorf("%s: %v %v", what, ok, err)
+			}
+		}
+		return inner.SwapSession(ctx, teamID, id, s)
+	}})
+}
+
 // byIDHook stands in for ByID the same way.
 type byIDHook struct {
 	profilestore.Profiles
@@ -152,6 +186,22 @@ func (f *fixture) create(t *testing.T, name string) profile.Profile {
 	return p
 }
 
+// newShop returns a new fixture and alice's profile "Shop" there, prf_001.
+func newShop(t *testing.T) (*fixture, profile.Profile) {
+	t.Helper()
+	f := newFixture(t)
+	return f, f.create(t, "Shop")
+}
+
+// launchedShop returns a new fixture and alice's profile "Shop" there,
+// prf_001, as created and then launched by alice in session ses_001.
+func launchedShop(t *testing.T) (*fixture, profile.Profile) {
+	t.Helper()
+	f, p := newShop(t)
+	f.launch(t, alice, p.ID)
+	return f, p
+}
+
 // launch launches id as actor with the default lease.
 func (f *fixture) launch(t *testing.T, actor team.Actor, id string) profile.Profile {
 	t.Helper()
@@ -170,6 +220,27 @@ func (f *fixture) stored(t *testing.T, id string) profile.Profile {
 		t.Fatalf("read %s: %v", id, err)
 	}
 	return p
+}
+
+// wantSession checks the session stored on profile id: sessionID, or none
+// when sessionID is "".
+func (f *fixture) wantSession(t *testing.T, id, sessionID string) {
+	t.Helper()
+	s := f.stored(t, id).Session
+	switch {
+	case sessionID == "" && s != nil:
+		t.Fatalf("profile %s holds session %+v, want none", id, s)
+	case sessionID != "" && (s == nil || s.ID != sessionID):
+		t.Fatalf("profile %s holds session %+v, want %s", id, s, sessionID)
+	}
+}
+
+// wantLeaseKept checks that profile id still holds session sessionID and
+// that no stop of any session was recorded.
+func (f *fixture) wantLeaseKept(t *testing.T, id, sessionID string) {
+	t.Helper()
+	f.wantSession(t, id, sessionID)
+	wantEvents(t, f.eventsOf(t, event.ProfileStopped))
 }
 
 // outboxEvent is what the tests read of an event in the outbox.
