@@ -2,7 +2,6 @@ package auth_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -21,15 +20,13 @@ const password = "correct horse battery"
 func TestNewFailsWhenTheHasherFails(t *testing.T) {
 	e := newEnv()
 	e.hasher.hashErr = errDown
-	if _, err := auth.New(context.Background(), e.deps); !errors.Is(err, errDown) {
-		t.Fatalf("err = %v, want %v", err, errDown)
-	}
+	_, err := auth.New(ctx, e.deps)
+	wantDown(t, err)
 }
 
 func TestRegisterCreatesUserWithOwnedTeam(t *testing.T) {
 	e := newEnv()
 	svc := e.service(t)
-	ctx := context.Background()
 
 	in, err := svc.Register(ctx, auth.RegisterInput{Email: " Ada@Example.COM ", Password: password, Name: " Ada "})
 	if err != nil {
@@ -59,11 +56,9 @@ func TestRegisterCreatesUserWithOwnedTeam(t *testing.T) {
 }
 
 func TestRegisterTakenEmailIsConflict(t *testing.T) {
-	e := newEnv()
-	svc := e.service(t)
-	register(t, svc, "ada@example.com")
+	_, svc, _ := adaRegistered(t)
 
-	_, err := svc.Register(context.Background(), auth.RegisterInput{Email: "ADA@example.com", Password: password, Name: "Other"})
+	_, err := svc.Register(ctx, auth.RegisterInput{Email: "ADA@example.com", Password: password, Name: "Other"})
 	wantKind(t, err, domain.KindConflict)
 	if err.Error() != "an account with this email already exists" {
 		t.Fatalf("message %q", err)
@@ -84,7 +79,7 @@ func TestRegisterValidatesEveryField(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv()
-			_, err := e.service(t).Register(context.Background(), tc.in)
+			_, err := e.service(t).Register(ctx, tc.in)
 			wantKind(t, err, domain.KindValidation)
 			var got []string
 			for _, f := range asDomain(t, err).Fields {
@@ -93,7 +88,7 @@ func TestRegisterValidatesEveryField(t *testing.T) {
 			if strings.Join(got, ",") != strings.Join(tc.fields, ",") {
 				t.Fatalf("fields %v, want %v", got, tc.fields)
 			}
-			if _, err := e.store.Users().ByEmail(context.Background(), "ada@example.com"); !domain.IsKind(err, domain.KindNotFound) {
+			if _, err := e.store.Users().ByEmail(ctx, "ada@example.com"); !domain.IsKind(err, domain.KindNotFound) {
 				t.Fatalf("a user was stored: %v", err)
 			}
 		})
@@ -103,7 +98,7 @@ func TestRegisterValidatesEveryField(t *testing.T) {
 func TestRegisterLongNameKeepsTeamNameWithinLimit(t *testing.T) {
 	e := newEnv()
 	name := strings.Repeat("é", 200)
-	in, err := e.service(t).Register(context.Background(), auth.RegisterInput{Email: "ada@example.com", Password: password, Name: name})
+	in, err := e.service(t).Register(ctx, auth.RegisterInput{Email: "ada@example.com", Password: password, Name: name})
 	if err != nil {
 		t.Fatalf("register: %v", err)
 	}
@@ -115,10 +110,7 @@ func TestRegisterLongNameKeepsTeamNameWithinLimit(t *testing.T) {
 // A failure anywhere in the registration's unit leaves neither the user
 // nor the team: the email stays free.
 func TestRegisterStoreFailingMidUnitLeavesNoUser(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		fail func(e *env)
-	}{
+	for _, tc := range []failure{
 		{"team", func(e *env) { e.deps.Teams = failingTeams{e.deps.Teams} }},
 		{"membership", func(e *env) { e.deps.Memberships = failingMemberships{e.deps.Memberships} }},
 		{"access token", func(e *env) { e.deps.Tokens = failingIssuer{e.deps.Tokens} }},
@@ -128,10 +120,8 @@ func TestRegisterStoreFailingMidUnitLeavesNoUser(t *testing.T) {
 			e := newEnv()
 			healthy := e.deps
 			tc.fail(e)
-			ctx := context.Background()
-			if _, err := e.service(t).Register(ctx, auth.RegisterInput{Email: "ada@example.com", Password: password, Name: "Ada"}); !errors.Is(err, errDown) {
-				t.Fatalf("err = %v, want %v", err, errDown)
-			}
+			_, err := e.service(t).Register(ctx, auth.RegisterInput{Email: "ada@example.com", Password: password, Name: "Ada"})
+			wantDown(t, err)
 			if _, err := e.store.Users().ByEmail(ctx, "ada@example.com"); !domain.IsKind(err, domain.KindNotFound) {
 				t.Fatalf("user after the failed unit: %v", err)
 			}
@@ -149,16 +139,12 @@ func TestRegisterHashFailure(t *testing.T) {
 	e := newEnv()
 	svc := e.service(t)
 	e.hasher.hashErr = errDown
-	if _, err := svc.Register(context.Background(), auth.RegisterInput{Email: "ada@example.com", Password: password, Name: "Ada"}); !errors.Is(err, errDown) {
-		t.Fatalf("err = %v", err)
-	}
+	_, err := svc.Register(ctx, auth.RegisterInput{Email: "ada@example.com", Password: password, Name: "Ada"})
+	wantDown(t, err)
 }
 
 func TestLoginIssuesTokensAndClearsEmailFailures(t *testing.T) {
-	e := newEnv()
-	svc := e.service(t)
-	ctx := context.Background()
-	reg := register(t, svc, "ada@example.com")
+	e, svc, reg := adaRegistered(t)
 
 	if _, err := svc.Login(ctx, auth.LoginInput{Email: "ada@example.com", Password: "wrong password", ClientAddr: "192.0.2.1"}); !domain.IsKind(err, domain.KindUnauthorized) {
 		t.Fatalf("wrong password: %v", err)
@@ -181,10 +167,7 @@ func TestLoginIssuesTokensAndClearsEmailFailures(t *testing.T) {
 // An unknown email costs a hash verification like a wrong password, and
 // both answer the same.
 func TestLoginWrongPasswordAndUnknownEmailAnswerAlike(t *testing.T) {
-	e := newEnv()
-	svc := e.service(t)
-	ctx := context.Background()
-	register(t, svc, "ada@example.com")
+	e, svc, _ := adaRegistered(t)
 
 	before := e.hasher.verifies.Load()
 	_, wrong := svc.Login(ctx, auth.LoginInput{Email: "ada@example.com", Password: "wrong password", ClientAddr: "a"})
@@ -203,10 +186,7 @@ func TestLoginWrongPasswordAndUnknownEmailAnswerAlike(t *testing.T) {
 }
 
 func TestLoginThrottledWhenTheLimiterDenies(t *testing.T) {
-	e := newEnv()
-	svc := e.service(t)
-	ctx := context.Background()
-	register(t, svc, "ada@example.com")
+	e, svc, _ := adaRegistered(t)
 	e.limiter.deny["login:email:ada@example.com"] = 3 * time.Minute
 	e.limiter.deny["login:addr:192.0.2.1"] = 7 * time.Minute
 
@@ -222,10 +202,7 @@ func TestLoginThrottledWhenTheLimiterDenies(t *testing.T) {
 }
 
 func TestLoginThrottledAfterTheEmailsFailureBudget(t *testing.T) {
-	e := newEnv()
-	svc := e.service(t)
-	ctx := context.Background()
-	register(t, svc, "ada@example.com")
+	_, svc, _ := adaRegistered(t)
 	for i := range 5 {
 		_, err := svc.Login(ctx, auth.LoginInput{Email: "ada@example.com", Password: "wrong password", ClientAddr: "a"})
 		if !domain.IsKind(err, domain.KindUnauthorized) {
@@ -243,7 +220,7 @@ func TestLoginRefusesPasswordsLongerThanTheHasherTakes(t *testing.T) {
 	e := newEnv()
 	svc := e.service(t)
 	before := e.hasher.verifies.Load()
-	_, err := svc.Login(context.Background(), auth.LoginInput{Email: "ada@example.com", Password: strings.Repeat("p", 65)})
+	_, err := svc.Login(ctx, auth.LoginInput{Email: "ada@example.com", Password: strings.Repeat("p", 65)})
 	wantKind(t, err, domain.KindValidation)
 	if e.hasher.verifies.Load() != before {
 		t.Fatal("an over-long password was verified")
@@ -253,10 +230,7 @@ func TestLoginRefusesPasswordsLongerThanTheHasherTakes(t *testing.T) {
 // A user removed from their default team still signs in (they may act in
 // other teams), but the token's default team refuses them.
 func TestLoginWithAnInactiveMembershipOfTheDefaultTeam(t *testing.T) {
-	e := newEnv()
-	svc := e.service(t)
-	ctx := context.Background()
-	ada := register(t, svc, "ada@example.com")
+	e, svc, ada := adaRegistered(t)
 	bob := register(t, svc, "bob@example.com")
 	e.join(t, bob.Team.ID, ada.User, team.RoleMember)
 	e.setStatus(t, ada.Team.ID, ada.User.ID, team.StatusRemoved)
@@ -286,36 +260,27 @@ type failingLimiterReset struct{ ports.RateLimiter }
 func (failingLimiterReset) Reset(context.Context, string, time.Duration) error { return errDown }
 
 func TestLoginBackendFailures(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		password string
-		fail     func(e *env)
-	}{
-		{"limiter check", password, func(e *env) { e.limiter.err = errDown }},
-		{"user read", password, func(e *env) { e.deps.Users = failingUserReads{e.deps.Users} }},
-		{"hash verification", password, func(e *env) { e.hasher.verifyErr = errDown }},
-		{"counting a failure", "wrong password", func(e *env) { e.deps.Limiter = failingLimiterHit{e.limiter} }},
-		{"clearing failures", password, func(e *env) { e.deps.Limiter = failingLimiterReset{e.limiter} }},
-		{"membership read", password, func(e *env) { e.deps.Memberships = failingByUser{e.deps.Memberships} }},
-		{"refresh token", password, func(e *env) { e.deps.RefreshTokens = failingRefreshCreate{e.deps.RefreshTokens} }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv()
-			register(t, e.service(t), "ada@example.com")
-			tc.fail(e)
-			_, err := e.service(t).Login(context.Background(), auth.LoginInput{Email: "ada@example.com", Password: tc.password, ClientAddr: "a"})
-			if !errors.Is(err, errDown) {
-				t.Fatalf("err = %v, want %v", err, errDown)
-			}
-		})
+	loginWith := func(pw string) func(t *testing.T, e *env, _ auth.SignIn) {
+		return func(t *testing.T, e *env, _ auth.SignIn) {
+			_, err := e.service(t).Login(ctx, auth.LoginInput{Email: "ada@example.com", Password: pw, ClientAddr: "a"})
+			wantDown(t, err)
+		}
 	}
+	eachFailure(t, []failure{
+		{"limiter check", func(e *env) { e.limiter.err = errDown }},
+		{"user read", func(e *env) { e.deps.Users = failingUserReads{e.deps.Users} }},
+		{"hash verification", func(e *env) { e.hasher.verifyErr = errDown }},
+		{"clearing failures", func(e *env) { e.deps.Limiter = failingLimiterReset{e.limiter} }},
+		{"membership read", func(e *env) { e.deps.Memberships = failingByUser{e.deps.Memberships} }},
+		{"refresh token", func(e *env) { e.deps.RefreshTokens = failingRefreshCreate{e.deps.RefreshTokens} }},
+	}, loginWith(password))
+	eachFailure(t, []failure{
+		{"counting a failure", func(e *env) { e.deps.Limiter = failingLimiterHit{e.limiter} }},
+	}, loginWith("wrong password"))
 }
 
 func TestRefreshRotatesTheToken(t *testing.T) {
-	e := newEnv()
-	svc := e.service(t)
-	ctx := context.Background()
-	reg := register(t, svc, "ada@example.com")
+	e, svc, reg := adaRegistered(t)
 
 	next, err := svc.Refresh(ctx, reg.Tokens.RefreshToken)
 	if err != nil {
@@ -343,10 +308,7 @@ func TestRefreshRotatesTheToken(t *testing.T) {
 }
 
 func TestRefreshReuseRevokesTheFamily(t *testing.T) {
-	e := newEnv()
-	svc := e.service(t)
-	ctx := context.Background()
-	reg := register(t, svc, "ada@example.com")
+	e, svc, reg := adaRegistered(t)
 	other, err := svc.Login(ctx, auth.LoginInput{Email: "ada@example.com", Password: password, ClientAddr: "a"})
 	if err != nil {
 		t.Fatalf("login: %v", err)
@@ -361,8 +323,8 @@ func TestRefreshReuseRevokesTheFamily(t *testing.T) {
 	if !strings.Contains(err.Error(), "already used") {
 		t.Fatalf("reuse answered %q", err)
 	}
-	if !e.logs.has("WARN refresh token reused; family revoked") {
-		t.Fatalf("reuse not logged: %v", e.logs.msgs)
+	if !e.logs.Has("WARN refresh token reused; family revoked") {
+		t.Fatalf("reuse not logged: %v", e.logs.Lines())
 	}
 	if _, err := svc.Refresh(ctx, next.Tokens.RefreshToken); !domain.IsKind(err, domain.KindUnauthorized) {
 		t.Fatalf("the family's newest token still works: %v", err)
@@ -373,16 +335,14 @@ func TestRefreshReuseRevokesTheFamily(t *testing.T) {
 }
 
 func TestRefreshExpired(t *testing.T) {
-	e := newEnv()
-	svc := e.service(t)
-	reg := register(t, svc, "ada@example.com")
+	e, svc, reg := adaRegistered(t)
 	e.clock.Advance(30*24*time.Hour - time.Second)
-	next, err := svc.Refresh(context.Background(), reg.Tokens.RefreshToken)
+	next, err := svc.Refresh(ctx, reg.Tokens.RefreshToken)
 	if err != nil {
 		t.Fatalf("refresh a second before expiry: %v", err)
 	}
 	e.clock.Advance(30 * 24 * time.Hour)
-	_, err = svc.Refresh(context.Background(), next.Tokens.RefreshToken)
+	_, err = svc.Refresh(ctx, next.Tokens.RefreshToken)
 	wantKind(t, err, domain.KindUnauthorized)
 	if err.Error() != "invalid, expired or revoked refresh token" {
 		t.Fatalf("expired answered %q", err)
@@ -390,10 +350,7 @@ func TestRefreshExpired(t *testing.T) {
 }
 
 func TestRefreshRevoked(t *testing.T) {
-	e := newEnv()
-	svc := e.service(t)
-	ctx := context.Background()
-	reg := register(t, svc, "ada@example.com")
+	e, svc, reg := adaRegistered(t)
 	if err := e.store.RefreshTokens().RevokeUser(ctx, reg.User.ID, start); err != nil {
 		t.Fatalf("revoke: %v", err)
 	}
@@ -405,10 +362,7 @@ func TestRefreshRevoked(t *testing.T) {
 }
 
 func TestRefreshRefusesMalformedAndForgedTokens(t *testing.T) {
-	e := newEnv()
-	svc := e.service(t)
-	ctx := context.Background()
-	reg := register(t, svc, "ada@example.com")
+	_, svc, reg := adaRegistered(t)
 	id, _, _ := account.SplitToken(reg.Tokens.RefreshToken)
 
 	for _, tok := range []string{"", "no-dot", "rt_00000000000000000099.secret", id + ".forged-secret"} {
@@ -424,10 +378,7 @@ func TestRefreshRefusesMalformedAndForgedTokens(t *testing.T) {
 // Another request consumes the token between this one's read and its
 // Consume: this one loses, and the family is revoked as for any reuse.
 func TestRefreshLosesTheRaceOnConsume(t *testing.T) {
-	e := newEnv()
-	svc := e.service(t)
-	ctx := context.Background()
-	reg := register(t, svc, "ada@example.com")
+	e, _, reg := adaRegistered(t)
 	e.deps.RefreshTokens = racedRefreshTokens{RefreshTokens: e.deps.RefreshTokens, at: start}
 
 	_, err := e.service(t).Refresh(ctx, reg.Tokens.RefreshToken)
@@ -443,10 +394,7 @@ func TestRefreshLosesTheRaceOnConsume(t *testing.T) {
 }
 
 func TestConcurrentRefreshesOneWins(t *testing.T) {
-	e := newEnv()
-	svc := e.service(t)
-	ctx := context.Background()
-	reg := register(t, svc, "ada@example.com")
+	_, svc, reg := adaRegistered(t)
 
 	const n = 8
 	var (
@@ -487,43 +435,31 @@ func TestConcurrentRefreshesOneWins(t *testing.T) {
 }
 
 func TestRefreshBackendFailures(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		fail func(e *env)
-	}{
+	eachFailure(t, []failure{
 		{"token read", func(e *env) { e.deps.RefreshTokens = failingRefreshReads{e.deps.RefreshTokens} }},
 		{"user read", func(e *env) { e.deps.Users = failingUserReads{e.deps.Users} }},
 		{"membership read", func(e *env) { e.deps.Memberships = failingByUser{e.deps.Memberships} }},
 		{"next token", func(e *env) { e.deps.RefreshTokens = failingRefreshCreate{e.deps.RefreshTokens} }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv()
-			reg := register(t, e.service(t), "ada@example.com")
-			tc.fail(e)
-			if _, err := e.service(t).Refresh(context.Background(), reg.Tokens.RefreshToken); !errors.Is(err, errDown) {
-				t.Fatalf("err = %v, want %v", err, errDown)
-			}
-		})
-	}
+	}, func(t *testing.T, e *env, ada auth.SignIn) {
+		_, err := e.service(t).Refresh(ctx, ada.Tokens.RefreshToken)
+		wantDown(t, err)
+	})
 }
 
 func TestPasswordResetWithTheMailedToken(t *testing.T) {
-	e := newEnv()
-	svc := e.service(t)
-	ctx := context.Background()
-	reg := register(t, svc, "ada@example.com")
+	e, svc, reg := adaRegistered(t)
 
 	if err := svc.ForgotPassword(ctx, " ADA@example.com "); err != nil {
 		t.Fatalf("forgot: %v", err)
 	}
-	sent := e.mailer.messages()
+	sent := e.mailer.Sent()
 	if len(sent) != 1 || sent[0].To != "ada@example.com" || sent[0].Subject != "Reset your profilesvc password" {
 		t.Fatalf("mail %+v", sent)
 	}
 	if !strings.Contains(sent[0].Text, "within 1h0m0s") {
 		t.Fatalf("mail does not state the lifetime: %q", sent[0].Text)
 	}
-	tok := tokenAfter(t, sent[0].Text, "Reset token: ")
+	tok := e.resetToken(t)
 
 	if err := svc.ResetPassword(ctx, tok, "a brand new password"); err != nil {
 		t.Fatalf("reset: %v", err)
@@ -548,85 +484,80 @@ func TestPasswordResetWithTheMailedToken(t *testing.T) {
 func TestForgotPasswordUnknownEmailAnswersTheSame(t *testing.T) {
 	e := newEnv()
 	svc := e.service(t)
-	if err := svc.ForgotPassword(context.Background(), "nobody@example.com"); err != nil {
+	if err := svc.ForgotPassword(ctx, "nobody@example.com"); err != nil {
 		t.Fatalf("forgot: %v", err)
 	}
-	if sent := e.mailer.messages(); len(sent) != 0 {
+	if sent := e.mailer.Sent(); len(sent) != 0 {
 		t.Fatalf("mailed %+v", sent)
 	}
 }
 
 func TestForgotPasswordRefusesAnInvalidEmail(t *testing.T) {
 	e := newEnv()
-	wantKind(t, e.service(t).ForgotPassword(context.Background(), "not an email"), domain.KindValidation)
+	wantKind(t, e.service(t).ForgotPassword(ctx, "not an email"), domain.KindValidation)
 }
 
 // Past the budget the answer stays the same, but no more mail goes out.
 func TestForgotPasswordThrottledSendsNothing(t *testing.T) {
-	e := newEnv()
-	svc := e.service(t)
-	register(t, svc, "ada@example.com")
+	e, svc, _ := adaRegistered(t)
 	for range 6 {
-		if err := svc.ForgotPassword(context.Background(), "ada@example.com"); err != nil {
+		if err := svc.ForgotPassword(ctx, "ada@example.com"); err != nil {
 			t.Fatalf("forgot: %v", err)
 		}
 	}
-	if sent := e.mailer.messages(); len(sent) != 5 {
+	if sent := e.mailer.Sent(); len(sent) != 5 {
 		t.Fatalf("%d mails, want the budget of 5", len(sent))
 	}
 }
 
 func TestForgotPasswordMailerFailingAnswersTheSame(t *testing.T) {
-	e := newEnv()
-	svc := e.service(t)
-	register(t, svc, "ada@example.com")
-	e.mailer.err = errDown
-	if err := svc.ForgotPassword(context.Background(), "ada@example.com"); err != nil {
+	e, svc, _ := adaRegistered(t)
+	e.mailer.Err = errDown
+	if err := svc.ForgotPassword(ctx, "ada@example.com"); err != nil {
 		t.Fatalf("forgot: %v", err)
 	}
-	if !e.logs.has("ERROR sending password reset mail failed") {
-		t.Fatalf("failure not logged: %v", e.logs.msgs)
+	if !e.logs.Has("ERROR sending password reset mail failed") {
+		t.Fatalf("failure not logged: %v", e.logs.Lines())
 	}
 }
 
 func TestForgotPasswordBackendFailures(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		fail func(e *env)
-	}{
+	eachFailure(t, []failure{
 		{"limiter", func(e *env) { e.limiter.err = errDown }},
 		{"user read", func(e *env) { e.deps.Users = failingUserReads{e.deps.Users} }},
 		{"token write", func(e *env) { e.deps.ResetTokens = failingResetCreate{e.deps.ResetTokens} }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv()
-			register(t, e.service(t), "ada@example.com")
-			tc.fail(e)
-			if err := e.service(t).ForgotPassword(context.Background(), "ada@example.com"); !errors.Is(err, errDown) {
-				t.Fatalf("err = %v, want %v", err, errDown)
-			}
-			if sent := e.mailer.messages(); len(sent) != 0 {
-				t.Fatalf("mailed %+v", sent)
-			}
-		})
-	}
+	}, func(t *testing.T, e *env, _ auth.SignIn) {
+		wantDown(t, e.service(t).ForgotPassword(ctx, "ada@example.com"))
+		if sent := e.mailer.Sent(); len(sent) != 0 {
+			t.Fatalf("mailed %+v", sent)
+		}
+	})
 }
 
 // forgot mails a reset token to ada and returns it.
 func forgot(t *testing.T, e *env, svc *auth.Service) string {
 	t.Helper()
 	register(t, svc, "ada@example.com")
-	if err := svc.ForgotPassword(context.Background(), "ada@example.com"); err != nil {
+	if err := svc.ForgotPassword(ctx, "ada@example.com"); err != nil {
 		t.Fatalf("forgot: %v", err)
 	}
-	sent := e.mailer.messages()
-	return tokenAfter(t, sent[len(sent)-1].Text, "Reset token: ")
+	return e.resetToken(t)
+}
+
+// resetToken returns the reset token the last mail states.
+func (e *env) resetToken(t *testing.T) string {
+	t.Helper()
+	tok, ok := e.mailer.TokenAfter("Reset token: ")
+	if !ok {
+		t.Fatalf("no reset token in the last mail of %+v", e.mailer.Sent())
+	}
+	return tok
 }
 
 // loginWorks reports whether ada signs in with pw.
 func loginWorks(t *testing.T, svc *auth.Service, pw string) bool {
 	t.Helper()
-	_, err := svc.Login(context.Background(), auth.LoginInput{Email: "ada@example.com", Password: pw, ClientAddr: "a"})
+	_, err := svc.Login(ctx, auth.LoginInput{Email: "ada@example.com", Password: pw, ClientAddr: "a"})
 	if err != nil && !domain.IsKind(err, domain.KindUnauthorized) {
 		t.Fatalf("login: %v", err)
 	}
@@ -638,7 +569,7 @@ func TestResetTokenExpires(t *testing.T) {
 	svc := e.service(t)
 	tok := forgot(t, e, svc)
 	e.clock.Advance(time.Hour)
-	wantKind(t, svc.ResetPassword(context.Background(), tok, "a brand new password"), domain.KindValidation)
+	wantKind(t, svc.ResetPassword(ctx, tok, "a brand new password"), domain.KindValidation)
 	if !loginWorks(t, svc, password) {
 		t.Fatal("an expired token changed the password")
 	}
@@ -656,14 +587,14 @@ func TestResetPasswordRefusesBadInput(t *testing.T) {
 		{"forged secret", id + ".forged", "a brand new password", "token"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := svc.ResetPassword(context.Background(), tc.token, tc.password)
+			err := svc.ResetPassword(ctx, tc.token, tc.password)
 			wantKind(t, err, domain.KindValidation)
 			if de := asDomain(t, err); de.Fields[0].Field != tc.field {
 				t.Fatalf("field %q, want %q", de.Fields[0].Field, tc.field)
 			}
 		})
 	}
-	if err := svc.ResetPassword(context.Background(), tok, "a brand new password"); err != nil {
+	if err := svc.ResetPassword(ctx, tok, "a brand new password"); err != nil {
 		t.Fatalf("the refused attempts spent the token: %v", err)
 	}
 }
@@ -675,7 +606,7 @@ func TestResetPasswordLosesTheRaceOnConsume(t *testing.T) {
 	tok := forgot(t, e, e.service(t))
 	e.deps.ResetTokens = racedResetTokens{ResetTokens: e.deps.ResetTokens, at: start}
 	svc := e.service(t)
-	wantKind(t, svc.ResetPassword(context.Background(), tok, "a brand new password"), domain.KindValidation)
+	wantKind(t, svc.ResetPassword(ctx, tok, "a brand new password"), domain.KindValidation)
 	if !loginWorks(t, svc, password) || loginWorks(t, svc, "a brand new password") {
 		t.Fatal("the losing reset changed the password")
 	}
@@ -689,10 +620,8 @@ func TestResetPasswordStoreFailureKeepsTheToken(t *testing.T) {
 	tok := forgot(t, e, svc)
 	users := e.deps.Users
 	e.deps.Users = failingPasswordUpdate{users}
-	if err := e.service(t).ResetPassword(context.Background(), tok, "a brand new password"); !errors.Is(err, errDown) {
-		t.Fatalf("err = %v, want %v", err, errDown)
-	}
-	if err := svc.ResetPassword(context.Background(), tok, "a brand new password"); err != nil {
+	wantDown(t, e.service(t).ResetPassword(ctx, tok, "a brand new password"))
+	if err := svc.ResetPassword(ctx, tok, "a brand new password"); err != nil {
 		t.Fatalf("the token was spent by the failed unit: %v", err)
 	}
 }
@@ -702,9 +631,7 @@ func TestResetPasswordHashFailure(t *testing.T) {
 	svc := e.service(t)
 	tok := forgot(t, e, svc)
 	e.hasher.hashErr = errDown
-	if err := svc.ResetPassword(context.Background(), tok, "a brand new password"); !errors.Is(err, errDown) {
-		t.Fatalf("err = %v, want %v", err, errDown)
-	}
+	wantDown(t, svc.ResetPassword(ctx, tok, "a brand new password"))
 }
 
 // failingRevokeFamily cannot revoke.
@@ -715,14 +642,11 @@ func (failingRevokeFamily) RevokeFamily(context.Context, string, time.Time) erro
 // A reuse whose revocation fails is not answered as a plain refusal: the
 // family would still be alive behind it.
 func TestRefreshReuseWhenTheRevocationFails(t *testing.T) {
-	e := newEnv()
-	svc := e.service(t)
-	reg := register(t, svc, "ada@example.com")
-	if _, err := svc.Refresh(context.Background(), reg.Tokens.RefreshToken); err != nil {
+	e, svc, reg := adaRegistered(t)
+	if _, err := svc.Refresh(ctx, reg.Tokens.RefreshToken); err != nil {
 		t.Fatalf("refresh: %v", err)
 	}
 	e.deps.RefreshTokens = failingRevokeFamily{e.deps.RefreshTokens}
-	if _, err := e.service(t).Refresh(context.Background(), reg.Tokens.RefreshToken); !errors.Is(err, errDown) {
-		t.Fatalf("err = %v, want %v", err, errDown)
-	}
+	_, err := e.service(t).Refresh(ctx, reg.Tokens.RefreshToken)
+	wantDown(t, err)
 }

@@ -2,9 +2,7 @@ package auth_test
 
 import (
 	"context"
-	"errors"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/profilesvc/profilesvc/application/auth"
@@ -16,16 +14,38 @@ import (
 // actorOf authenticates a sign-in's access token in its default team.
 func actorOf(t *testing.T, svc *auth.Service, in auth.SignIn) team.Actor {
 	t.Helper()
-	a, err := svc.Authenticate(context.Background(), auth.Credentials{BearerToken: in.Tokens.AccessToken})
+	return actorIn(t, svc, in, "")
+}
+
+// actorIn authenticates a sign-in's access token in teamID.
+func actorIn(t *testing.T, svc *auth.Service, in auth.SignIn, teamID string) team.Actor {
+	t.Helper()
+	a, err := svc.Authenticate(ctx, auth.Credentials{BearerToken: in.Tokens.AccessToken, TeamID: teamID})
 	if err != nil {
-		t.Fatalf("authenticate: %v", err)
+		t.Fatalf("authenticate in team %q: %v", teamID, err)
 	}
 	return a
 }
 
+// joined makes in's user an active member of teamID with role and
+// authenticates them there.
+func (e *env) joined(t *testing.T, svc *auth.Service, in auth.SignIn, teamID string, role team.Role) team.Actor {
+	t.Helper()
+	e.join(t, teamID, in.User, role)
+	return actorIn(t, svc, in, teamID)
+}
+
+// adaWithKey registers ada and creates her key "ci", and returns her actor in
+// her team and the key.
+func adaWithKey(t *testing.T, svc *auth.Service) (team.Actor, auth.NewAPIKey) {
+	t.Helper()
+	owner := actorOf(t, svc, register(t, svc, "ada@example.com"))
+	return owner, createKey(t, svc, owner, "ci")
+}
+
 func createKey(t *testing.T, svc *auth.Service, actor team.Actor, name string) auth.NewAPIKey {
 	t.Helper()
-	k, err := svc.CreateAPIKey(context.Background(), actor, name)
+	k, err := svc.CreateAPIKey(ctx, actor, name)
 	if err != nil {
 		t.Fatalf("create key: %v", err)
 	}
@@ -33,10 +53,7 @@ func createKey(t *testing.T, svc *auth.Service, actor team.Actor, name string) a
 }
 
 func TestCreateAPIKeyAuthenticatesAsItsOwnerInItsTeam(t *testing.T) {
-	e := newEnv()
-	svc := e.service(t)
-	ctx := context.Background()
-	ada := register(t, svc, "ada@example.com")
+	e, svc, ada := adaRegistered(t)
 	owner := actorOf(t, svc, ada)
 
 	k := createKey(t, svc, owner, "  ci  ")
@@ -64,44 +81,31 @@ func TestCreateAPIKeyAuthenticatesAsItsOwnerInItsTeam(t *testing.T) {
 }
 
 func TestCreateAPIKeyChecksRoleAndName(t *testing.T) {
-	e := newEnv()
-	svc := e.service(t)
-	owner := actorOf(t, svc, register(t, svc, "ada@example.com"))
+	e, svc, ada := adaRegistered(t)
+	owner := actorOf(t, svc, ada)
 	for _, name := range []string{"", "   ", strings.Repeat("n", 101)} {
-		_, err := svc.CreateAPIKey(context.Background(), owner, name)
+		_, err := svc.CreateAPIKey(ctx, owner, name)
 		wantKind(t, err, domain.KindValidation)
 	}
-	if _, err := svc.CreateAPIKey(context.Background(), owner, strings.Repeat("ñ", 100)); err != nil {
+	if _, err := svc.CreateAPIKey(ctx, owner, strings.Repeat("ñ", 100)); err != nil {
 		t.Fatalf("100 characters: %v", err)
 	}
 	noRole := owner
 	noRole.Role = ""
-	_, err := svc.CreateAPIKey(context.Background(), noRole, "ci")
+	_, err := svc.CreateAPIKey(ctx, noRole, "ci")
 	wantKind(t, err, domain.KindForbidden)
 
 	e.deps.APIKeys = failingAPIKeys{e.deps.APIKeys}
-	if _, err := e.service(t).CreateAPIKey(context.Background(), owner, "ci"); !errors.Is(err, errDown) {
-		t.Fatalf("err = %v, want %v", err, errDown)
-	}
+	_, err = e.service(t).CreateAPIKey(ctx, owner, "ci")
+	wantDown(t, err)
 }
 
 func TestListAPIKeysPagesTheActorsOwnKeys(t *testing.T) {
-	e := newEnv()
-	svc := e.service(t)
-	ctx := context.Background()
-	ada := register(t, svc, "ada@example.com")
+	e, svc, ada := adaRegistered(t)
 	bob := register(t, svc, "bob@example.com")
 	adaOwner := actorOf(t, svc, ada)
-	e.join(t, bob.Team.ID, ada.User, team.RoleMember)
-	adaInBob, err := svc.Authenticate(ctx, auth.Credentials{BearerToken: ada.Tokens.AccessToken, TeamID: bob.Team.ID})
-	if err != nil {
-		t.Fatalf("authenticate in bob's team: %v", err)
-	}
-	e.join(t, ada.Team.ID, bob.User, team.RoleAdmin)
-	bobInAda, err := svc.Authenticate(ctx, auth.Credentials{BearerToken: bob.Tokens.AccessToken, TeamID: ada.Team.ID})
-	if err != nil {
-		t.Fatalf("authenticate in ada's team: %v", err)
-	}
+	adaInBob := e.joined(t, svc, ada, bob.Team.ID, team.RoleMember)
+	bobInAda := e.joined(t, svc, bob, ada.Team.ID, team.RoleAdmin)
 
 	k1 := createKey(t, svc, adaOwner, "one")
 	createKey(t, svc, adaInBob, "in another team")
@@ -133,24 +137,18 @@ func TestListAPIKeysPagesTheActorsOwnKeys(t *testing.T) {
 	_, err = svc.ListAPIKeys(ctx, noRole, 2, "")
 	wantKind(t, err, domain.KindForbidden)
 	e.deps.APIKeys = failingAPIKeys{e.deps.APIKeys}
-	if _, err := e.service(t).ListAPIKeys(ctx, adaOwner, 2, ""); !errors.Is(err, errDown) {
-		t.Fatalf("err = %v, want %v", err, errDown)
-	}
+	_, err = e.service(t).ListAPIKeys(ctx, adaOwner, 2, "")
+	wantDown(t, err)
 }
 
 func TestDeleteAPIKey(t *testing.T) {
-	e := newEnv()
-	svc := e.service(t)
-	ctx := context.Background()
-	ada := register(t, svc, "ada@example.com")
+	e, svc, ada := adaRegistered(t)
 	bob := register(t, svc, "bob@example.com")
 	cat := register(t, svc, "cat@example.com")
 	adaOwner := actorOf(t, svc, ada)
 	bobOwner := actorOf(t, svc, bob)
-	e.join(t, ada.Team.ID, bob.User, team.RoleMember)
-	e.join(t, ada.Team.ID, cat.User, team.RoleMember)
-	bobInAda, _ := svc.Authenticate(ctx, auth.Credentials{BearerToken: bob.Tokens.AccessToken, TeamID: ada.Team.ID})
-	catInAda, _ := svc.Authenticate(ctx, auth.Credentials{BearerToken: cat.Tokens.AccessToken, TeamID: ada.Team.ID})
+	bobInAda := e.joined(t, svc, bob, ada.Team.ID, team.RoleMember)
+	catInAda := e.joined(t, svc, cat, ada.Team.ID, team.RoleMember)
 
 	adaKey := createKey(t, svc, adaOwner, "ada's")
 	bobKey := createKey(t, svc, bobInAda, "bob's")
@@ -187,18 +185,12 @@ func TestDeleteAPIKey(t *testing.T) {
 func TestDeleteAPIKeyFailures(t *testing.T) {
 	e := newEnv()
 	svc := e.service(t)
-	ctx := context.Background()
-	owner := actorOf(t, svc, register(t, svc, "ada@example.com"))
-	k := createKey(t, svc, owner, "ci")
+	owner, k := adaWithKey(t, svc)
 
 	e.cache.delErr = errDown
-	if err := svc.DeleteAPIKey(ctx, owner, k.APIKey.ID); !errors.Is(err, errDown) {
-		t.Fatalf("cache eviction failure: %v", err)
-	}
+	wantDown(t, svc.DeleteAPIKey(ctx, owner, k.APIKey.ID))
 	e.deps.APIKeys = failingAPIKeys{e.deps.APIKeys}
-	if err := e.service(t).DeleteAPIKey(ctx, owner, k.APIKey.ID); !errors.Is(err, errDown) {
-		t.Fatalf("store failure: %v", err)
-	}
+	wantDown(t, e.service(t).DeleteAPIKey(ctx, owner, k.APIKey.ID))
 }
 
 // failingKeyDelete refuses to delete keys.
@@ -209,23 +201,19 @@ func (failingKeyDelete) Delete(context.Context, string, string) error { return e
 func TestDeleteAPIKeyStoreDeleteFailureKeepsTheCache(t *testing.T) {
 	e := newEnv()
 	svc := e.service(t)
-	ctx := context.Background()
-	owner := actorOf(t, svc, register(t, svc, "ada@example.com"))
-	k := createKey(t, svc, owner, "ci")
+	owner, k := adaWithKey(t, svc)
 	if _, err := svc.Authenticate(ctx, auth.Credentials{APIKey: k.Key}); err != nil {
 		t.Fatalf("authenticate: %v", err)
 	}
 	e.deps.APIKeys = failingKeyDelete{e.deps.APIKeys}
-	if err := e.service(t).DeleteAPIKey(ctx, owner, k.APIKey.ID); !errors.Is(err, errDown) {
-		t.Fatalf("err = %v, want %v", err, errDown)
-	}
+	wantDown(t, e.service(t).DeleteAPIKey(ctx, owner, k.APIKey.ID))
 	if _, err := svc.Authenticate(ctx, auth.Credentials{APIKey: k.Key}); err != nil {
 		t.Fatalf("a key that was not deleted stopped working: %v", err)
 	}
 }
 
 func svcAuthKey(svc *auth.Service, key string) error {
-	_, err := svc.Authenticate(context.Background(), auth.Credentials{APIKey: key})
+	_, err := svc.Authenticate(ctx, auth.Credentials{APIKey: key})
 	return err
 }
 
@@ -233,11 +221,9 @@ func svcAuthKey(svc *auth.Service, key string) error {
 // ones are served from the cache, and the secret is still checked.
 func TestAuthenticateByKeyCacheMissThenHit(t *testing.T) {
 	e := newEnv()
-	var reads atomic.Int64
-	e.deps.APIKeys = countingAPIKeys{APIKeys: e.deps.APIKeys, reads: &reads}
+	reads := e.countKeyReads()
 	svc := e.service(t)
-	owner := actorOf(t, svc, register(t, svc, "ada@example.com"))
-	k := createKey(t, svc, owner, "ci")
+	_, k := adaWithKey(t, svc)
 
 	for range 3 {
 		if err := svcAuthKey(svc, k.Key); err != nil {
@@ -273,11 +259,9 @@ func TestAuthenticateByKeyFallsBackToTheStore(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv()
-			var reads atomic.Int64
-			e.deps.APIKeys = countingAPIKeys{APIKeys: e.deps.APIKeys, reads: &reads}
+			reads := e.countKeyReads()
 			svc := e.service(t)
-			owner := actorOf(t, svc, register(t, svc, "ada@example.com"))
-			k := createKey(t, svc, owner, "ci")
+			_, k := adaWithKey(t, svc)
 			tc.prepare(e, k.APIKey.ID)
 			if err := svcAuthKey(svc, k.Key); err != nil {
 				t.Fatalf("authenticate: %v", err)
@@ -285,8 +269,8 @@ func TestAuthenticateByKeyFallsBackToTheStore(t *testing.T) {
 			if reads.Load() != 1 {
 				t.Fatalf("%d store reads, want 1", reads.Load())
 			}
-			if tc.logged != "" && !e.logs.has(tc.logged) {
-				t.Fatalf("not logged: %v", e.logs.msgs)
+			if tc.logged != "" && !e.logs.Has(tc.logged) {
+				t.Fatalf("not logged: %v", e.logs.Lines())
 			}
 		})
 	}
@@ -295,12 +279,9 @@ func TestAuthenticateByKeyFallsBackToTheStore(t *testing.T) {
 func TestAuthenticateByKeyStoreFailure(t *testing.T) {
 	e := newEnv()
 	svc := e.service(t)
-	owner := actorOf(t, svc, register(t, svc, "ada@example.com"))
-	k := createKey(t, svc, owner, "ci")
+	_, k := adaWithKey(t, svc)
 	e.deps.APIKeys = failingAPIKeys{e.deps.APIKeys}
-	if err := svcAuthKey(e.service(t), k.Key); !errors.Is(err, errDown) {
-		t.Fatalf("err = %v, want %v", err, errDown)
-	}
+	wantDown(t, svcAuthKey(e.service(t), k.Key))
 }
 
 func TestAuthenticateRefusesMalformedKeys(t *testing.T) {
@@ -325,13 +306,9 @@ func TestAuthenticateRefusesMalformedKeys(t *testing.T) {
 // A member removed from the team loses what their keys could do on the
 // next request, even while the key is cached.
 func TestAuthenticateByKeyOfARemovedMember(t *testing.T) {
-	e := newEnv()
-	svc := e.service(t)
-	ctx := context.Background()
-	ada := register(t, svc, "ada@example.com")
+	e, svc, ada := adaRegistered(t)
 	bob := register(t, svc, "bob@example.com")
-	e.join(t, ada.Team.ID, bob.User, team.RoleAdmin)
-	bobInAda, _ := svc.Authenticate(ctx, auth.Credentials{BearerToken: bob.Tokens.AccessToken, TeamID: ada.Team.ID})
+	bobInAda := e.joined(t, svc, bob, ada.Team.ID, team.RoleAdmin)
 	k := createKey(t, svc, bobInAda, "ci")
 	if err := svcAuthKey(svc, k.Key); err != nil {
 		t.Fatalf("authenticate: %v", err)
@@ -342,21 +319,16 @@ func TestAuthenticateByKeyOfARemovedMember(t *testing.T) {
 }
 
 func TestAuthenticateKeyCannotBePointedAtAnotherTeam(t *testing.T) {
-	e := newEnv()
-	svc := e.service(t)
-	ada := register(t, svc, "ada@example.com")
+	e, svc, ada := adaRegistered(t)
 	bob := register(t, svc, "bob@example.com")
 	e.join(t, bob.Team.ID, ada.User, team.RoleOwner)
 	k := createKey(t, svc, actorOf(t, svc, ada), "ci")
-	_, err := svc.Authenticate(context.Background(), auth.Credentials{APIKey: k.Key, TeamID: bob.Team.ID})
+	_, err := svc.Authenticate(ctx, auth.Credentials{APIKey: k.Key, TeamID: bob.Team.ID})
 	wantKind(t, err, domain.KindNotFound)
 }
 
 func TestAuthenticateResolvesTheActor(t *testing.T) {
-	e := newEnv()
-	svc := e.service(t)
-	ctx := context.Background()
-	ada := register(t, svc, "ada@example.com")
+	e, svc, ada := adaRegistered(t)
 	bob := register(t, svc, "bob@example.com")
 	cat := register(t, svc, "cat@example.com")
 	e.join(t, ada.Team.ID, bob.User, team.RoleViewer)
@@ -391,16 +363,12 @@ func TestAuthenticateResolvesTheActor(t *testing.T) {
 	wantKind(t, err, domain.KindNotFound)
 
 	e.deps.Memberships = failingByUser{e.deps.Memberships}
-	if _, err := e.service(t).Authenticate(ctx, auth.Credentials{BearerToken: ada.Tokens.AccessToken}); !errors.Is(err, errDown) {
-		t.Fatalf("err = %v, want %v", err, errDown)
-	}
+	_, err = e.service(t).Authenticate(ctx, auth.Credentials{BearerToken: ada.Tokens.AccessToken})
+	wantDown(t, err)
 }
 
 func TestMe(t *testing.T) {
-	e := newEnv()
-	svc := e.service(t)
-	ctx := context.Background()
-	ada := register(t, svc, "ada@example.com")
+	_, svc, ada := adaRegistered(t)
 	me, err := svc.Me(ctx, actorOf(t, svc, ada))
 	if err != nil || me.User.Email != "ada@example.com" || me.Team.Name != "Ada's team" || me.Role != team.RoleOwner {
 		t.Fatalf("me %+v, %v", me, err)

@@ -3,9 +3,6 @@ package auth_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +11,7 @@ import (
 	"github.com/profilesvc/profilesvc/adapters/clock"
 	"github.com/profilesvc/profilesvc/adapters/store/memory"
 	"github.com/profilesvc/profilesvc/adapters/token"
+	"github.com/profilesvc/profilesvc/application/apptest"
 	"github.com/profilesvc/profilesvc/application/auth"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/account"
@@ -22,7 +20,10 @@ import (
 	"github.com/profilesvc/profilesvc/ports/accountstore"
 )
 
-var start = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+var (
+	ctx   = context.Background()
+	start = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+)
 
 // errDown is what a failing fake answers.
 var errDown = errors.New("backend is down")
@@ -37,24 +38,24 @@ type env struct {
 	clock   *clock.Fake
 	hasher  *hasher
 	limiter *limiter
-	mailer  *mailer
+	mailer  *apptest.Mailer
 	cache   *cache
-	logs    *logs
+	logs    *apptest.Logs
 	deps    auth.Deps
 }
 
 func newEnv() *env {
 	s := memory.New()
 	c := clock.NewFake(start)
-	ids := &ids{}
+	ids := apptest.NewIDs()
 	e := &env{
 		store:   s,
 		clock:   c,
 		hasher:  &hasher{},
 		limiter: &limiter{hits: map[string]int{}, deny: map[string]time.Duration{}},
-		mailer:  &mailer{},
+		mailer:  &apptest.Mailer{},
 		cache:   &cache{m: map[string][]byte{}},
-		logs:    &logs{},
+		logs:    &apptest.Logs{},
 	}
 	e.deps = auth.Deps{
 		Tx:            s,
@@ -71,7 +72,7 @@ func newEnv() *env {
 		Cache:         e.cache,
 		Clock:         c,
 		IDs:           ids,
-		Log:           slog.New(e.logs),
+		Log:           e.logs.Logger(),
 		Policy:        auth.DefaultPolicy(),
 	}
 	return e
@@ -79,17 +80,26 @@ func newEnv() *env {
 
 func (e *env) service(t *testing.T) *auth.Service {
 	t.Helper()
-	svc, err := auth.New(context.Background(), e.deps)
+	svc, err := auth.New(ctx, e.deps)
 	if err != nil {
 		t.Fatalf("new service: %v", err)
 	}
 	return svc
 }
 
+// adaRegistered returns a new env, its service, and ada's registration
+// through it.
+func adaRegistered(t *testing.T) (*env, *auth.Service, auth.SignIn) {
+	t.Helper()
+	e := newEnv()
+	svc := e.service(t)
+	return e, svc, register(t, svc, "ada@example.com")
+}
+
 // register makes an account through the service, the way a client does.
 func register(t *testing.T, svc *auth.Service, email string) auth.SignIn {
 	t.Helper()
-	in, err := svc.Register(context.Background(), auth.RegisterInput{Email: email, Password: "correct horse battery", Name: "Ada"})
+	in, err := svc.Register(ctx, auth.RegisterInput{Email: email, Password: "correct horse battery", Name: "Ada"})
 	if err != nil {
 		t.Fatalf("register %s: %v", email, err)
 	}
@@ -100,7 +110,6 @@ func register(t *testing.T, svc *auth.Service, email string) auth.SignIn {
 // invitation would.
 func (e *env) join(t *testing.T, teamID string, u account.User, role team.Role) team.Member {
 	t.Helper()
-	ctx := context.Background()
 	m := team.NewInvited("mem_"+u.ID+"_"+teamID, teamID, u.ID, u.Email, role, start)
 	if err := e.store.Memberships().Create(ctx, m); err != nil {
 		t.Fatalf("create membership: %v", err)
@@ -118,7 +127,6 @@ func (e *env) join(t *testing.T, teamID string, u account.User, role team.Role) 
 // setStatus changes a membership's status underneath the service.
 func (e *env) setStatus(t *testing.T, teamID, userID string, st team.Status) {
 	t.Helper()
-	ctx := context.Background()
 	m, err := e.store.Memberships().ByUser(ctx, teamID, userID)
 	if err != nil {
 		t.Fatalf("membership: %v", err)
@@ -136,6 +144,33 @@ func wantKind(t *testing.T, err error, k domain.Kind) {
 	}
 }
 
+// wantDown fails unless err is the one the failing fakes answer.
+func wantDown(t *testing.T, err error) {
+	t.Helper()
+	if !errors.Is(err, errDown) {
+		t.Fatalf("err = %v, want %v", err, errDown)
+	}
+}
+
+// failure breaks one dependency of an env.
+type failure struct {
+	name string
+	fail func(e *env)
+}
+
+// eachFailure runs test once per failure, in a subtest on a new env where
+// ada has registered before the failure broke the env.
+func eachFailure(t *testing.T, failures []failure, test func(t *testing.T, e *env, ada auth.SignIn)) {
+	for _, f := range failures {
+		t.Run(f.name, func(t *testing.T) {
+			e := newEnv()
+			ada := register(t, e.service(t), "ada@example.com")
+			f.fail(e)
+			test(t, e, ada)
+		})
+	}
+}
+
 func asDomain(t *testing.T, err error) *domain.Error {
 	t.Helper()
 	var de *domain.Error
@@ -144,11 +179,6 @@ func asDomain(t *testing.T, err error) *domain.Error {
 	}
 	return de
 }
-
-// ids counts, so that ids made later sort higher, as ULIDs do.
-type ids struct{ n atomic.Int64 }
-
-func (g *ids) New(prefix string) string { return fmt.Sprintf("%s_%020d", prefix, g.n.Add(1)) }
 
 // hasher is fast and deterministic and counts verifications.
 type hasher struct {
@@ -227,29 +257,6 @@ func (l *limiter) count(key string) int {
 	return l.hits[key]
 }
 
-// mailer keeps what it was asked to send, or fails.
-type mailer struct {
-	mu   sync.Mutex
-	sent []ports.Mail
-	err  error
-}
-
-func (m *mailer) Send(_ context.Context, msg ports.Mail) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.err != nil {
-		return m.err
-	}
-	m.sent = append(m.sent, msg)
-	return nil
-}
-
-func (m *mailer) messages() []ports.Mail {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]ports.Mail(nil), m.sent...)
-}
-
 // cache is a map that counts reads and hits and can fail.
 type cache struct {
 	mu     sync.Mutex
@@ -315,36 +322,6 @@ func (c *cache) counts() (gets, hits int) {
 	return c.gets, c.hits
 }
 
-// logs keeps the messages written to it.
-type logs struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (l *logs) Enabled(context.Context, slog.Level) bool { return true }
-
-func (l *logs) Handle(_ context.Context, r slog.Record) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.msgs = append(l.msgs, r.Level.String()+" "+r.Message)
-	return nil
-}
-
-func (l *logs) WithAttrs([]slog.Attr) slog.Handler { return l }
-
-func (l *logs) WithGroup(string) slog.Handler { return l }
-
-func (l *logs) has(line string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, m := range l.msgs {
-		if m == line {
-			return true
-		}
-	}
-	return false
-}
-
 // failingMemberships fails Create, halfway through a registration's unit.
 type failingMemberships struct{ auth.Memberships }
 
@@ -402,14 +379,7 @@ type racedRefreshTokens struct {
 }
 
 func (r racedRefreshTokens) ByID(ctx context.Context, id string) (account.RefreshToken, error) {
-	t, err := r.RefreshTokens.ByID(ctx, id)
-	if err != nil {
-		return t, err
-	}
-	if won, err := r.RefreshTokens.Consume(ctx, id, r.at); err != nil || !won {
-		return account.RefreshToken{}, fmt.Errorf("the other request did not consume the token: %t, %v", won, err)
-	}
-	return t, nil
+	return apptest.ConsumedMeanwhile(ctx, id, r.at, r.RefreshTokens.ByID, r.RefreshTokens.Consume)
 }
 
 // racedResetTokens lets another reset consume the token between the
@@ -420,14 +390,7 @@ type racedResetTokens struct {
 }
 
 func (r racedResetTokens) ByID(ctx context.Context, id string) (account.ResetToken, error) {
-	t, err := r.ResetTokens.ByID(ctx, id)
-	if err != nil {
-		return t, err
-	}
-	if won, err := r.ResetTokens.Consume(ctx, id, r.at); err != nil || !won {
-		return account.ResetToken{}, fmt.Errorf("the other reset did not consume the token: %t, %v", won, err)
-	}
-	return t, nil
+	return apptest.ConsumedMeanwhile(ctx, id, r.at, r.ResetTokens.ByID, r.ResetTokens.Consume)
 }
 
 // failingResetCreate fails to store a reset token.
@@ -439,6 +402,13 @@ func (failingResetCreate) Create(context.Context, account.ResetToken) error { re
 type countingAPIKeys struct {
 	accountstore.APIKeys
 	reads *atomic.Int64
+}
+
+// countKeyReads makes the service's key store count its reads.
+func (e *env) countKeyReads() *atomic.Int64 {
+	reads := &atomic.Int64{}
+	e.deps.APIKeys = countingAPIKeys{APIKeys: e.deps.APIKeys, reads: reads}
+	return reads
 }
 
 func (k countingAPIKeys) ByID(ctx context.Context, id string) (account.APIKey, error) {
@@ -464,16 +434,4 @@ type failingIssuer struct{ ports.TokenIssuer }
 
 func (failingIssuer) Issue(ports.AccessClaims) (string, ports.AccessClaims, error) {
 	return "", ports.AccessClaims{}, errDown
-}
-
-// tokenAfter returns the token a mail states after label, up to the end of
-// its line.
-func tokenAfter(t *testing.T, text, label string) string {
-	t.Helper()
-	_, rest, ok := strings.Cut(text, label)
-	if !ok {
-		t.Fatalf("no %q in mail %q", label, text)
-	}
-	tok, _, _ := strings.Cut(rest, "\n")
-	return tok
 }

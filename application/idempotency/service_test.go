@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/profilesvc/profilesvc/application/apptest"
 	"github.com/profilesvc/profilesvc/application/idempotency"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/team"
@@ -77,32 +78,12 @@ func (s *store) lifetime(key string) time.Duration {
 	return s.ttls[key]
 }
 
-// logs keeps the messages written to it.
-type logs struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (l *logs) Enabled(context.Context, slog.Level) bool { return true }
-
-func (l *logs) Handle(_ context.Context, r slog.Record) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.msgs = append(l.msgs, r.Level.String()+" "+r.Message)
-	return nil
-}
-
-func (l *logs) WithAttrs([]slog.Attr) slog.Handler { return l }
-
-func (l *logs) WithGroup(string) slog.Handler { return l }
-
-func (l *logs) lines() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.msgs...)
-}
-
 var ada = team.Actor{UserID: "usr_ada", TeamID: "team_1", Role: team.RoleOwner}
+
+// newService is a service over st whose logs no test reads.
+func newService(st ports.IdempotencyStore) *idempotency.Service {
+	return idempotency.New(st, slog.New(slog.DiscardHandler))
+}
 
 func post(key, body string) idempotency.Request {
 	return idempotency.Request{Key: key, Method: "POST", Path: "/api/v1/profiles", Body: []byte(body)}
@@ -126,7 +107,7 @@ func wantKind(t *testing.T, err error, k domain.Kind) {
 
 func TestSameKeyAndBodyReplaysTheFirstResponse(t *testing.T) {
 	st := newStore()
-	svc := idempotency.New(st, slog.New(&logs{}))
+	svc := newService(st)
 	ctx := context.Background()
 
 	first := begin(t, svc, ada, post("k1", `{"name":"a"}`))
@@ -166,7 +147,7 @@ func TestSameKeyWithAnotherRequestIsRefused(t *testing.T) {
 		{"bytes moved between parts", idempotency.Request{Key: "k1", Method: "POST/api", Path: "/v1/profiles", Body: []byte(`{"name":"a"}`)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			svc := idempotency.New(newStore(), slog.New(&logs{}))
+			svc := newService(newStore())
 			svc.Finish(context.Background(), begin(t, svc, ada, post("k1", `{"name":"a"}`)), 201, nil, nil)
 			_, err := svc.Begin(context.Background(), ada, tc.r)
 			wantKind(t, err, domain.KindValidation)
@@ -175,7 +156,7 @@ func TestSameKeyWithAnotherRequestIsRefused(t *testing.T) {
 }
 
 func TestRequestStillRunningIsAConflict(t *testing.T) {
-	svc := idempotency.New(newStore(), slog.New(&logs{}))
+	svc := newService(newStore())
 	begin(t, svc, ada, post("k1", "{}"))
 	_, err := svc.Begin(context.Background(), ada, post("k1", "{}"))
 	wantKind(t, err, domain.KindConflict)
@@ -183,7 +164,7 @@ func TestRequestStillRunningIsAConflict(t *testing.T) {
 
 // Of concurrent first requests with one key exactly one runs.
 func TestConcurrentRequestsWithOneKeyRunOnce(t *testing.T) {
-	svc := idempotency.New(newStore(), slog.New(&logs{}))
+	svc := newService(newStore())
 	const n = 8
 	var (
 		wg       sync.WaitGroup
@@ -220,7 +201,7 @@ func TestConcurrentRequestsWithOneKeyRunOnce(t *testing.T) {
 // A server error frees the key, so the client's retry runs.
 func TestServerErrorFreesTheKey(t *testing.T) {
 	st := newStore()
-	svc := idempotency.New(st, slog.New(&logs{}))
+	svc := newService(st)
 	svc.Finish(context.Background(), begin(t, svc, ada, post("k1", "{}")), 503, nil, []byte("down"))
 	if b := begin(t, svc, ada, post("k1", "{}")); b.Replay != nil {
 		t.Fatalf("a server error was replayed: %+v", b.Replay)
@@ -229,7 +210,7 @@ func TestServerErrorFreesTheKey(t *testing.T) {
 
 // A client error is a response like any other: it is replayed.
 func TestClientErrorIsReplayed(t *testing.T) {
-	svc := idempotency.New(newStore(), slog.New(&logs{}))
+	svc := newService(newStore())
 	svc.Finish(context.Background(), begin(t, svc, ada, post("k1", "{}")), 422, nil, []byte("invalid"))
 	if b := begin(t, svc, ada, post("k1", "{}")); b.Replay == nil || b.Replay.Status != 422 {
 		t.Fatalf("replay %+v", b.Replay)
@@ -238,7 +219,7 @@ func TestClientErrorIsReplayed(t *testing.T) {
 
 // A key is one user's in one team.
 func TestKeysAreScopedToUserAndTeam(t *testing.T) {
-	svc := idempotency.New(newStore(), slog.New(&logs{}))
+	svc := newService(newStore())
 	svc.Finish(context.Background(), begin(t, svc, ada, post("k1", "{}")), 201, nil, nil)
 	for _, other := range []team.Actor{
 		{UserID: "usr_bob", TeamID: "team_1", Role: team.RoleOwner},
@@ -251,7 +232,7 @@ func TestKeysAreScopedToUserAndTeam(t *testing.T) {
 }
 
 func TestBeginRefusesMalformedKeys(t *testing.T) {
-	svc := idempotency.New(newStore(), slog.New(&logs{}))
+	svc := newService(newStore())
 	for _, key := range []string{"", strings.Repeat("k", 256), "tab\there", "é"} {
 		_, err := svc.Begin(context.Background(), ada, post(key, "{}"))
 		wantKind(t, err, domain.KindBadRequest)
@@ -263,7 +244,7 @@ func TestBeginRefusesMalformedKeys(t *testing.T) {
 func TestBeginStoreError(t *testing.T) {
 	st := newStore()
 	st.reserveErr = errDown
-	_, err := idempotency.New(st, slog.New(&logs{})).Begin(context.Background(), ada, post("k1", "{}"))
+	_, err := newService(st).Begin(context.Background(), ada, post("k1", "{}"))
 	if !errors.Is(err, errDown) {
 		t.Fatalf("err = %v, want %v", err, errDown)
 	}
@@ -282,12 +263,12 @@ func TestFinishStoreErrorIsLogged(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := newStore()
-			l := &logs{}
-			svc := idempotency.New(st, slog.New(l))
+			logs := &apptest.Logs{}
+			svc := idempotency.New(st, logs.Logger())
 			b := begin(t, svc, ada, post("k1", "{}"))
 			tc.fail(st)
 			svc.Finish(context.Background(), b, tc.status, nil, nil)
-			if got := l.lines(); len(got) != 1 || got[0] != "ERROR keeping an idempotent response failed" {
+			if got := logs.Lines(); len(got) != 1 || got[0] != "ERROR keeping an idempotent response failed error=backend is down" {
 				t.Fatalf("logged %v", got)
 			}
 		})
@@ -308,7 +289,7 @@ func (c cancelAware) Complete(ctx context.Context, key string, rec ports.Idempot
 // The client hanging up after the work was done still keeps the response.
 func TestFinishAfterTheClientLeftKeepsTheResponse(t *testing.T) {
 	st := newStore()
-	svc := idempotency.New(cancelAware{st}, slog.New(&logs{}))
+	svc := newService(cancelAware{st})
 	ctx, cancel := context.WithCancel(context.Background())
 	b := begin(t, svc, ada, post("k1", "{}"))
 	cancel()

@@ -3,10 +3,6 @@ package profiles_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +10,7 @@ import (
 
 	"github.com/profilesvc/profilesvc/adapters/clock"
 	"github.com/profilesvc/profilesvc/adapters/store/memory"
+	"github.com/profilesvc/profilesvc/application/apptest"
 	"github.com/profilesvc/profilesvc/application/profiles"
 	"github.com/profilesvc/profilesvc/domain/account"
 	"github.com/profilesvc/profilesvc/domain/event"
@@ -34,23 +31,6 @@ var (
 	// outsider acts in another team, where team_1's profiles do not exist.
 	outsider = team.Actor{UserID: "usr_out", TeamID: "team_2", MemberID: "mem_out", Role: team.RoleOwner}
 )
-
-// seqIDs makes ids numbered per prefix ("ses_001", "ses_002"), sortable
-// within a prefix like the real ones.
-type seqIDs struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (g *seqIDs) New(prefix string) string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.n == nil {
-		g.n = map[string]int{}
-	}
-	g.n[prefix]++
-	return fmt.Sprintf("%s_%03d", prefix, g.n[prefix])
-}
 
 // fakeRuntime records every Start and Stop. startErr and stopErr make them
 // fail; cdpURL is what Start reports; onStart runs inside Start, before it
@@ -91,36 +71,6 @@ func (r *fakeRuntime) Calls() []string {
 	return append([]string(nil), r.calls...)
 }
 
-// logRecorder is a slog handler that keeps the message of every record.
-type logRecorder struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
-
-func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
-	var b strings.Builder
-	b.WriteString(r.Level.String() + " " + r.Message)
-	r.Attrs(func(a slog.Attr) bool {
-		b.WriteString(" " + a.String())
-		return true
-	})
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.msgs = append(l.msgs, b.String())
-	return nil
-}
-
-func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return l }
-func (l *logRecorder) WithGroup(string) slog.Handler      { return l }
-
-func (l *logRecorder) Messages() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.msgs...)
-}
-
 // swapHook stands in for SwapSession: fn gets the call's number (from 1)
 // and the real repository, so it can fail, change the row first, or pass
 // the call on.
@@ -132,6 +82,40 @@ type swapHook struct {
 
 func (h *swapHook) SwapSession(ctx context.Context, teamID, id string, s profilestore.SessionSwap) (bool, error) {
 	return h.fn(ctx, int(h.calls.Add(1)), teamID, id, s)
+}
+
+// useProfiles makes the service read and write profiles through repo.
+func (f *fixture) useProfiles(repo profilestore.Profiles) {
+	f.deps.Profiles = repo
+	f.build()
+}
+
+// failSwap makes SwapSession call n (from 1) fail with err, or every call
+// when n is 0; the other calls pass on to the repository.
+func (f *fixture) failSwap(n int, err error) {
+	inner := f.deps.Profiles
+	f.useProfiles(&swapHook{Profiles: inner, fn: func(ctx context.Context, call int, teamID, id string, s profilestore.SessionSwap) (bool, error) {
+		if n == 0 || call == n {
+			return false, err
+		}
+		return inner.SwapSession(ctx, teamID, id, s)
+	}})
+}
+
+// rivalSwapsFirst commits a rival's swap just before the service's first
+// SwapSession, which then expects a session that has changed: another
+// request (what, in the failure message) won the race between the
+// service's read and its swap.
+func (f *fixture) rivalSwapsFirst(t *testing.T, what string, rival profilestore.SessionSwap) {
+	inner := f.deps.Profiles
+	f.useProfiles(&swapHook{Profiles: inner, fn: func(ctx context.Context, n int, teamID, id string, s profilestore.SessionSwap) (bool, error) {
+		if n == 1 {
+			if ok, err := inner.SwapSession(ctx, teamID, id, rival); !ok || err != nil {
+				t.Errorf("%s: %v %v", what, ok, err)
+			}
+		}
+		return inner.SwapSession(ctx, teamID, id, s)
+	}})
 }
 
 // byIDHook stands in for ByID the same way.
@@ -155,27 +139,13 @@ func (h *expiredHook) ListExpiredSessions(ctx context.Context, now time.Time, li
 	return h.fn(ctx, now, limit)
 }
 
-// failingUsers cannot read any user.
-type failingUsers struct{}
-
-func (failingUsers) ByID(context.Context, string) (account.User, error) {
-	return account.User{}, errors.New("users: connection reset")
-}
-
-// failingOutbox refuses every event.
-type failingOutbox struct{}
-
-func (failingOutbox) Append(context.Context, event.Event) error {
-	return errors.New("outbox: disk full")
-}
-
 // fixture is a profile service over the memory store with a fake clock,
 // runtime and ids; tests swap single ports of deps before calling build.
 type fixture struct {
 	store *memory.Store
 	clock *clock.Fake
 	rt    *fakeRuntime
-	logs  *logRecorder
+	logs  *apptest.Logs
 	deps  profiles.Deps
 	svc   *profiles.Service
 }
@@ -193,10 +163,10 @@ func newFixture(t *testing.T) *fixture {
 			t.Fatal(err)
 		}
 	}
-	f := &fixture{store: st, clock: clock.NewFake(t0), rt: &fakeRuntime{}, logs: &logRecorder{}}
+	f := &fixture{store: st, clock: clock.NewFake(t0), rt: &fakeRuntime{}, logs: &apptest.Logs{}}
 	f.deps = profiles.Deps{
 		Tx: st, Profiles: st.Profiles(), Users: st.Users(), Outbox: st.Outbox(),
-		Runtime: f.rt, Clock: f.clock, IDs: &seqIDs{}, Log: slog.New(f.logs),
+		Runtime: f.rt, Clock: f.clock, IDs: apptest.NewPrefixIDs(), Log: f.logs.Logger(),
 		Policy: profiles.Policy{SessionTTLDefault: 10 * time.Minute, SessionTTLMax: time.Hour},
 	}
 	f.build()
@@ -214,6 +184,22 @@ func (f *fixture) create(t *testing.T, name string) profile.Profile {
 		t.Fatalf("create %s: %v", name, err)
 	}
 	return p
+}
+
+// newShop returns a new fixture and alice's profile "Shop" there, prf_001.
+func newShop(t *testing.T) (*fixture, profile.Profile) {
+	t.Helper()
+	f := newFixture(t)
+	return f, f.create(t, "Shop")
+}
+
+// launchedShop returns a new fixture and alice's profile "Shop" there,
+// prf_001, as created and then launched by alice in session ses_001.
+func launchedShop(t *testing.T) (*fixture, profile.Profile) {
+	t.Helper()
+	f, p := newShop(t)
+	f.launch(t, alice, p.ID)
+	return f, p
 }
 
 // launch launches id as actor with the default lease.
@@ -234,6 +220,27 @@ func (f *fixture) stored(t *testing.T, id string) profile.Profile {
 		t.Fatalf("read %s: %v", id, err)
 	}
 	return p
+}
+
+// wantSession checks the session stored on profile id: sessionID, or none
+// when sessionID is "".
+func (f *fixture) wantSession(t *testing.T, id, sessionID string) {
+	t.Helper()
+	s := f.stored(t, id).Session
+	switch {
+	case sessionID == "" && s != nil:
+		t.Fatalf("profile %s holds session %+v, want none", id, s)
+	case sessionID != "" && (s == nil || s.ID != sessionID):
+		t.Fatalf("profile %s holds session %+v, want %s", id, s, sessionID)
+	}
+}
+
+// wantLeaseKept checks that profile id still holds session sessionID and
+// that no stop of any session was recorded.
+func (f *fixture) wantLeaseKept(t *testing.T, id, sessionID string) {
+	t.Helper()
+	f.wantSession(t, id, sessionID)
+	wantEvents(t, f.eventsOf(t, event.ProfileStopped))
 }
 
 // outboxEvent is what the tests read of an event in the outbox.

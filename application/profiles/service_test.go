@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/profilesvc/profilesvc/application/apptest"
 	"github.com/profilesvc/profilesvc/application/profiles"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/event"
@@ -14,21 +15,11 @@ import (
 	"github.com/profilesvc/profilesvc/domain/team"
 )
 
-// staleFirst serves the first reads of a profile from a copy taken before
-// another writer committed: what a reader sees when it loses the race
-// between its read and its write.
-func staleFirst(f *fixture, stale profile.Profile, staleReads int) *byIDHook {
-	inner := f.deps.Profiles
-	return &byIDHook{Profiles: inner, fn: func(ctx context.Context, n int, teamID, id string) (profile.Profile, error) {
-		if n <= staleReads {
-			return stale, nil
-		}
-		return inner.ByID(ctx, teamID, id)
-	}}
-}
-
-// rivalRename commits another writer's change of the profile's name.
-func rivalRename(t *testing.T, f *fixture, p profile.Profile) {
+// renamedAfterRead commits another writer's rename of p ("Rival"), and
+// serves the service's first staleReads reads of p from the copy taken
+// before: what a reader sees when it loses the race between its read and
+// its write. It returns the reads, to count them.
+func (f *fixture) renamedAfterRead(t *testing.T, p profile.Profile, staleReads int) *byIDHook {
 	t.Helper()
 	name := "Rival"
 	next, err := p.Apply(profile.Patch{Name: &name}, t0)
@@ -38,15 +29,20 @@ func rivalRename(t *testing.T, f *fixture, p profile.Profile) {
 	if err := f.store.Profiles().Update(ctx, next, p.Version); err != nil {
 		t.Fatal(err)
 	}
+	inner := f.deps.Profiles
+	reads := &byIDHook{Profiles: inner, fn: func(ctx context.Context, n int, teamID, id string) (profile.Profile, error) {
+		if n <= staleReads {
+			return p, nil
+		}
+		return inner.ByID(ctx, teamID, id)
+	}}
+	f.useProfiles(reads)
+	return reads
 }
 
 func TestUpdateRetriesOnTopOfAConcurrentWriter(t *testing.T) {
-	f := newFixture(t)
-	p := f.create(t, "Shop")
-	rivalRename(t, f, p)
-	reads := staleFirst(f, p, 1)
-	f.deps.Profiles = reads
-	f.build()
+	f, p := newShop(t)
+	reads := f.renamedAfterRead(t, p, 1)
 	notes := "checked"
 
 	got, err := f.svc.Update(ctx, alice, p.ID, profile.Patch{Notes: &notes}, nil)
@@ -63,18 +59,12 @@ func TestUpdateRetriesOnTopOfAConcurrentWriter(t *testing.T) {
 	if n := reads.calls.Load(); n != 2 {
 		t.Fatalf("%d reads, want 2", n)
 	}
-	if got := f.eventsOf(t, event.ProfileUpdated); len(got) != 1 {
-		t.Fatalf("updated events %+v", got)
-	}
+	wantEvents(t, f.eventsOf(t, event.ProfileUpdated), outboxEvent{Type: event.ProfileUpdated, Profile: "prf_001"})
 }
 
 func TestUpdateGivesUpAfterTheAttempts(t *testing.T) {
-	f := newFixture(t)
-	p := f.create(t, "Shop")
-	rivalRename(t, f, p)
-	reads := staleFirst(f, p, 1000)
-	f.deps.Profiles = reads
-	f.build()
+	f, p := newShop(t)
+	reads := f.renamedAfterRead(t, p, 1000)
 	notes := "checked"
 
 	_, err := f.svc.Update(ctx, alice, p.ID, profile.Patch{Notes: &notes}, nil)
@@ -88,14 +78,11 @@ func TestUpdateGivesUpAfterTheAttempts(t *testing.T) {
 	if s := f.stored(t, p.ID); s.Notes != "" || s.Version != 2 {
 		t.Fatalf("stored %+v", s)
 	}
-	if got := f.eventsOf(t, event.ProfileUpdated); len(got) != 0 {
-		t.Fatalf("updated events %+v", got)
-	}
+	wantEvents(t, f.eventsOf(t, event.ProfileUpdated))
 }
 
 func TestUpdateWithIfMatch(t *testing.T) {
-	f := newFixture(t)
-	p := f.create(t, "Shop")
+	f, p := newShop(t)
 	notes := "checked"
 	seven := 7
 
@@ -107,10 +94,7 @@ func TestUpdateWithIfMatch(t *testing.T) {
 
 	// If-Match matched what was read, but a writer came in between: no
 	// retry, the client decides.
-	rivalRename(t, f, p)
-	reads := staleFirst(f, p, 1)
-	f.deps.Profiles = reads
-	f.build()
+	reads := f.renamedAfterRead(t, p, 1)
 	one := 1
 	_, err = f.svc.Update(ctx, alice, p.ID, profile.Patch{Notes: &notes}, &one)
 	wantKind(t, err, domain.KindPreconditionFailed)
@@ -126,8 +110,7 @@ func TestUpdateWithIfMatch(t *testing.T) {
 }
 
 func TestUpdateRefusalsAndEmptyPatch(t *testing.T) {
-	f := newFixture(t)
-	p := f.create(t, "Shop")
+	f, p := newShop(t)
 	blank, proxy, none := " ", "prx_1", ""
 
 	got, err := f.svc.Update(ctx, alice, p.ID, profile.Patch{}, nil)
@@ -149,15 +132,11 @@ func TestUpdateRefusalsAndEmptyPatch(t *testing.T) {
 	if got, err := f.svc.Update(ctx, alice, p.ID, profile.Patch{ProxyID: &none}, nil); err != nil || got.Version != 2 {
 		t.Fatalf("remove proxy: %+v %v", got, err)
 	}
-	if got := f.eventsOf(t, event.ProfileUpdated); len(got) != 1 {
-		t.Fatalf("updated events %+v", got)
-	}
+	wantEvents(t, f.eventsOf(t, event.ProfileUpdated), outboxEvent{Type: event.ProfileUpdated, Profile: "prf_001"})
 }
 
 func TestDeleteOfARunningProfileNamesTheHolder(t *testing.T) {
-	f := newFixture(t)
-	p := f.create(t, "Shop")
-	f.launch(t, alice, p.ID)
+	f, p := launchedShop(t)
 
 	err := f.svc.Delete(ctx, admin, p.ID)
 	wantKind(t, err, domain.KindConflict)
@@ -170,20 +149,17 @@ func TestDeleteOfARunningProfileNamesTheHolder(t *testing.T) {
 	}
 
 	// Without the users module the holder is named by id.
-	f.deps.Users = failingUsers{}
+	f.deps.Users = apptest.UnreadableUsers{Err: errors.New("users: connection reset")}
 	f.build()
 	err = f.svc.Delete(ctx, admin, p.ID)
 	if !errors.As(err, &de) || de.Message != "profile is running: session ses_001 launched by usr_alice, lease until 2030-01-01T12:10:00Z" {
 		t.Fatalf("error %v", err)
 	}
-	if got := f.eventsOf(t, event.ProfileDeleted); len(got) != 0 {
-		t.Fatalf("deleted events %+v", got)
-	}
+	wantEvents(t, f.eventsOf(t, event.ProfileDeleted))
 }
 
 func TestDeleteOfAnIdleProfile(t *testing.T) {
-	f := newFixture(t)
-	p := f.create(t, "Shop")
+	f, p := newShop(t)
 
 	wantKind(t, f.svc.Delete(ctx, alice, p.ID), domain.KindForbidden)
 	if err := f.svc.Delete(ctx, admin, p.ID); err != nil {
@@ -209,7 +185,7 @@ func TestCreate(t *testing.T) {
 	wantKind(t, err, domain.KindValidation)
 
 	// An event that cannot be written takes the profile with it.
-	f.deps.Outbox = failingOutbox{}
+	f.deps.Outbox = apptest.RefusingOutbox{Err: errors.New("outbox: disk full")}
 	f.build()
 	if _, err := f.svc.Create(ctx, alice, ok); err == nil || err.Error() != "outbox: disk full" {
 		t.Fatalf("create with a failing outbox: %v", err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/profilesvc/profilesvc/application/apptest"
 	"github.com/profilesvc/profilesvc/application/profiles"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/event"
@@ -40,8 +41,7 @@ func wantEvents(t *testing.T, got []outboxEvent, want ...outboxEvent) {
 }
 
 func TestLaunchWhenTheRuntimeFailsToStartEndsTheLease(t *testing.T) {
-	f := newFixture(t)
-	p := f.create(t, "Shop")
+	f, p := newShop(t)
 	boom := errors.New("chromium: executable not found")
 	f.rt.startErr = boom
 
@@ -49,9 +49,8 @@ func TestLaunchWhenTheRuntimeFailsToStartEndsTheLease(t *testing.T) {
 	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "start browser of profile prf_001") {
 		t.Fatalf("launch error %v", err)
 	}
-	if s := f.stored(t, p.ID).Session; s != nil {
-		t.Fatalf("the lease of a browser that never started is kept: %+v", s)
-	}
+	// The lease of a browser that never started ends.
+	f.wantSession(t, p.ID, "")
 	wantEvents(t, f.events(t),
 		outboxEvent{Type: event.ProfileCreated, Profile: "prf_001"},
 		outboxEvent{Type: event.ProfileLaunched, Profile: "prf_001", Session: "ses_001", By: "usr_alice"},
@@ -67,50 +66,27 @@ func TestLaunchWhenTheRuntimeFailsToStartEndsTheLease(t *testing.T) {
 }
 
 func TestLaunchWhenTheRuntimeFailsAndTheLeaseCannotBeEnded(t *testing.T) {
-	f := newFixture(t)
-	p := f.create(t, "Shop")
-	inner := f.deps.Profiles
-	f.deps.Profiles = &swapHook{Profiles: inner, fn: func(ctx context.Context, n int, teamID, id string, s profilestore.SessionSwap) (bool, error) {
-		if n == 2 {
-			return false, errors.New("database is gone")
-		}
-		return inner.SwapSession(ctx, teamID, id, s)
-	}}
-	f.build()
+	f, p := newShop(t)
+	f.failSwap(2, errors.New("database is gone"))
 	boom := errors.New("chromium crashed")
 	f.rt.startErr = boom
 
 	if _, err := f.svc.Launch(ctx, alice, p.ID, profiles.LaunchInput{}); !errors.Is(err, boom) {
 		t.Fatalf("launch error %v, want the start failure", err)
 	}
-	logs := f.logs.Messages()
+	logs := f.logs.Lines()
 	if len(logs) != 1 || logs[0] != "ERROR end session of a failed launch profile_id=prf_001 session_id=ses_001 error=database is gone" {
 		t.Fatalf("logs %q", logs)
 	}
-	// The lease stays until it runs out; no stop was recorded for it.
-	if s := f.stored(t, p.ID).Session; s == nil || s.ID != "ses_001" {
-		t.Fatalf("session %+v", s)
-	}
-	if got := f.eventsOf(t, event.ProfileStopped); len(got) != 0 {
-		t.Fatalf("stopped events %+v", got)
-	}
+	// The lease stays until it runs out.
+	f.wantLeaseKept(t, p.ID, "ses_001")
 }
 
 func TestLaunchLosesTheLeaseRaceToAnotherLaunch(t *testing.T) {
-	f := newFixture(t)
-	p := f.create(t, "Shop")
-	inner := f.deps.Profiles
-	f.deps.Profiles = &swapHook{Profiles: inner, fn: func(ctx context.Context, n int, teamID, id string, s profilestore.SessionSwap) (bool, error) {
-		if n == 1 {
-			// Bob's launch commits between Alice's read and her swap.
-			rival := &profile.Session{ID: "ses_rival", StartedAt: t0, ExpiresAt: t0.Add(30 * time.Minute), LaunchedBy: "usr_bob"}
-			if ok, err := inner.SwapSession(ctx, teamID, id, profilestore.SessionSwap{Next: rival}); !ok || err != nil {
-				t.Errorf("rival launch: %v %v", ok, err)
-			}
-		}
-		return inner.SwapSession(ctx, teamID, id, s)
-	}}
-	f.build()
+	f, p := newShop(t)
+	// Bob's launch commits between Alice's read and her swap.
+	rival := &profile.Session{ID: "ses_rival", StartedAt: t0, ExpiresAt: t0.Add(30 * time.Minute), LaunchedBy: "usr_bob"}
+	f.rivalSwapsFirst(t, "rival launch", profilestore.SessionSwap{Next: rival})
 
 	_, err := f.svc.Launch(ctx, alice, p.ID, profiles.LaunchInput{})
 	wantKind(t, err, domain.KindConflict)
@@ -125,28 +101,15 @@ func TestLaunchLosesTheLeaseRaceToAnotherLaunch(t *testing.T) {
 		t.Fatalf("fields %+v", de.Fields)
 	}
 	wantCalls(t, f.rt)
-	if got := f.eventsOf(t, event.ProfileLaunched); len(got) != 0 {
-		t.Fatalf("the loser emitted %+v", got)
-	}
+	wantEvents(t, f.eventsOf(t, event.ProfileLaunched))
 }
 
 func TestLaunchFindsTheProfileChangedWhileLaunching(t *testing.T) {
-	f := newFixture(t)
-	p := f.create(t, "Shop")
-	f.launch(t, alice, p.ID)
+	f, p := launchedShop(t)
 	f.clock.Advance(11 * time.Minute)
-	inner := f.deps.Profiles
-	f.deps.Profiles = &swapHook{Profiles: inner, fn: func(ctx context.Context, n int, teamID, id string, s profilestore.SessionSwap) (bool, error) {
-		if n == 1 {
-			// The reaper ends the expired lease first: the takeover's swap
-			// expects a session that is gone, and the profile is idle.
-			if ok, err := inner.SwapSession(ctx, teamID, id, profilestore.SessionSwap{ExpectSessionID: "ses_001"}); !ok || err != nil {
-				t.Errorf("reaper: %v %v", ok, err)
-			}
-		}
-		return inner.SwapSession(ctx, teamID, id, s)
-	}}
-	f.build()
+	// The reaper ends the expired lease first: the takeover's swap expects
+	// a session that is gone, and the profile is idle.
+	f.rivalSwapsFirst(t, "reaper", profilestore.SessionSwap{ExpectSessionID: "ses_001"})
 
 	_, err := f.svc.Launch(ctx, bob, p.ID, profiles.LaunchInput{})
 	wantKind(t, err, domain.KindConflict)
@@ -157,8 +120,7 @@ func TestLaunchFindsTheProfileChangedWhileLaunching(t *testing.T) {
 }
 
 func TestLaunchLostRaceWhenTheProfileCannotBeReadAgain(t *testing.T) {
-	f := newFixture(t)
-	p := f.create(t, "Shop")
+	f, p := newShop(t)
 	inner := f.deps.Profiles
 	reads := &byIDHook{Profiles: inner, fn: func(ctx context.Context, n int, teamID, id string) (profile.Profile, error) {
 		if n == 2 {
@@ -166,10 +128,9 @@ func TestLaunchLostRaceWhenTheProfileCannotBeReadAgain(t *testing.T) {
 		}
 		return inner.ByID(ctx, teamID, id)
 	}}
-	f.deps.Profiles = &swapHook{Profiles: reads, fn: func(context.Context, int, string, string, profilestore.SessionSwap) (bool, error) {
+	f.useProfiles(&swapHook{Profiles: reads, fn: func(context.Context, int, string, string, profilestore.SessionSwap) (bool, error) {
 		return false, nil
-	}}
-	f.build()
+	}})
 
 	if _, err := f.svc.Launch(ctx, alice, p.ID, profiles.LaunchInput{}); err == nil || err.Error() != "read timed out" {
 		t.Fatalf("launch error %v", err)
@@ -177,9 +138,7 @@ func TestLaunchLostRaceWhenTheProfileCannotBeReadAgain(t *testing.T) {
 }
 
 func TestLaunchTakesOverAnExpiredLease(t *testing.T) {
-	f := newFixture(t)
-	p := f.create(t, "Shop")
-	f.launch(t, alice, p.ID)
+	f, p := launchedShop(t)
 	// At ExpiresAt exactly the lease has run out, though no reaper ran.
 	f.clock.Advance(10 * time.Minute)
 	f.rt.stopErr = errors.New("no such process")
@@ -188,9 +147,7 @@ func TestLaunchTakesOverAnExpiredLease(t *testing.T) {
 	if got.Session.ID != "ses_002" || got.Session.LaunchedBy != "usr_bob" || !got.Session.ExpiresAt.Equal(t0.Add(20*time.Minute)) {
 		t.Fatalf("session %+v", got.Session)
 	}
-	if s := f.stored(t, p.ID).Session; s == nil || s.ID != "ses_002" {
-		t.Fatalf("stored session %+v", s)
-	}
+	f.wantSession(t, p.ID, "ses_002")
 	wantEvents(t, f.events(t)[1:],
 		outboxEvent{Type: event.ProfileLaunched, Profile: "prf_001", Session: "ses_001", By: "usr_alice"},
 		outboxEvent{Type: event.ProfileStopped, Profile: "prf_001", Reason: "expired", Session: "ses_001", By: "usr_alice"},
@@ -199,16 +156,14 @@ func TestLaunchTakesOverAnExpiredLease(t *testing.T) {
 	// The old browser is stopped before the new one starts; a stop that
 	// fails is logged and does not hold up the takeover.
 	wantCalls(t, f.rt, "start prf_001 ses_001", "stop prf_001 ses_001", "start prf_001 ses_002")
-	logs := f.logs.Messages()
+	logs := f.logs.Lines()
 	if len(logs) != 1 || logs[0] != "ERROR stop browser profile_id=prf_001 session_id=ses_001 error=no such process" {
 		t.Fatalf("logs %q", logs)
 	}
 }
 
 func TestLaunchOfARunningProfileNamesTheHolder(t *testing.T) {
-	f := newFixture(t)
-	p := f.create(t, "Shop")
-	f.launch(t, alice, p.ID)
+	f, p := launchedShop(t)
 	f.clock.Advance(time.Minute)
 
 	_, err := f.svc.Launch(ctx, bob, p.ID, profiles.LaunchInput{})
@@ -219,8 +174,7 @@ func TestLaunchOfARunningProfileNamesTheHolder(t *testing.T) {
 }
 
 func TestLaunchStoresTheCDPURL(t *testing.T) {
-	f := newFixture(t)
-	p := f.create(t, "Shop")
+	f, p := newShop(t)
 	f.rt.cdpURL = "ws://127.0.0.1:9222/devtools/browser/1"
 	ttl := 90
 
@@ -237,8 +191,7 @@ func TestLaunchStoresTheCDPURL(t *testing.T) {
 }
 
 func TestLaunchCDPURLSwapLosesToARelease(t *testing.T) {
-	f := newFixture(t)
-	p := f.create(t, "Shop")
+	f, p := newShop(t)
 	f.rt.cdpURL = "ws://127.0.0.1:9222/devtools/browser/1"
 	f.rt.onStart = func(spec ports.LaunchSpec) {
 		// An admin releases the session while its browser starts.
@@ -254,24 +207,14 @@ func TestLaunchCDPURLSwapLosesToARelease(t *testing.T) {
 	}
 	// Release stopped it once; the launch stops the browser it started too.
 	wantCalls(t, f.rt, "start prf_001 ses_001", "stop prf_001 ses_001", "stop prf_001 ses_001")
-	if s := f.stored(t, p.ID).Session; s != nil {
-		t.Fatalf("session %+v", s)
-	}
+	f.wantSession(t, p.ID, "")
 	wantEvents(t, f.eventsOf(t, event.ProfileStopped),
 		outboxEvent{Type: event.ProfileStopped, Profile: "prf_001", Reason: "released", Session: "ses_001", By: "usr_alice"})
 }
 
 func TestLaunchCDPURLSwapFails(t *testing.T) {
-	f := newFixture(t)
-	p := f.create(t, "Shop")
-	inner := f.deps.Profiles
-	f.deps.Profiles = &swapHook{Profiles: inner, fn: func(ctx context.Context, n int, teamID, id string, s profilestore.SessionSwap) (bool, error) {
-		if n == 2 {
-			return false, errors.New("connection refused")
-		}
-		return inner.SwapSession(ctx, teamID, id, s)
-	}}
-	f.build()
+	f, p := newShop(t)
+	f.failSwap(2, errors.New("connection refused"))
 	f.rt.cdpURL = "ws://127.0.0.1:9222/devtools/browser/1"
 
 	if _, err := f.svc.Launch(ctx, alice, p.ID, profiles.LaunchInput{}); err == nil || err.Error() != "connection refused" {
@@ -281,25 +224,19 @@ func TestLaunchCDPURLSwapFails(t *testing.T) {
 }
 
 func TestLaunchFailsWhenTheSwapOrTheOutboxFails(t *testing.T) {
-	f := newFixture(t)
-	p := f.create(t, "Shop")
-	f.launch(t, alice, p.ID)
+	f, p := launchedShop(t)
 	f.clock.Advance(time.Hour)
 
-	f.deps.Outbox = failingOutbox{}
+	f.deps.Outbox = apptest.RefusingOutbox{Err: errors.New("outbox: disk full")}
 	f.build()
 	if _, err := f.svc.Launch(ctx, bob, p.ID, profiles.LaunchInput{}); err == nil || err.Error() != "outbox: disk full" {
 		t.Fatalf("takeover with a failing outbox: %v", err)
 	}
-	if s := f.stored(t, p.ID).Session; s.ID != "ses_001" {
-		t.Fatalf("a takeover that failed to emit committed: %+v", s)
-	}
+	// A takeover that failed to emit did not commit.
+	f.wantSession(t, p.ID, "ses_001")
 
 	f.deps.Outbox = f.store.Outbox()
-	f.deps.Profiles = &swapHook{Profiles: f.store.Profiles(), fn: func(context.Context, int, string, string, profilestore.SessionSwap) (bool, error) {
-		return false, errors.New("deadlock detected")
-	}}
-	f.build()
+	f.failSwap(0, errors.New("deadlock detected"))
 	if _, err := f.svc.Launch(ctx, bob, p.ID, profiles.LaunchInput{}); err == nil || err.Error() != "deadlock detected" {
 		t.Fatalf("launch with a failing swap: %v", err)
 	}
@@ -307,8 +244,7 @@ func TestLaunchFailsWhenTheSwapOrTheOutboxFails(t *testing.T) {
 }
 
 func TestLaunchRefusals(t *testing.T) {
-	f := newFixture(t)
-	p := f.create(t, "Shop")
+	f, p := newShop(t)
 	zero, tooLong := 0, 3601
 
 	_, err := f.svc.Launch(ctx, viewer, p.ID, profiles.LaunchInput{})
@@ -326,9 +262,7 @@ func TestLaunchRefusals(t *testing.T) {
 }
 
 func TestHeartbeatExtendsTheLease(t *testing.T) {
-	f := newFixture(t)
-	p := f.create(t, "Shop")
-	f.launch(t, alice, p.ID)
+	f, p := launchedShop(t)
 	f.clock.Advance(5 * time.Minute)
 
 	got, err := f.svc.Heartbeat(ctx, alice, p.ID, "ses_001", nil)
@@ -341,9 +275,7 @@ func TestHeartbeatExtendsTheLease(t *testing.T) {
 }
 
 func TestHeartbeatByANonHolder(t *testing.T) {
-	f := newFixture(t)
-	p := f.create(t, "Shop")
-	f.launch(t, alice, p.ID)
+	f, p := launchedShop(t)
 	f.clock.Advance(time.Minute)
 	ttl := 120
 
@@ -366,9 +298,7 @@ func TestHeartbeatByANonHolder(t *testing.T) {
 }
 
 func TestHeartbeatOfAnEndedSession(t *testing.T) {
-	f := newFixture(t)
-	p := f.create(t, "Shop")
-	f.launch(t, alice, p.ID)
+	f, p := launchedShop(t)
 
 	if _, err := f.svc.Heartbeat(ctx, alice, p.ID, "ses_999", nil); !errors.Is(err, profile.ErrSessionEnded) {
 		t.Fatalf("another session id: %v", err)
@@ -386,32 +316,18 @@ func TestHeartbeatOfAnEndedSession(t *testing.T) {
 }
 
 func TestHeartbeatLosesToARelease(t *testing.T) {
-	f := newFixture(t)
-	p := f.create(t, "Shop")
-	f.launch(t, alice, p.ID)
-	inner := f.deps.Profiles
-	f.deps.Profiles = &swapHook{Profiles: inner, fn: func(ctx context.Context, n int, teamID, id string, s profilestore.SessionSwap) (bool, error) {
-		if n == 1 {
-			if ok, err := inner.SwapSession(ctx, teamID, id, profilestore.SessionSwap{ExpectSessionID: "ses_001"}); !ok || err != nil {
-				t.Errorf("release: %v %v", ok, err)
-			}
-		}
-		return inner.SwapSession(ctx, teamID, id, s)
-	}}
-	f.build()
+	f, p := launchedShop(t)
+	f.rivalSwapsFirst(t, "release", profilestore.SessionSwap{ExpectSessionID: "ses_001"})
 
 	if _, err := f.svc.Heartbeat(ctx, alice, p.ID, "ses_001", nil); !errors.Is(err, profile.ErrSessionEnded) {
 		t.Fatalf("heartbeat after a concurrent release: %v", err)
 	}
-	if s := f.stored(t, p.ID).Session; s != nil {
-		t.Fatalf("the heartbeat revived the session: %+v", s)
-	}
+	// The heartbeat did not revive the session.
+	f.wantSession(t, p.ID, "")
 }
 
 func TestHeartbeatRefusals(t *testing.T) {
-	f := newFixture(t)
-	p := f.create(t, "Shop")
-	f.launch(t, alice, p.ID)
+	f, p := launchedShop(t)
 	zero := 0
 
 	_, err := f.svc.Heartbeat(ctx, viewer, p.ID, "ses_001", nil)
@@ -426,19 +342,14 @@ func TestHeartbeatRefusals(t *testing.T) {
 	_, err = f.svc.Heartbeat(ctx, outsider, p.ID, "ses_001", nil)
 	wantKind(t, err, domain.KindNotFound)
 
-	f.deps.Profiles = &swapHook{Profiles: f.store.Profiles(), fn: func(context.Context, int, string, string, profilestore.SessionSwap) (bool, error) {
-		return false, errors.New("connection reset")
-	}}
-	f.build()
+	f.failSwap(0, errors.New("connection reset"))
 	if _, err := f.svc.Heartbeat(ctx, alice, p.ID, "ses_001", nil); err == nil || err.Error() != "connection reset" {
 		t.Fatalf("heartbeat with a failing swap: %v", err)
 	}
 }
 
 func TestReleaseWhenTheRuntimeFailsToStopKeepsTheLease(t *testing.T) {
-	f := newFixture(t)
-	p := f.create(t, "Shop")
-	f.launch(t, alice, p.ID)
+	f, p := launchedShop(t)
 	boom := errors.New("browser does not answer")
 	f.rt.stopErr = boom
 
@@ -446,18 +357,12 @@ func TestReleaseWhenTheRuntimeFailsToStopKeepsTheLease(t *testing.T) {
 	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "stop browser of profile prf_001") {
 		t.Fatalf("release error %v", err)
 	}
-	if s := f.stored(t, p.ID).Session; s == nil || s.ID != "ses_001" {
-		t.Fatalf("a browser that did not stop lost its lease: %+v", s)
-	}
-	if got := f.eventsOf(t, event.ProfileStopped); len(got) != 0 {
-		t.Fatalf("stopped events %+v", got)
-	}
+	// A browser that did not stop keeps its lease.
+	f.wantLeaseKept(t, p.ID, "ses_001")
 }
 
 func TestReleaseByAnotherMemberAndByAnAdmin(t *testing.T) {
-	f := newFixture(t)
-	p := f.create(t, "Shop")
-	f.launch(t, alice, p.ID)
+	f, p := launchedShop(t)
 
 	_, err := f.svc.Release(ctx, bob, p.ID)
 	wantKind(t, err, domain.KindForbidden)
@@ -484,26 +389,14 @@ func TestReleaseByAnotherMemberAndByAnAdmin(t *testing.T) {
 }
 
 func TestReleaseLosesToAConcurrentRelease(t *testing.T) {
-	f := newFixture(t)
-	p := f.create(t, "Shop")
-	f.launch(t, alice, p.ID)
-	inner := f.deps.Profiles
-	f.deps.Profiles = &swapHook{Profiles: inner, fn: func(ctx context.Context, n int, teamID, id string, s profilestore.SessionSwap) (bool, error) {
-		if n == 1 {
-			if ok, err := inner.SwapSession(ctx, teamID, id, profilestore.SessionSwap{ExpectSessionID: "ses_001"}); !ok || err != nil {
-				t.Errorf("concurrent release: %v %v", ok, err)
-			}
-		}
-		return inner.SwapSession(ctx, teamID, id, s)
-	}}
-	f.build()
+	f, p := launchedShop(t)
+	f.rivalSwapsFirst(t, "concurrent release", profilestore.SessionSwap{ExpectSessionID: "ses_001"})
 
 	if _, err := f.svc.Release(ctx, alice, p.ID); !errors.Is(err, profile.ErrNotRunning) {
 		t.Fatalf("release error %v", err)
 	}
-	if got := f.eventsOf(t, event.ProfileStopped); len(got) != 0 {
-		t.Fatalf("the loser emitted %+v", got)
-	}
+	// The loser emitted nothing.
+	wantEvents(t, f.eventsOf(t, event.ProfileStopped))
 }
 
 // launchAll creates and launches one profile per name, as alice, a minute
@@ -532,9 +425,8 @@ func TestReapExpiredEndsRunOutLeasesInBatches(t *testing.T) {
 		outboxEvent{Type: event.ProfileStopped, Profile: "prf_001", Reason: "expired", Session: "ses_001", By: "usr_alice"},
 		outboxEvent{Type: event.ProfileStopped, Profile: "prf_002", Reason: "expired", Session: "ses_002", By: "usr_alice"},
 	)
-	if s := f.stored(t, "prf_003").Session; s == nil {
-		t.Fatal("a live lease was reaped")
-	}
+	// The live lease is not reaped.
+	f.wantSession(t, "prf_003", "ses_003")
 	if got := f.rt.Calls()[3:]; !slices.Equal(got, []string{"stop prf_001 ses_001", "stop prf_002 ses_002"}) {
 		t.Fatalf("stops %q", got)
 	}
@@ -543,10 +435,9 @@ func TestReapExpiredEndsRunOutLeasesInBatches(t *testing.T) {
 func TestReapExpiredWhenListingFails(t *testing.T) {
 	f := newFixture(t)
 	boom := errors.New("replica lagging")
-	f.deps.Profiles = &expiredHook{Profiles: f.store.Profiles(), fn: func(context.Context, time.Time, int) ([]profile.Profile, error) {
+	f.useProfiles(&expiredHook{Profiles: f.store.Profiles(), fn: func(context.Context, time.Time, int) ([]profile.Profile, error) {
 		return nil, boom
-	}}
-	f.build()
+	}})
 
 	if n, err := f.svc.ReapExpired(ctx); n != 0 || !errors.Is(err, boom) {
 		t.Fatalf("reaped %d, %v", n, err)
@@ -559,7 +450,7 @@ func TestReapExpiredKeepsGoingPastFailuresAndJoinsThem(t *testing.T) {
 	f.clock.Advance(time.Hour)
 	inner := f.deps.Profiles
 	errA, errC := errors.New("lock timeout on prf_001"), errors.New("lock timeout on prf_003")
-	f.deps.Profiles = &swapHook{Profiles: inner, fn: func(ctx context.Context, _ int, teamID, id string, s profilestore.SessionSwap) (bool, error) {
+	f.useProfiles(&swapHook{Profiles: inner, fn: func(ctx context.Context, _ int, teamID, id string, s profilestore.SessionSwap) (bool, error) {
 		switch id {
 		case "prf_001":
 			return false, errA
@@ -567,16 +458,16 @@ func TestReapExpiredKeepsGoingPastFailuresAndJoinsThem(t *testing.T) {
 			return false, errC
 		}
 		return inner.SwapSession(ctx, teamID, id, s)
-	}}
-	f.build()
+	}})
 
 	n, err := f.svc.ReapExpired(ctx)
 	if n != 1 || !errors.Is(err, errA) || !errors.Is(err, errC) {
 		t.Fatalf("reaped %d, %v", n, err)
 	}
-	if f.stored(t, "prf_002").Session != nil || f.stored(t, "prf_001").Session == nil || f.stored(t, "prf_003").Session == nil {
-		t.Fatal("only prf_002's lease should have ended")
-	}
+	// Only prf_002's lease ended.
+	f.wantSession(t, "prf_001", "ses_001")
+	f.wantSession(t, "prf_002", "")
+	f.wantSession(t, "prf_003", "ses_003")
 	if got := f.rt.Calls()[3:]; !slices.Equal(got, []string{"stop prf_002 ses_002"}) {
 		t.Fatalf("stops %q", got)
 	}
@@ -588,7 +479,7 @@ func TestReapExpiredSkipsAProfileDeletedMeanwhile(t *testing.T) {
 	f.clock.Advance(time.Hour)
 	inner := f.deps.Profiles
 	deleted := false
-	f.deps.Profiles = &expiredHook{Profiles: inner, fn: func(ctx context.Context, now time.Time, limit int) ([]profile.Profile, error) {
+	f.useProfiles(&expiredHook{Profiles: inner, fn: func(ctx context.Context, now time.Time, limit int) ([]profile.Profile, error) {
 		list, err := inner.ListExpiredSessions(ctx, now, limit)
 		if !deleted {
 			// Another instance ends prf_001's lease and deletes it right
@@ -602,8 +493,7 @@ func TestReapExpiredSkipsAProfileDeletedMeanwhile(t *testing.T) {
 			}
 		}
 		return list, err
-	}}
-	f.build()
+	}})
 
 	n, err := f.svc.ReapExpired(ctx)
 	if n != 1 || err != nil {
@@ -621,7 +511,7 @@ func TestReapExpiredLeavesASessionAHeartbeatJustExtended(t *testing.T) {
 	launchAll(t, f, "A")
 	f.clock.Advance(time.Hour)
 	inner := f.deps.Profiles
-	f.deps.Profiles = &swapHook{Profiles: inner, fn: func(ctx context.Context, n int, teamID, id string, s profilestore.SessionSwap) (bool, error) {
+	f.useProfiles(&swapHook{Profiles: inner, fn: func(ctx context.Context, n int, teamID, id string, s profilestore.SessionSwap) (bool, error) {
 		if n == 1 {
 			cur, err := inner.ByID(ctx, teamID, id)
 			if err != nil {
@@ -634,8 +524,7 @@ func TestReapExpiredLeavesASessionAHeartbeatJustExtended(t *testing.T) {
 			}
 		}
 		return inner.SwapSession(ctx, teamID, id, s)
-	}}
-	f.build()
+	}})
 
 	if n, err := f.svc.ReapExpired(ctx); n != 0 || err != nil {
 		t.Fatalf("reaped %d, %v", n, err)
@@ -647,23 +536,14 @@ func TestReapExpiredLeavesASessionAHeartbeatJustExtended(t *testing.T) {
 }
 
 func TestReleaseWhenEndingTheLeaseFails(t *testing.T) {
-	f := newFixture(t)
-	p := f.create(t, "Shop")
-	f.launch(t, alice, p.ID)
-	f.deps.Profiles = &swapHook{Profiles: f.store.Profiles(), fn: func(context.Context, int, string, string, profilestore.SessionSwap) (bool, error) {
-		return false, errors.New("connection reset")
-	}}
-	f.build()
+	f, p := launchedShop(t)
+	f.failSwap(0, errors.New("connection reset"))
 
 	if _, err := f.svc.Release(ctx, alice, p.ID); err == nil || err.Error() != "connection reset" {
 		t.Fatalf("release error %v", err)
 	}
-	if s := f.stored(t, p.ID).Session; s == nil {
-		t.Fatal("the lease ended though its swap failed")
-	}
-	if got := f.eventsOf(t, event.ProfileStopped); len(got) != 0 {
-		t.Fatalf("stopped events %+v", got)
-	}
+	// The lease did not end, as its swap failed.
+	f.wantLeaseKept(t, p.ID, "ses_001")
 }
 
 func TestReapExpiredStopsWhenTheListingRepeatsItself(t *testing.T) {
@@ -677,11 +557,10 @@ func TestReapExpiredStopsWhenTheListingRepeatsItself(t *testing.T) {
 		t.Fatalf("expired %+v %v", lagging, err)
 	}
 	calls := 0
-	f.deps.Profiles = &expiredHook{Profiles: f.store.Profiles(), fn: func(context.Context, time.Time, int) ([]profile.Profile, error) {
+	f.useProfiles(&expiredHook{Profiles: f.store.Profiles(), fn: func(context.Context, time.Time, int) ([]profile.Profile, error) {
 		calls++
 		return lagging, nil
-	}}
-	f.build()
+	}})
 
 	if n, err := f.svc.ReapExpired(ctx); n != 1 || err != nil {
 		t.Fatalf("reaped %d, %v", n, err)

@@ -3,26 +3,25 @@ package teams_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"log/slog"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/profilesvc/profilesvc/adapters/clock"
 	"github.com/profilesvc/profilesvc/adapters/store/memory"
+	"github.com/profilesvc/profilesvc/application/apptest"
 	"github.com/profilesvc/profilesvc/application/teams"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/account"
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/team"
-	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/ports/teamstore"
 )
 
-var start = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+var (
+	ctx   = context.Background()
+	start = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+)
 
 // errDown is what a failing fake answers.
 var errDown = errors.New("backend is down")
@@ -32,16 +31,16 @@ var errDown = errors.New("backend is down")
 type env struct {
 	store  *memory.Store
 	clock  *clock.Fake
-	ids    *ids
-	mailer *mailer
-	logs   *logs
+	ids    *apptest.IDs
+	mailer *apptest.Mailer
+	logs   *apptest.Logs
 	deps   teams.Deps
 }
 
 func newEnv() *env {
 	s := memory.New()
 	c := clock.NewFake(start)
-	e := &env{store: s, clock: c, ids: &ids{}, mailer: &mailer{}, logs: &logs{}}
+	e := &env{store: s, clock: c, ids: apptest.NewIDs(), mailer: &apptest.Mailer{}, logs: &apptest.Logs{}}
 	e.deps = teams.Deps{
 		Tx:          s,
 		Teams:       s.Teams(),
@@ -52,7 +51,7 @@ func newEnv() *env {
 		Mailer:      e.mailer,
 		Clock:       c,
 		IDs:         e.ids,
-		Log:         slog.New(e.logs),
+		Log:         e.logs.Logger(),
 		Policy:      teams.DefaultPolicy(),
 	}
 	return e
@@ -67,7 +66,7 @@ func (e *env) user(t *testing.T, email, name string) account.User {
 	if err != nil {
 		t.Fatalf("new user: %v", err)
 	}
-	if err := e.store.Users().Create(context.Background(), u); err != nil {
+	if err := e.store.Users().Create(ctx, u); err != nil {
 		t.Fatalf("create user: %v", err)
 	}
 	return u
@@ -76,7 +75,6 @@ func (e *env) user(t *testing.T, email, name string) account.User {
 // founded stores a team owned by u and returns u's actor there.
 func (e *env) founded(t *testing.T, name string, u account.User) team.Actor {
 	t.Helper()
-	ctx := context.Background()
 	tm, err := team.NewTeam(e.ids.New("team"), name, start)
 	if err != nil {
 		t.Fatalf("new team: %v", err)
@@ -94,7 +92,6 @@ func (e *env) founded(t *testing.T, name string, u account.User) team.Actor {
 // join makes u an active member of teamID with role and returns u's actor.
 func (e *env) join(t *testing.T, teamID string, u account.User, role team.Role) team.Actor {
 	t.Helper()
-	ctx := context.Background()
 	m := team.NewInvited(e.ids.New("mem"), teamID, u.ID, u.Email, role, e.clock.Now())
 	if err := e.store.Memberships().Create(ctx, m); err != nil {
 		t.Fatalf("create membership: %v", err)
@@ -109,9 +106,46 @@ func (e *env) join(t *testing.T, teamID string, u account.User, role team.Role) 
 	return team.Actor{UserID: u.ID, TeamID: teamID, MemberID: m.ID, Role: role}
 }
 
+// adaEnv returns a new env where ada has founded her team, and her actor
+// there.
+func adaEnv(t *testing.T) (*env, team.Actor) {
+	t.Helper()
+	e := newEnv()
+	return e, e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
+}
+
+// newMember stores a user called name, at name@example.com in lower case,
+// and makes them an active member of teamID with role.
+func (e *env) newMember(t *testing.T, teamID, name string, role team.Role) team.Actor {
+	t.Helper()
+	return e.join(t, teamID, e.user(t, strings.ToLower(name)+"@example.com", name), role)
+}
+
+// actorWith returns owner when role is an owner's, or else a new member
+// of owner's team with role.
+func (e *env) actorWith(t *testing.T, owner team.Actor, role team.Role) team.Actor {
+	t.Helper()
+	if role == team.RoleOwner {
+		return owner
+	}
+	return e.newMember(t, owner.TeamID, "Act", role)
+}
+
+// wantNotInvited fails if inviting email to teamID left a membership, mail
+// or an event.
+func (e *env) wantNotInvited(t *testing.T, teamID, email string) {
+	t.Helper()
+	if _, err := e.store.Memberships().ByEmail(ctx, teamID, email); !domain.IsKind(err, domain.KindNotFound) {
+		t.Fatalf("an invitation that failed left a membership: %v", err)
+	}
+	if len(e.mailer.Sent()) != 0 || len(e.events(t)) != 0 {
+		t.Fatal("an invitation that failed left mail or events")
+	}
+}
+
 func (e *env) member(t *testing.T, teamID, id string) team.Member {
 	t.Helper()
-	m, err := e.store.Memberships().ByID(context.Background(), teamID, id)
+	m, err := e.store.Memberships().ByID(ctx, teamID, id)
 	if err != nil {
 		t.Fatalf("membership %s: %v", id, err)
 	}
@@ -120,7 +154,7 @@ func (e *env) member(t *testing.T, teamID, id string) team.Member {
 
 func (e *env) events(t *testing.T) []event.Event {
 	t.Helper()
-	evs, err := e.store.Outbox().ListAfter(context.Background(), "", 100)
+	evs, err := e.store.Outbox().ListAfter(ctx, "", 100)
 	if err != nil {
 		t.Fatalf("outbox: %v", err)
 	}
@@ -130,18 +164,63 @@ func (e *env) events(t *testing.T) []event.Event {
 // invite invites email and returns the mailed token.
 func (e *env) invite(t *testing.T, svc *teams.Service, actor team.Actor, email, role string) (teams.MemberView, string) {
 	t.Helper()
-	v, err := svc.Invite(context.Background(), actor, email, role)
+	v, err := svc.Invite(ctx, actor, email, role)
 	if err != nil {
 		t.Fatalf("invite %s: %v", email, err)
 	}
-	sent := e.mailer.messages()
-	return v, tokenAfter(t, sent[len(sent)-1].Text, "Invitation token: ")
+	tok, ok := e.mailer.TokenAfter("Invitation token: ")
+	if !ok {
+		t.Fatalf("no invitation token in the last mail of %+v", e.mailer.Sent())
+	}
+	return v, tok
+}
+
+// invitation is bob's invitation to ada's team, made before bob had an
+// account, as a newcomer's is.
+type invitation struct {
+	view  teams.MemberView // the invited membership
+	token string           // as mailed
+	bob   team.Actor       // bob, signed in since, in no team yet
+}
+
+// inviteBob has owner invite bob@example.com as a member, then stores
+// bob's account.
+func (e *env) inviteBob(t *testing.T, owner team.Actor) invitation {
+	t.Helper()
+	v, tok := e.invite(t, e.service(), owner, "bob@example.com", "member")
+	bob := e.user(t, "bob@example.com", "Bob")
+	return invitation{view: v, token: tok, bob: team.Actor{UserID: bob.ID}}
 }
 
 func wantKind(t *testing.T, err error, k domain.Kind) {
 	t.Helper()
 	if !domain.IsKind(err, k) {
 		t.Fatalf("err = %v (kind %d), want kind %d", err, domain.KindOf(err), k)
+	}
+}
+
+// wantDown fails unless err is the one the failing fakes answer.
+func wantDown(t *testing.T, err error) {
+	t.Helper()
+	if !errors.Is(err, errDown) {
+		t.Fatalf("err = %v, want %v", err, errDown)
+	}
+}
+
+// failure breaks one dependency of an env.
+type failure struct {
+	name string
+	fail func(e *env)
+}
+
+// eachFailure runs test once per failure, in a subtest on a new env where
+// ada owns her team; test calls fail once its own setup is done.
+func eachFailure(t *testing.T, failures []failure, test func(t *testing.T, e *env, owner team.Actor, fail func())) {
+	for _, f := range failures {
+		t.Run(f.name, func(t *testing.T) {
+			e, owner := adaEnv(t)
+			test(t, e, owner, func() { f.fail(e) })
+		})
 	}
 }
 
@@ -158,88 +237,13 @@ func fieldsOf(t *testing.T, err error) string {
 	return strings.Join(f, ",")
 }
 
-// tokenAfter returns the token a mail states after label, up to the end of
-// its line.
-func tokenAfter(t *testing.T, text, label string) string {
-	t.Helper()
-	_, rest, ok := strings.Cut(text, label)
-	if !ok {
-		t.Fatalf("no %q in mail %q", label, text)
-	}
-	tok, _, _ := strings.Cut(rest, "\n")
-	return tok
-}
-
 func strp(s string) *string { return &s }
-
-// ids counts, so that ids made later sort higher, as ULIDs do.
-type ids struct{ n atomic.Int64 }
-
-func (g *ids) New(prefix string) string { return fmt.Sprintf("%s_%020d", prefix, g.n.Add(1)) }
-
-// mailer keeps what it was asked to send, or fails.
-type mailer struct {
-	mu   sync.Mutex
-	sent []ports.Mail
-	err  error
-}
-
-func (m *mailer) Send(_ context.Context, msg ports.Mail) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.err != nil {
-		return m.err
-	}
-	m.sent = append(m.sent, msg)
-	return nil
-}
-
-func (m *mailer) messages() []ports.Mail {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]ports.Mail(nil), m.sent...)
-}
-
-// logs keeps the messages written to it.
-type logs struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (l *logs) Enabled(context.Context, slog.Level) bool { return true }
-
-func (l *logs) Handle(_ context.Context, r slog.Record) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.msgs = append(l.msgs, r.Level.String()+" "+r.Message)
-	return nil
-}
-
-func (l *logs) WithAttrs([]slog.Attr) slog.Handler { return l }
-
-func (l *logs) WithGroup(string) slog.Handler { return l }
-
-func (l *logs) has(line string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, m := range l.msgs {
-		if m == line {
-			return true
-		}
-	}
-	return false
-}
 
 // failingInvitationCreate fails to store invitations, the last write of an
 // invitation's unit before its event.
 type failingInvitationCreate struct{ teamstore.Invitations }
 
 func (failingInvitationCreate) Create(context.Context, team.Invitation) error { return errDown }
-
-// failingOutbox refuses events.
-type failingOutbox struct{}
-
-func (failingOutbox) Append(context.Context, event.Event) error { return errDown }
 
 // failingMemberReads fails the membership reads it overrides.
 type failingMemberReads struct{ teamstore.Memberships }
@@ -271,21 +275,6 @@ type failingTeamReads struct{ teamstore.Teams }
 
 func (failingTeamReads) ByID(context.Context, string) (team.Team, error) { return team.Team{}, errDown }
 
-// failingUsers fails every read.
-type failingUsers struct{ teams.Users }
-
-func (failingUsers) ByID(context.Context, string) (account.User, error) {
-	return account.User{}, errDown
-}
-
-func (failingUsers) ByEmail(context.Context, string) (account.User, error) {
-	return account.User{}, errDown
-}
-
-func (failingUsers) ListByIDs(context.Context, []string) ([]account.User, error) {
-	return nil, errDown
-}
-
 // racedInvitations lets another accept consume the invitation between
 // this one's read and its Consume, inside the same unit, as a database
 // without the team lock would allow.
@@ -295,14 +284,7 @@ type racedInvitations struct {
 }
 
 func (r racedInvitations) ByID(ctx context.Context, id string) (team.Invitation, error) {
-	inv, err := r.Invitations.ByID(ctx, id)
-	if err != nil {
-		return inv, err
-	}
-	if won, err := r.Invitations.Consume(ctx, id, r.at); err != nil || !won {
-		return team.Invitation{}, fmt.Errorf("the other accept did not consume the invitation: %t, %v", won, err)
-	}
-	return inv, nil
+	return apptest.ConsumedMeanwhile(ctx, id, r.at, r.Invitations.ByID, r.Invitations.Consume)
 }
 
 // lockRace commits another owner's change while this unit waits for the

@@ -3,12 +3,12 @@ package teams_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/profilesvc/profilesvc/application/apptest"
 	"github.com/profilesvc/profilesvc/application/teams"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/account"
@@ -18,7 +18,6 @@ import (
 
 func TestListTeamsShowsActiveMembershipsOldestFirst(t *testing.T) {
 	e := newEnv()
-	ctx := context.Background()
 	ada := e.user(t, "ada@example.com", "Ada")
 	bob := e.user(t, "bob@example.com", "Bob")
 	adaTeam := e.founded(t, "Ada's team", ada)
@@ -56,37 +55,19 @@ func TestListTeamsShowsActiveMembershipsOldestFirst(t *testing.T) {
 }
 
 func TestListTeamsStoreFailures(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		fail func(e *env)
-	}{
+	eachFailure(t, []failure{
 		{"memberships", func(e *env) { e.deps.Memberships = failingMemberReads{e.deps.Memberships} }},
 		{"team", func(e *env) { e.deps.Teams = failingTeamReads{e.deps.Teams} }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv()
-			actor := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
-			tc.fail(e)
-			if _, err := e.service().ListTeams(context.Background(), actor); !errors.Is(err, errDown) {
-				t.Fatalf("err = %v, want %v", err, errDown)
-			}
-		})
-	}
-}
-
-func TestListTeamsCountFailure(t *testing.T) {
-	e := newEnv()
-	actor := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
-	e.deps.Memberships = countOnlyFails{e.deps.Memberships}
-	if _, err := e.service().ListTeams(context.Background(), actor); !errors.Is(err, errDown) {
-		t.Fatalf("err = %v, want %v", err, errDown)
-	}
+		{"count", func(e *env) { e.deps.Memberships = countOnlyFails{e.deps.Memberships} }},
+	}, func(t *testing.T, e *env, owner team.Actor, fail func()) {
+		fail()
+		_, err := e.service().ListTeams(ctx, owner)
+		wantDown(t, err)
+	})
 }
 
 func TestInviteAnEmailWithoutAccount(t *testing.T) {
-	e := newEnv()
-	ctx := context.Background()
-	owner := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
+	e, owner := adaEnv(t)
 
 	v, err := e.service().Invite(ctx, owner, " Bob@Example.com ", "member")
 	if err != nil {
@@ -99,7 +80,7 @@ func TestInviteAnEmailWithoutAccount(t *testing.T) {
 	if stored := e.member(t, owner.TeamID, m.ID); stored.Status != team.StatusInvited {
 		t.Fatalf("stored %+v", stored)
 	}
-	sent := e.mailer.messages()
+	sent := e.mailer.Sent()
 	if len(sent) != 1 || sent[0].To != "bob@example.com" || sent[0].Subject != "You are invited to Ada's team on profilesvc" {
 		t.Fatalf("mail %+v", sent)
 	}
@@ -123,8 +104,7 @@ func TestInviteAnEmailWithoutAccount(t *testing.T) {
 }
 
 func TestInviteAnEmailWithAccountNamesTheUser(t *testing.T) {
-	e := newEnv()
-	owner := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
+	e, owner := adaEnv(t)
 	bob := e.user(t, "bob@example.com", "Bob")
 	v, _ := e.invite(t, e.service(), owner, "BOB@example.com", "viewer")
 	if v.Member.UserID != bob.ID || v.Name != "Bob" || v.Member.Role != team.RoleViewer {
@@ -133,9 +113,8 @@ func TestInviteAnEmailWithAccountNamesTheUser(t *testing.T) {
 }
 
 func TestInviteValidates(t *testing.T) {
-	e := newEnv()
-	owner := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
-	_, err := e.service().Invite(context.Background(), owner, "not an email", "king")
+	e, owner := adaEnv(t)
+	_, err := e.service().Invite(ctx, owner, "not an email", "king")
 	wantKind(t, err, domain.KindValidation)
 	if got := fieldsOf(t, err); got != "email,role" {
 		t.Fatalf("fields %s", got)
@@ -154,13 +133,8 @@ func TestInviteRoleRules(t *testing.T) {
 		{team.RoleOwner, team.RoleOwner, true},
 	} {
 		t.Run(string(tc.actor)+" invites "+string(tc.invited), func(t *testing.T) {
-			e := newEnv()
-			owner := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
-			actor := owner
-			if tc.actor != team.RoleOwner {
-				actor = e.join(t, owner.TeamID, e.user(t, "act@example.com", "Act"), tc.actor)
-			}
-			_, err := e.service().Invite(context.Background(), actor, "new@example.com", string(tc.invited))
+			e, owner := adaEnv(t)
+			_, err := e.service().Invite(ctx, e.actorWith(t, owner, tc.actor), "new@example.com", string(tc.invited))
 			if tc.allowed {
 				if err != nil {
 					t.Fatalf("invite: %v", err)
@@ -168,20 +142,14 @@ func TestInviteRoleRules(t *testing.T) {
 				return
 			}
 			wantKind(t, err, domain.KindForbidden)
-			if len(e.mailer.messages()) != 0 || len(e.events(t)) != 0 {
-				t.Fatal("a refused invitation left mail or events")
-			}
-			if _, err := e.store.Memberships().ByEmail(context.Background(), owner.TeamID, "new@example.com"); !domain.IsKind(err, domain.KindNotFound) {
-				t.Fatalf("a refused invitation left a membership: %v", err)
-			}
+			e.wantNotInvited(t, owner.TeamID, "new@example.com")
 		})
 	}
 }
 
 func TestInviteAgainWhilePendingSendsANewToken(t *testing.T) {
-	e := newEnv()
+	e, owner := adaEnv(t)
 	svc := e.service()
-	owner := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
 	first, firstToken := e.invite(t, svc, owner, "bob@example.com", "member")
 	e.clock.Advance(time.Hour)
 	again, againToken := e.invite(t, svc, owner, "bob@example.com", "viewer")
@@ -196,7 +164,7 @@ func TestInviteAgainWhilePendingSendsANewToken(t *testing.T) {
 		t.Fatal("the same token was sent again")
 	}
 	bob := e.user(t, "bob@example.com", "Bob")
-	view, err := svc.Accept(context.Background(), team.Actor{UserID: bob.ID}, againToken)
+	view, err := svc.Accept(ctx, team.Actor{UserID: bob.ID}, againToken)
 	if err != nil || view.Role != team.RoleViewer {
 		t.Fatalf("accept the new token: %+v, %v", view, err)
 	}
@@ -204,13 +172,12 @@ func TestInviteAgainWhilePendingSendsANewToken(t *testing.T) {
 
 // An admin may not turn a pending owner invitation into another one.
 func TestInviteAgainOfAPendingOwnerNeedsAnOwner(t *testing.T) {
-	e := newEnv()
+	e, owner := adaEnv(t)
 	svc := e.service()
-	owner := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
-	admin := e.join(t, owner.TeamID, e.user(t, "adm@example.com", "Adm"), team.RoleAdmin)
+	admin := e.newMember(t, owner.TeamID, "Adm", team.RoleAdmin)
 	v, _ := e.invite(t, svc, owner, "bob@example.com", "owner")
 
-	_, err := svc.Invite(context.Background(), admin, "bob@example.com", "member")
+	_, err := svc.Invite(ctx, admin, "bob@example.com", "member")
 	wantKind(t, err, domain.KindForbidden)
 	if stored := e.member(t, owner.TeamID, v.Member.ID); stored.Role != team.RoleOwner {
 		t.Fatalf("stored %+v", stored)
@@ -221,22 +188,19 @@ func TestInviteAgainOfAPendingOwnerNeedsAnOwner(t *testing.T) {
 }
 
 func TestInviteAnActiveMemberIsAConflict(t *testing.T) {
-	e := newEnv()
-	owner := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
-	e.join(t, owner.TeamID, e.user(t, "bob@example.com", "Bob"), team.RoleMember)
-	_, err := e.service().Invite(context.Background(), owner, "bob@example.com", "admin")
+	e, owner := adaEnv(t)
+	e.newMember(t, owner.TeamID, "Bob", team.RoleMember)
+	_, err := e.service().Invite(ctx, owner, "bob@example.com", "admin")
 	wantKind(t, err, domain.KindConflict)
-	if len(e.mailer.messages()) != 0 || len(e.events(t)) != 0 {
+	if len(e.mailer.Sent()) != 0 || len(e.events(t)) != 0 {
 		t.Fatal("a refused invitation left mail or events")
 	}
 }
 
 func TestInviteARemovedMemberAgain(t *testing.T) {
-	e := newEnv()
+	e, owner := adaEnv(t)
 	svc := e.service()
-	ctx := context.Background()
-	owner := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
-	bob := e.join(t, owner.TeamID, e.user(t, "bob@example.com", "Bob"), team.RoleAdmin)
+	bob := e.newMember(t, owner.TeamID, "Bob", team.RoleAdmin)
 	if _, err := svc.UpdateMember(ctx, owner, bob.MemberID, teams.UpdateInput{Status: strp("removed")}); err != nil {
 		t.Fatalf("remove: %v", err)
 	}
@@ -252,58 +216,42 @@ func TestInviteARemovedMemberAgain(t *testing.T) {
 // The membership stands when the mail cannot be sent: the admin invites
 // again to resend.
 func TestInviteMailFailureKeepsTheMembership(t *testing.T) {
-	e := newEnv()
-	owner := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
-	e.mailer.err = errDown
-	v, err := e.service().Invite(context.Background(), owner, "bob@example.com", "member")
+	e, owner := adaEnv(t)
+	e.mailer.Err = errDown
+	v, err := e.service().Invite(ctx, owner, "bob@example.com", "member")
 	if err != nil {
 		t.Fatalf("invite: %v", err)
 	}
 	if stored := e.member(t, owner.TeamID, v.Member.ID); stored.Status != team.StatusInvited {
 		t.Fatalf("stored %+v", stored)
 	}
-	if !e.logs.has("ERROR sending invitation mail failed") {
-		t.Fatalf("not logged: %v", e.logs.msgs)
+	if !e.logs.Has("ERROR sending invitation mail failed") {
+		t.Fatalf("not logged: %v", e.logs.Lines())
 	}
 }
 
 func TestInviteStoreFailureLeavesNothing(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		fail func(e *env)
-	}{
+	eachFailure(t, []failure{
 		{"invitation", func(e *env) { e.deps.Invitations = failingInvitationCreate{e.deps.Invitations} }},
-		{"event", func(e *env) { e.deps.Outbox = failingOutbox{} }},
-		{"user read", func(e *env) { e.deps.Users = failingUsers{e.deps.Users} }},
+		{"event", func(e *env) { e.deps.Outbox = apptest.RefusingOutbox{Err: errDown} }},
+		{"user read", func(e *env) { e.deps.Users = apptest.UnreadableUsers{Err: errDown} }},
 		{"membership read", func(e *env) { e.deps.Memberships = failingMemberReads{e.deps.Memberships} }},
 		{"team read", func(e *env) { e.deps.Teams = failingTeamReads{e.deps.Teams} }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv()
-			owner := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
-			tc.fail(e)
-			if _, err := e.service().Invite(context.Background(), owner, "bob@example.com", "member"); !errors.Is(err, errDown) {
-				t.Fatalf("err = %v, want %v", err, errDown)
-			}
-			if _, err := e.store.Memberships().ByEmail(context.Background(), owner.TeamID, "bob@example.com"); !domain.IsKind(err, domain.KindNotFound) {
-				t.Fatalf("membership after the failed unit: %v", err)
-			}
-			if len(e.mailer.messages()) != 0 || len(e.events(t)) != 0 {
-				t.Fatal("a failed invitation left mail or events")
-			}
-		})
-	}
+	}, func(t *testing.T, e *env, owner team.Actor, fail func()) {
+		fail()
+		_, err := e.service().Invite(ctx, owner, "bob@example.com", "member")
+		wantDown(t, err)
+		e.wantNotInvited(t, owner.TeamID, "bob@example.com")
+	})
 }
 
 func TestInviteUpdateFailure(t *testing.T) {
-	e := newEnv()
+	e, owner := adaEnv(t)
 	svc := e.service()
-	owner := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
 	v, _ := e.invite(t, svc, owner, "bob@example.com", "member")
 	e.deps.Memberships = failingMemberUpdate{e.deps.Memberships}
-	if _, err := e.service().Invite(context.Background(), owner, "bob@example.com", "viewer"); !errors.Is(err, errDown) {
-		t.Fatalf("err = %v, want %v", err, errDown)
-	}
+	_, err := e.service().Invite(ctx, owner, "bob@example.com", "viewer")
+	wantDown(t, err)
 	if stored := e.member(t, owner.TeamID, v.Member.ID); stored.Role != team.RoleMember {
 		t.Fatalf("stored %+v", stored)
 	}
@@ -311,15 +259,13 @@ func TestInviteUpdateFailure(t *testing.T) {
 
 func TestInviteIntoAMissingTeam(t *testing.T) {
 	e := newEnv()
-	_, err := e.service().Invite(context.Background(), team.Actor{UserID: "usr_x", TeamID: "team_gone", Role: team.RoleOwner}, "bob@example.com", "member")
+	_, err := e.service().Invite(ctx, team.Actor{UserID: "usr_x", TeamID: "team_gone", Role: team.RoleOwner}, "bob@example.com", "member")
 	wantKind(t, err, domain.KindNotFound)
 }
 
 func TestAcceptMakesTheInviteeActive(t *testing.T) {
-	e := newEnv()
+	e, owner := adaEnv(t)
 	svc := e.service()
-	ctx := context.Background()
-	owner := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
 	v, tok := e.invite(t, svc, owner, "bob@example.com", "admin")
 	// The account is made after the invitation, as a newcomer does.
 	bob := e.user(t, "Bob@example.com", "Bob")
@@ -339,10 +285,8 @@ func TestAcceptMakesTheInviteeActive(t *testing.T) {
 }
 
 func TestAcceptByAnotherEmailIsForbidden(t *testing.T) {
-	e := newEnv()
+	e, owner := adaEnv(t)
 	svc := e.service()
-	ctx := context.Background()
-	owner := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
 	v, tok := e.invite(t, svc, owner, "bob@example.com", "member")
 	eve := e.user(t, "eve@example.com", "Eve")
 
@@ -358,41 +302,34 @@ func TestAcceptByAnotherEmailIsForbidden(t *testing.T) {
 }
 
 func TestAcceptExpiredInvitation(t *testing.T) {
-	e := newEnv()
-	svc := e.service()
-	owner := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
-	_, tok := e.invite(t, svc, owner, "bob@example.com", "member")
-	bob := e.user(t, "bob@example.com", "Bob")
+	e, owner := adaEnv(t)
+	in := e.inviteBob(t, owner)
 	e.clock.Advance(7 * 24 * time.Hour)
-	_, err := svc.Accept(context.Background(), team.Actor{UserID: bob.ID}, tok)
+	_, err := e.service().Accept(ctx, in.bob, in.token)
 	wantKind(t, err, domain.KindValidation)
 }
 
 func TestAcceptTwice(t *testing.T) {
-	e := newEnv()
+	e, owner := adaEnv(t)
 	svc := e.service()
-	owner := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
-	_, tok := e.invite(t, svc, owner, "bob@example.com", "member")
-	bob := e.user(t, "bob@example.com", "Bob")
-	if _, err := svc.Accept(context.Background(), team.Actor{UserID: bob.ID}, tok); err != nil {
+	in := e.inviteBob(t, owner)
+	if _, err := svc.Accept(ctx, in.bob, in.token); err != nil {
 		t.Fatalf("accept: %v", err)
 	}
-	_, err := svc.Accept(context.Background(), team.Actor{UserID: bob.ID}, tok)
+	_, err := svc.Accept(ctx, in.bob, in.token)
 	wantKind(t, err, domain.KindValidation)
 }
 
 func TestAcceptRefusesBadTokens(t *testing.T) {
-	e := newEnv()
+	e, owner := adaEnv(t)
 	svc := e.service()
-	owner := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
-	_, tok := e.invite(t, svc, owner, "bob@example.com", "member")
-	bob := e.user(t, "bob@example.com", "Bob")
-	id, _, _ := account.SplitToken(tok)
+	in := e.inviteBob(t, owner)
+	id, _, _ := account.SplitToken(in.token)
 	for _, bad := range []string{"", "no-dot", "inv_00000000000000000099.secret", id + ".forged"} {
-		_, err := svc.Accept(context.Background(), team.Actor{UserID: bob.ID}, bad)
+		_, err := svc.Accept(ctx, in.bob, bad)
 		wantKind(t, err, domain.KindValidation)
 	}
-	if _, err := svc.Accept(context.Background(), team.Actor{UserID: bob.ID}, tok); err != nil {
+	if _, err := svc.Accept(ctx, in.bob, in.token); err != nil {
 		t.Fatalf("a refused token spent the real one: %v", err)
 	}
 }
@@ -400,24 +337,20 @@ func TestAcceptRefusesBadTokens(t *testing.T) {
 // Another accept consumes the invitation after this one read it: this
 // one loses and changes nothing.
 func TestAcceptLosesTheRaceOnConsume(t *testing.T) {
-	e := newEnv()
-	owner := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
-	v, tok := e.invite(t, e.service(), owner, "bob@example.com", "member")
-	bob := e.user(t, "bob@example.com", "Bob")
+	e, owner := adaEnv(t)
+	in := e.inviteBob(t, owner)
 	e.deps.Invitations = racedInvitations{Invitations: e.deps.Invitations, at: start}
 
-	_, err := e.service().Accept(context.Background(), team.Actor{UserID: bob.ID}, tok)
+	_, err := e.service().Accept(ctx, in.bob, in.token)
 	wantKind(t, err, domain.KindValidation)
-	if m := e.member(t, owner.TeamID, v.Member.ID); m.Status != team.StatusInvited {
+	if m := e.member(t, owner.TeamID, in.view.Member.ID); m.Status != team.StatusInvited {
 		t.Fatalf("membership %+v", m)
 	}
 }
 
 func TestAcceptAfterTheMemberWasRemoved(t *testing.T) {
-	e := newEnv()
+	e, owner := adaEnv(t)
 	svc := e.service()
-	ctx := context.Background()
-	owner := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
 	v, tok := e.invite(t, svc, owner, "bob@example.com", "member")
 	if _, err := svc.UpdateMember(ctx, owner, v.Member.ID, teams.UpdateInput{Status: strp("removed")}); err != nil {
 		t.Fatalf("remove: %v", err)
@@ -428,39 +361,29 @@ func TestAcceptAfterTheMemberWasRemoved(t *testing.T) {
 }
 
 func TestAcceptStoreFailures(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		fail func(e *env)
-	}{
-		{"user read", func(e *env) { e.deps.Users = failingUsers{e.deps.Users} }},
+	eachFailure(t, []failure{
+		{"user read", func(e *env) { e.deps.Users = apptest.UnreadableUsers{Err: errDown} }},
 		{"membership update", func(e *env) { e.deps.Memberships = failingMemberUpdate{e.deps.Memberships} }},
 		{"team read", func(e *env) { e.deps.Teams = failingTeamReads{e.deps.Teams} }},
 		{"count", func(e *env) { e.deps.Memberships = countOnlyFails{e.deps.Memberships} }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv()
-			owner := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
-			v, tok := e.invite(t, e.service(), owner, "bob@example.com", "member")
-			bob := e.user(t, "bob@example.com", "Bob")
-			healthy := e.deps
-			tc.fail(e)
-			if _, err := e.service().Accept(context.Background(), team.Actor{UserID: bob.ID}, tok); !errors.Is(err, errDown) {
-				t.Fatalf("err = %v, want %v", err, errDown)
-			}
-			if m := e.member(t, owner.TeamID, v.Member.ID); m.Status != team.StatusInvited {
-				t.Fatalf("membership after the failed unit %+v", m)
-			}
-			e.deps = healthy
-			if _, err := e.service().Accept(context.Background(), team.Actor{UserID: bob.ID}, tok); err != nil {
-				t.Fatalf("the failed unit spent the token: %v", err)
-			}
-		})
-	}
+	}, func(t *testing.T, e *env, owner team.Actor, fail func()) {
+		in := e.inviteBob(t, owner)
+		healthy := e.deps
+		fail()
+		_, err := e.service().Accept(ctx, in.bob, in.token)
+		wantDown(t, err)
+		if m := e.member(t, owner.TeamID, in.view.Member.ID); m.Status != team.StatusInvited {
+			t.Fatalf("membership after the failed unit %+v", m)
+		}
+		e.deps = healthy
+		if _, err := e.service().Accept(ctx, in.bob, in.token); err != nil {
+			t.Fatalf("the failed unit spent the token: %v", err)
+		}
+	})
 }
 
 func TestUpdateMemberValidates(t *testing.T) {
-	e := newEnv()
-	owner := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
+	e, owner := adaEnv(t)
 	for _, tc := range []struct {
 		name   string
 		in     teams.UpdateInput
@@ -472,7 +395,7 @@ func TestUpdateMemberValidates(t *testing.T) {
 		{"both wrong", teams.UpdateInput{Role: strp(""), Status: strp("invited")}, "role,status"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := e.service().UpdateMember(context.Background(), owner, owner.MemberID, tc.in)
+			_, err := e.service().UpdateMember(ctx, owner, owner.MemberID, tc.in)
 			wantKind(t, err, domain.KindValidation)
 			if got := fieldsOf(t, err); got != tc.fields {
 				t.Fatalf("fields %s, want %s", got, tc.fields)
@@ -498,14 +421,10 @@ func TestUpdateMemberRoleRules(t *testing.T) {
 		{"an owner demotes another owner", team.RoleOwner, team.RoleOwner, teams.UpdateInput{Role: strp("admin")}, domain.KindInternal},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv()
-			owner := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
-			actor := owner
-			if tc.actor != team.RoleOwner {
-				actor = e.join(t, owner.TeamID, e.user(t, "act@example.com", "Act"), tc.actor)
-			}
-			target := e.join(t, owner.TeamID, e.user(t, "tgt@example.com", "Tgt"), tc.target)
-			v, err := e.service().UpdateMember(context.Background(), actor, target.MemberID, tc.in)
+			e, owner := adaEnv(t)
+			actor := e.actorWith(t, owner, tc.actor)
+			target := e.newMember(t, owner.TeamID, "Tgt", tc.target)
+			v, err := e.service().UpdateMember(ctx, actor, target.MemberID, tc.in)
 			stored := e.member(t, owner.TeamID, target.MemberID)
 			if tc.kind != domain.KindInternal {
 				wantKind(t, err, tc.kind)
@@ -525,10 +444,8 @@ func TestUpdateMemberRoleRules(t *testing.T) {
 }
 
 func TestUpdateMemberKeepsTheLastOwner(t *testing.T) {
-	e := newEnv()
+	e, owner := adaEnv(t)
 	svc := e.service()
-	ctx := context.Background()
-	owner := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
 	for _, in := range []teams.UpdateInput{{Role: strp("admin")}, {Status: strp("removed")}} {
 		_, err := svc.UpdateMember(ctx, owner, owner.MemberID, in)
 		wantKind(t, err, domain.KindConflict)
@@ -541,10 +458,8 @@ func TestUpdateMemberKeepsTheLastOwner(t *testing.T) {
 // Another owner demotes this one while this unit waits for the team's
 // lock: counted under the lock, this owner is now the last and stays.
 func TestUpdateMemberCountsOwnersUnderTheTeamLock(t *testing.T) {
-	e := newEnv()
-	ctx := context.Background()
-	ada := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
-	bob := e.join(t, ada.TeamID, e.user(t, "bob@example.com", "Bob"), team.RoleOwner)
+	e, ada := adaEnv(t)
+	bob := e.newMember(t, ada.TeamID, "Bob", team.RoleOwner)
 	e.deps.Teams = lockRace{Teams: e.deps.Teams, change: func(ctx context.Context) error {
 		m, err := e.store.Memberships().ByID(ctx, ada.TeamID, ada.MemberID)
 		if err != nil {
@@ -561,11 +476,9 @@ func TestUpdateMemberCountsOwnersUnderTheTeamLock(t *testing.T) {
 // Two owners remove each other at once: one change wins, the team keeps
 // an owner.
 func TestConcurrentOwnerRemovalsKeepAnOwner(t *testing.T) {
-	e := newEnv()
+	e, ada := adaEnv(t)
 	svc := e.service()
-	ctx := context.Background()
-	ada := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
-	bob := e.join(t, ada.TeamID, e.user(t, "bob@example.com", "Bob"), team.RoleOwner)
+	bob := e.newMember(t, ada.TeamID, "Bob", team.RoleOwner)
 
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
@@ -594,11 +507,9 @@ func TestConcurrentOwnerRemovalsKeepAnOwner(t *testing.T) {
 }
 
 func TestRemoveMemberEmitsAnEvent(t *testing.T) {
-	e := newEnv()
+	e, owner := adaEnv(t)
 	svc := e.service()
-	ctx := context.Background()
-	owner := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
-	bob := e.join(t, owner.TeamID, e.user(t, "bob@example.com", "Bob"), team.RoleMember)
+	bob := e.newMember(t, owner.TeamID, "Bob", team.RoleMember)
 
 	if _, err := svc.UpdateMember(ctx, owner, bob.MemberID, teams.UpdateInput{Role: strp("viewer")}); err != nil {
 		t.Fatalf("change role: %v", err)
@@ -622,48 +533,36 @@ func TestRemoveMemberEmitsAnEvent(t *testing.T) {
 }
 
 func TestUpdateMemberOfAnotherTeamIsNotFound(t *testing.T) {
-	e := newEnv()
-	ada := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
+	e, ada := adaEnv(t)
 	bob := e.founded(t, "Bob's team", e.user(t, "bob@example.com", "Bob"))
-	_, err := e.service().UpdateMember(context.Background(), ada, bob.MemberID, teams.UpdateInput{Role: strp("viewer")})
+	_, err := e.service().UpdateMember(ctx, ada, bob.MemberID, teams.UpdateInput{Role: strp("viewer")})
 	wantKind(t, err, domain.KindNotFound)
 }
 
 func TestUpdateMemberStoreFailures(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		fail func(e *env)
-	}{
+	eachFailure(t, []failure{
 		{"count", func(e *env) { e.deps.Memberships = countOnlyFails{e.deps.Memberships} }},
 		{"update", func(e *env) { e.deps.Memberships = failingMemberUpdate{e.deps.Memberships} }},
-		{"names", func(e *env) { e.deps.Users = failingUsers{e.deps.Users} }},
+		{"names", func(e *env) { e.deps.Users = apptest.UnreadableUsers{Err: errDown} }},
 		{"team read", func(e *env) { e.deps.Teams = failingTeamReads{e.deps.Teams} }},
-		{"event", func(e *env) { e.deps.Outbox = failingOutbox{} }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv()
-			owner := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
-			bob := e.join(t, owner.TeamID, e.user(t, "bob@example.com", "Bob"), team.RoleMember)
-			tc.fail(e)
-			_, err := e.service().UpdateMember(context.Background(), owner, bob.MemberID, teams.UpdateInput{Status: strp("removed")})
-			if !errors.Is(err, errDown) {
-				t.Fatalf("err = %v, want %v", err, errDown)
-			}
-			if m := e.member(t, owner.TeamID, bob.MemberID); m.Status != team.StatusActive {
-				t.Fatalf("membership after the failed unit %+v", m)
-			}
-		})
-	}
+		{"event", func(e *env) { e.deps.Outbox = apptest.RefusingOutbox{Err: errDown} }},
+	}, func(t *testing.T, e *env, owner team.Actor, fail func()) {
+		bob := e.newMember(t, owner.TeamID, "Bob", team.RoleMember)
+		fail()
+		_, err := e.service().UpdateMember(ctx, owner, bob.MemberID, teams.UpdateInput{Status: strp("removed")})
+		wantDown(t, err)
+		if m := e.member(t, owner.TeamID, bob.MemberID); m.Status != team.StatusActive {
+			t.Fatalf("membership after the failed unit %+v", m)
+		}
+	})
 }
 
 func TestListMembersPagesNewestFirstWithNames(t *testing.T) {
-	e := newEnv()
+	e, owner := adaEnv(t)
 	svc := e.service()
-	ctx := context.Background()
-	owner := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
-	bob := e.join(t, owner.TeamID, e.user(t, "bob@example.com", "Bob"), team.RoleMember)
+	bob := e.newMember(t, owner.TeamID, "Bob", team.RoleMember)
 	cat, _ := e.invite(t, svc, owner, "cat@example.com", "viewer")
-	dan := e.join(t, owner.TeamID, e.user(t, "dan@example.com", "Dan"), team.RoleAdmin)
+	dan := e.newMember(t, owner.TeamID, "Dan", team.RoleAdmin)
 	e.founded(t, "Other team", e.user(t, "eve@example.com", "Eve"))
 
 	type row struct{ id, name string }
@@ -701,25 +600,21 @@ func TestListMembersPagesNewestFirstWithNames(t *testing.T) {
 }
 
 func TestListMembersRefuses(t *testing.T) {
-	e := newEnv()
-	owner := e.founded(t, "Ada's team", e.user(t, "ada@example.com", "Ada"))
+	e, owner := adaEnv(t)
 	svc := e.service()
-	_, err := svc.ListMembers(context.Background(), owner, "prf_00000000000000000001", 10)
+	_, err := svc.ListMembers(ctx, owner, "prf_00000000000000000001", 10)
 	wantKind(t, err, domain.KindBadRequest)
 	noRole := owner
 	noRole.Role = ""
-	_, err = svc.ListMembers(context.Background(), noRole, "", 10)
+	_, err = svc.ListMembers(ctx, noRole, "", 10)
 	wantKind(t, err, domain.KindForbidden)
 
-	for _, fail := range []func(e *env){
-		func(e *env) { e.deps.Memberships = failingMemberReads{e.deps.Memberships} },
-		func(e *env) { e.deps.Users = failingUsers{e.deps.Users} },
-	} {
-		f := newEnv()
-		actor := f.founded(t, "Ada's team", f.user(t, "ada@example.com", "Ada"))
-		fail(f)
-		if _, err := f.service().ListMembers(context.Background(), actor, "", 10); !errors.Is(err, errDown) {
-			t.Fatalf("err = %v, want %v", err, errDown)
-		}
-	}
+	eachFailure(t, []failure{
+		{"memberships", func(e *env) { e.deps.Memberships = failingMemberReads{e.deps.Memberships} }},
+		{"names", func(e *env) { e.deps.Users = apptest.UnreadableUsers{Err: errDown} }},
+	}, func(t *testing.T, e *env, owner team.Actor, fail func()) {
+		fail()
+		_, err := e.service().ListMembers(ctx, owner, "", 10)
+		wantDown(t, err)
+	})
 }

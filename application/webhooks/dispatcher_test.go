@@ -181,7 +181,7 @@ func TestDispatcherSkipsAnEndpointDeletedAfterTheClaim(t *testing.T) {
 		t.Fatalf("delivery of a deleted endpoint: %v", err)
 	}
 	wantStrings(t, "outcomes", f.metrics.Outcomes())
-	wantStrings(t, "logs", f.logs.All())
+	wantStrings(t, "logs", f.logs.Lines())
 }
 
 func TestDispatcherLeavesTheLeaseToLapseWhenTheEndpointCannotBeRead(t *testing.T) {
@@ -195,7 +195,7 @@ func TestDispatcherLeavesTheLeaseToLapseWhenTheEndpointCannotBeRead(t *testing.T
 	f.build()
 
 	f.dispatchOnce()
-	wantStrings(t, "logs", f.logs.All(), "ERROR webhook attempt: read endpoint delivery_id=dlv_001 error=endpoints: timeout")
+	wantStrings(t, "logs", f.logs.Lines(), "ERROR webhook attempt: read endpoint delivery_id=dlv_001 error=endpoints: timeout")
 	if n := len(f.sender.Sent()); n != 0 {
 		t.Fatalf("%d requests", n)
 	}
@@ -247,7 +247,7 @@ func TestDispatcherRecordsAnUnreadableSecret(t *testing.T) {
 		t.Fatalf("%d requests without a signature", n)
 	}
 	wantAttempts(t, f.stored(t, d.ID).Attempts, webhook.Attempt{N: 1, At: t0, Error: "endpoint secret cannot be read"})
-	wantStrings(t, "logs", f.logs.All(), "ERROR webhook attempt: open secret delivery_id=dlv_001 endpoint_id=whk_001 event_id=evt_001 error=key was rotated")
+	wantStrings(t, "logs", f.logs.Lines(), "ERROR webhook attempt: open secret delivery_id=dlv_001 endpoint_id=whk_001 event_id=evt_001 error=key was rotated")
 }
 
 func TestDispatcherWhenTheCompletionFails(t *testing.T) {
@@ -263,7 +263,7 @@ func TestDispatcherWhenTheCompletionFails(t *testing.T) {
 	if n := len(f.sender.Sent()); n != 1 {
 		t.Fatalf("%d requests", n)
 	}
-	wantStrings(t, "logs", f.logs.All(), "ERROR webhook attempt: record delivery_id=dlv_001 endpoint_id=whk_001 event_id=evt_001 error=write conflict")
+	wantStrings(t, "logs", f.logs.Lines(), "ERROR webhook attempt: record delivery_id=dlv_001 endpoint_id=whk_001 event_id=evt_001 error=write conflict")
 	wantStrings(t, "outcomes", f.metrics.Outcomes())
 	if got := f.stored(t, d.ID); got.Status != webhook.StatusPending || len(got.Attempts) != 0 {
 		t.Fatalf("delivery %s with %d attempts", got.Status, len(got.Attempts))
@@ -287,7 +287,7 @@ func TestDispatcherAttemptThatOutlivesItsLease(t *testing.T) {
 	close(gate)
 	disp.wg.Wait()
 
-	wantStrings(t, "logs", f.logs.All(), "WARN webhook attempt outlived its lease; another dispatcher took the delivery delivery_id=dlv_001 endpoint_id=whk_001 event_id=evt_001")
+	wantStrings(t, "logs", f.logs.Lines(), "WARN webhook attempt outlived its lease; another dispatcher took the delivery delivery_id=dlv_001 endpoint_id=whk_001 event_id=evt_001")
 	wantStrings(t, "outcomes", f.metrics.Outcomes())
 	// The other dispatcher's attempt is the one that records.
 	if got := f.stored(t, d.ID); got.Status != webhook.StatusPending || len(got.Attempts) != 0 {
@@ -354,7 +354,7 @@ func TestDispatcherWhenTheClaimFails(t *testing.T) {
 	if n := len(f.sender.Sent()); n != 0 {
 		t.Fatalf("%d requests", n)
 	}
-	wantStrings(t, "logs", f.logs.All(), "ERROR webhook claim error=deliveries: too many connections")
+	wantStrings(t, "logs", f.logs.Lines(), "ERROR webhook claim error=deliveries: too many connections")
 }
 
 func TestDispatcherClaimsNothingWithoutAFreeWorker(t *testing.T) {

@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +11,7 @@ import (
 
 	"github.com/profilesvc/profilesvc/adapters/clock"
 	"github.com/profilesvc/profilesvc/adapters/store/memory"
+	"github.com/profilesvc/profilesvc/application/apptest"
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/domain/webhook"
@@ -32,23 +30,6 @@ var (
 )
 
 const secret = "0123456789abcdef0123456789abcdef"
-
-// seqIDs makes ids numbered per prefix ("dlv_001", "dlv_002"), sortable
-// within a prefix like the real ones.
-type seqIDs struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (g *seqIDs) New(prefix string) string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.n == nil {
-		g.n = map[string]int{}
-	}
-	g.n[prefix]++
-	return fmt.Sprintf("%s_%03d", prefix, g.n[prefix])
-}
 
 // reply is one answer of the fake sender.
 type reply struct {
@@ -175,48 +156,6 @@ func (m *fakeMetrics) Oldest() []time.Duration {
 	return append([]time.Duration(nil), m.oldest...)
 }
 
-// logRecorder is a slog handler that keeps every record as one line:
-// level, message, then the attributes (those of With first).
-type logRecorder struct {
-	lines *logLines
-	attrs []slog.Attr
-}
-
-type logLines struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l logRecorder) Enabled(context.Context, slog.Level) bool { return true }
-
-func (l logRecorder) Handle(_ context.Context, r slog.Record) error {
-	var b strings.Builder
-	b.WriteString(r.Level.String() + " " + r.Message)
-	for _, a := range l.attrs {
-		b.WriteString(" " + a.String())
-	}
-	r.Attrs(func(a slog.Attr) bool {
-		b.WriteString(" " + a.String())
-		return true
-	})
-	l.lines.mu.Lock()
-	defer l.lines.mu.Unlock()
-	l.lines.lines = append(l.lines.lines, b.String())
-	return nil
-}
-
-func (l logRecorder) WithAttrs(as []slog.Attr) slog.Handler {
-	return logRecorder{lines: l.lines, attrs: append(append([]slog.Attr(nil), l.attrs...), as...)}
-}
-
-func (l logRecorder) WithGroup(string) slog.Handler { return l }
-
-func (l *logLines) All() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.lines...)
-}
-
 // claimHook stands in for Claim: fn gets the call's number (from 1), so it
 // can fail, pass the call on, or change rows around it.
 type claimHook struct {
@@ -289,7 +228,7 @@ type fixture struct {
 	sender  *fakeSender
 	box     *fakeBox
 	metrics *fakeMetrics
-	logs    *logLines
+	logs    *apptest.Logs
 	deps    Deps
 	svc     *Service
 }
@@ -300,11 +239,11 @@ func newFixture(t *testing.T, replies ...reply) *fixture {
 		replies = []reply{{status: 200}}
 	}
 	st := memory.New()
-	f := &fixture{store: st, clock: clock.NewFake(t0), sender: newSender(replies...), box: &fakeBox{}, metrics: &fakeMetrics{}, logs: &logLines{}}
+	f := &fixture{store: st, clock: clock.NewFake(t0), sender: newSender(replies...), box: &fakeBox{}, metrics: &fakeMetrics{}, logs: &apptest.Logs{}}
 	f.deps = Deps{
 		Tx: st, Endpoints: st.WebhookEndpoints(), Deliveries: st.Deliveries(), Outbox: st.Outbox(),
-		Sender: f.sender, Box: f.box, Metrics: f.metrics, Clock: f.clock, IDs: &seqIDs{},
-		Log: slog.New(logRecorder{lines: f.logs}),
+		Sender: f.sender, Box: f.box, Metrics: f.metrics, Clock: f.clock, IDs: apptest.NewPrefixIDs(),
+		Log: f.logs.Logger(),
 		Policy: Policy{
 			Schedule: webhook.Schedule{0, 5 * time.Second, 25 * time.Second},
 			LeaseTTL: time.Minute, Workers: 4, PerEndpoint: 2, PollInterval: 20 * time.Millisecond,

@@ -228,7 +228,7 @@ func TestRunLogsFailuresAndKeepsPolling(t *testing.T) {
 	// Each poll tries again: more than one claim without any wake-up.
 	eventually(t, "a second claim", func() bool { return claims.calls.Load() >= 2 })
 	stop()
-	logs := f.logs.All()
+	logs := f.logs.Lines()
 	for _, want := range []string{"ERROR webhook fan-out error=outbox: relation does not exist", "ERROR webhook claim error=deliveries: relation does not exist"} {
 		if !slices.Contains(logs, want) {
 			t.Fatalf("logs %q lack %q", logs, want)
@@ -252,7 +252,7 @@ func TestRunWithAnEndedContextDoesNothing(t *testing.T) {
 	if claimed != 0 {
 		t.Fatalf("%d fan-outs after the context ended", claimed)
 	}
-	if logs := f.logs.All(); len(logs) != 0 {
+	if logs := f.logs.Lines(); len(logs) != 0 {
 		t.Fatalf("logs %s", strings.Join(logs, "; "))
 	}
 }

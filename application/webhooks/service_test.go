@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/profilesvc/profilesvc/application/apptest"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/webhook"
 )
@@ -395,7 +396,7 @@ func TestRetryLosesToAConcurrentRetry(t *testing.T) {
 }
 
 func TestNewFillsInThePolicyDefaults(t *testing.T) {
-	s := New(Deps{IDs: &seqIDs{}})
+	s := New(Deps{IDs: apptest.NewPrefixIDs()})
 
 	p := s.d.Policy
 	if p.LeaseTTL != time.Minute || p.Workers != 16 || p.PerEndpoint != 4 || p.FanOutBatch != 200 || p.PollInterval != time.Second {
