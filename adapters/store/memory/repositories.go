@@ -311,12 +311,15 @@ func (r invitations) ByID(ctx context.Context, id string) (team.Invitation, erro
 	return inv, err
 }
 
-// Consume reports an unknown id as false, as refreshTokens.Consume does.
+// Consume: see refreshTokens.Consume.
 func (r invitations) Consume(ctx context.Context, id string, at time.Time) (bool, error) {
 	consumed := false
 	err := r.s.write(ctx, func(st *state, undo *undoLog) error {
 		inv, ok := st.invitations[id]
-		if !ok || inv.UsedAt != nil {
+		if !ok {
+			return domain.NotFound("invitation")
+		}
+		if inv.UsedAt != nil {
 			return nil
 		}
 		inv.UsedAt = utcPtr(&at)
@@ -405,13 +408,16 @@ func (r refreshTokens) ByID(ctx context.Context, id string) (account.RefreshToke
 	return t, err
 }
 
-// Consume reports an unknown id as false, like a used one: the caller has
-// already looked the token up, and either way it may not be exchanged.
+// Consume reports an unknown id as not found, as the SQL stores do, so a
+// caller can tell a token that never existed from one already spent.
 func (r refreshTokens) Consume(ctx context.Context, id string, at time.Time) (bool, error) {
 	consumed := false
 	err := r.s.write(ctx, func(st *state, undo *undoLog) error {
 		t, ok := st.refresh[id]
-		if !ok || t.UsedAt != nil || t.RevokedAt != nil {
+		if !ok {
+			return domain.NotFound("refresh token")
+		}
+		if t.UsedAt != nil || t.RevokedAt != nil {
 			return nil
 		}
 		t.UsedAt = utcPtr(&at)
@@ -469,12 +475,15 @@ func (r resetTokens) ByID(ctx context.Context, id string) (account.ResetToken, e
 	return t, err
 }
 
-// Consume reports an unknown id as false, as refreshTokens.Consume does.
+// Consume: see refreshTokens.Consume.
 func (r resetTokens) Consume(ctx context.Context, id string, at time.Time) (bool, error) {
 	consumed := false
 	err := r.s.write(ctx, func(st *state, undo *undoLog) error {
 		t, ok := st.resets[id]
-		if !ok || t.UsedAt != nil {
+		if !ok {
+			return domain.NotFound("reset token")
+		}
+		if t.UsedAt != nil {
 			return nil
 		}
 		t.UsedAt = utcPtr(&at)
