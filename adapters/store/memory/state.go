@@ -2,7 +2,6 @@ package memory
 
 import (
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/profilesvc/profilesvc/domain/account"
@@ -12,31 +11,21 @@ import (
 	"github.com/profilesvc/profilesvc/domain/webhook"
 )
 
-// state is every row of the store. Stored values are never changed in place:
-// a write stores a new value (sharing only what no one changes, such as a
-// hash), so the undo log can keep the old value as it was.
+// state is every table of the store. Stored values are never changed in
+// place: a write stores a new value, so the undo log can keep the old one as
+// it was.
 type state struct {
-	users         map[string]account.User
-	userByEmail   map[string]string // normalised email -> user id
-	teams         map[string]team.Team
-	members       map[string]team.Member
-	memberOf      map[memberKey]string      // team and non-empty user id -> membership id
-	memberByEmail map[memberEmailKey]string // team and normalised email -> membership id
-	membersOf     map[string][]string       // team id -> its membership ids, sorted
-	invitations   map[string]team.Invitation
-	apiKeys       map[string]account.APIKey
-	refresh       map[string]account.RefreshToken
-	resets        map[string]account.ResetToken
-	profiles      map[string]profile.Profile // by id; ids are unique across teams
-	profilesOf    map[string][]string        // team id -> its profile ids, sorted
-	outbox        []event.Event              // sorted by ID, as ListAfter reads it
-	dispatched    map[string]time.Time       // outbox event id -> when it was fanned out
-	undispatched  []string                   // sorted ids of outbox events not yet fanned out
-	endpoints     map[string]webhook.Endpoint
-	endpointsOf   map[string][]string // team id -> its endpoint ids, sorted
-	deliveries    map[string]deliveryRow
-	pending       map[string]struct{}      // ids of pending deliveries, so claims skip finished ones
-	deliveriesOf  map[endpointKey][]string // team and endpoint -> its delivery ids, sorted
+	users       table[account.User]
+	teams       table[team.Team]
+	members     table[team.Member]
+	invitations table[team.Invitation]
+	apiKeys     table[account.APIKey]
+	refresh     table[account.RefreshToken]
+	resets      table[account.ResetToken]
+	profiles    table[profile.Profile]
+	endpoints   table[webhook.Endpoint]
+	deliveries  table[deliveryRow]
+	outbox      table[outboxRow]
 }
 
 // deliveryRow is a delivery with the lease a dispatcher holds on it, which
@@ -48,168 +37,31 @@ type deliveryRow struct {
 	leaseUntil time.Time
 }
 
-type endpointKey struct{ teamID, endpointID string }
+func pending(row *deliveryRow) bool { return row.d.Status == webhook.StatusPending }
 
-type memberKey struct{ teamID, userID string }
+// outboxRow is an event with the time it was fanned out to deliveries, nil
+// until then.
+type outboxRow struct {
+	e            event.Event
+	dispatchedAt *time.Time
+}
 
-type memberEmailKey struct{ teamID, email string }
+func undispatched(row *outboxRow) bool { return row.dispatchedAt == nil }
 
 func newState() state {
 	return state{
-		users:         map[string]account.User{},
-		userByEmail:   map[string]string{},
-		teams:         map[string]team.Team{},
-		members:       map[string]team.Member{},
-		memberOf:      map[memberKey]string{},
-		memberByEmail: map[memberEmailKey]string{},
-		membersOf:     map[string][]string{},
-		invitations:   map[string]team.Invitation{},
-		apiKeys:       map[string]account.APIKey{},
-		refresh:       map[string]account.RefreshToken{},
-		resets:        map[string]account.ResetToken{},
-		profiles:      map[string]profile.Profile{},
-		profilesOf:    map[string][]string{},
-		dispatched:    map[string]time.Time{},
-		endpoints:     map[string]webhook.Endpoint{},
-		endpointsOf:   map[string][]string{},
-		deliveries:    map[string]deliveryRow{},
-		pending:       map[string]struct{}{},
-		deliveriesOf:  map[endpointKey][]string{},
+		users:       newTable("user", func(u *account.User) rowKey { return rowKey{id: u.ID} }, cloneUser),
+		teams:       newTable("team", func(t *team.Team) rowKey { return rowKey{id: t.ID} }, cloneTeam),
+		members:     newTable("membership", func(m *team.Member) rowKey { return rowKey{m.ID, m.TeamID} }, cloneMember),
+		invitations: newTable("invitation", func(inv *team.Invitation) rowKey { return rowKey{inv.ID, inv.TeamID} }, cloneInvitation),
+		apiKeys:     newTable("API key", func(k *account.APIKey) rowKey { return rowKey{k.ID, k.TeamID} }, cloneAPIKey),
+		refresh:     newTable("refresh token", func(t *account.RefreshToken) rowKey { return rowKey{id: t.ID} }, cloneRefreshToken),
+		resets:      newTable("reset token", func(t *account.ResetToken) rowKey { return rowKey{id: t.ID} }, cloneResetToken),
+		profiles:    newTable("profile", func(p *profile.Profile) rowKey { return rowKey{p.ID, p.TeamID} }, cloneProfile),
+		endpoints:   newTable("webhook endpoint", func(e *webhook.Endpoint) rowKey { return rowKey{e.ID, e.TeamID} }, cloneEndpoint),
+		deliveries:  newTable("delivery", func(r *deliveryRow) rowKey { return rowKey{r.d.ID, r.d.TeamID} }, cloneDeliveryRow).withBacklog(pending),
+		outbox:      newTable("event", func(r *outboxRow) rowKey { return rowKey{r.e.ID, r.e.TeamID} }, cloneOutboxRow).withBacklog(undispatched),
 	}
-}
-
-// undoLog records how to reverse each write of a unit of work. A nil log
-// records nothing: the write is outside any unit.
-type undoLog struct{ steps []func() }
-
-func (l *undoLog) record(step func()) {
-	if l != nil {
-		l.steps = append(l.steps, step)
-	}
-}
-
-// rollback reverses the writes, newest first, so a row written twice ends
-// with the value it had before the unit began.
-func (l *undoLog) rollback() {
-	for i := len(l.steps) - 1; i >= 0; i-- {
-		l.steps[i]()
-	}
-	l.steps = nil
-}
-
-func put[K comparable, V any](undo *undoLog, m map[K]V, k K, v V) {
-	old, had := m[k]
-	undo.record(func() {
-		if had {
-			m[k] = old
-		} else {
-			delete(m, k)
-		}
-	})
-	m[k] = v
-}
-
-func remove[K comparable, V any](undo *undoLog, m map[K]V, k K) {
-	old, had := m[k]
-	if !had {
-		return
-	}
-	undo.record(func() { m[k] = old })
-	delete(m, k)
-}
-
-func compareEventID(e event.Event, id string) int { return strings.Compare(e.ID, id) }
-
-// appendEvent inserts e in id order; it reports false when the id is taken.
-func (st *state) appendEvent(undo *undoLog, e event.Event) bool {
-	i, found := slices.BinarySearchFunc(st.outbox, e.ID, compareEventID)
-	if found {
-		return false
-	}
-	st.outbox = slices.Insert(st.outbox, i, e)
-	undo.record(func() {
-		if j, ok := slices.BinarySearchFunc(st.outbox, e.ID, compareEventID); ok {
-			st.outbox = slices.Delete(st.outbox, j, j+1)
-		}
-	})
-	st.setUndispatched(undo, e.ID, true)
-	return true
-}
-
-// setUndispatched adds id to, or removes it from, the sorted ids of events
-// awaiting fan-out, which lets a fan-out read them without scanning the
-// whole outbox.
-func (st *state) setUndispatched(undo *undoLog, id string, pending bool) {
-	i, found := slices.BinarySearch(st.undispatched, id)
-	switch {
-	case pending && !found:
-		st.undispatched = slices.Insert(st.undispatched, i, id)
-	case !pending && found:
-		st.undispatched = slices.Delete(st.undispatched, i, i+1)
-	default:
-		return
-	}
-	undo.record(func() { st.setUndispatched(nil, id, !pending) })
-}
-
-// The sorted id indexes change in place; the undo log records the inverse
-// operation rather than a copy, so a write moves at most the ids after it
-// (none when ids grow, as they do) instead of copying the whole index.
-
-// addProfileID and removeProfileID keep a team's profile ids sorted.
-func (st *state) addProfileID(undo *undoLog, teamID, id string) {
-	addSortedID(undo, st.profilesOf, teamID, id)
-}
-
-// addMemberID adds a membership to its team's sorted ids, as addProfileID
-// does. Memberships are never deleted, so nothing removes one.
-func (st *state) addMemberID(undo *undoLog, teamID, id string) {
-	addSortedID(undo, st.membersOf, teamID, id)
-}
-
-func addSortedID[K comparable](undo *undoLog, index map[K][]string, key K, id string) {
-	ids := index[key]
-	i, found := slices.BinarySearch(ids, id)
-	if found {
-		return
-	}
-	index[key] = slices.Insert(ids, i, id)
-	undo.record(func() { removeSortedID(nil, index, key, id) })
-}
-
-func (st *state) removeProfileID(undo *undoLog, teamID, id string) {
-	removeSortedID(undo, st.profilesOf, teamID, id)
-}
-
-func removeSortedID[K comparable](undo *undoLog, index map[K][]string, key K, id string) {
-	ids := index[key]
-	i, found := slices.BinarySearch(ids, id)
-	if !found {
-		return
-	}
-	if len(ids) == 1 {
-		delete(index, key)
-	} else {
-		index[key] = slices.Delete(ids, i, i+1)
-	}
-	undo.record(func() { addSortedID(nil, index, key, id) })
-}
-
-// pageDown walks sorted ids down from below beforeID ("" for the top) and
-// returns up to limit rows that row turns an id into and keeps: the paging
-// of every List, newest (highest id) first. A limit below one returns none.
-func pageDown[T any](ids []string, beforeID string, limit int, row func(id string) (T, bool)) []T {
-	out := []T{}
-	end := len(ids)
-	if beforeID != "" {
-		end, _ = slices.BinarySearch(ids, beforeID)
-	}
-	for i := end - 1; i >= 0 && len(out) < limit; i-- {
-		if v, keep := row(ids[i]); keep {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 // The clone functions copy everything a caller could change through a value:
@@ -314,4 +166,16 @@ func cloneDelivery(d webhook.Delivery) webhook.Delivery {
 	d.NextAttemptAt = d.NextAttemptAt.UTC()
 	d.CreatedAt, d.UpdatedAt = d.CreatedAt.UTC(), d.UpdatedAt.UTC()
 	return d
+}
+
+func cloneDeliveryRow(r deliveryRow) deliveryRow {
+	r.d = cloneDelivery(r.d)
+	r.leaseUntil = r.leaseUntil.UTC()
+	return r
+}
+
+func cloneOutboxRow(r outboxRow) outboxRow {
+	r.e = cloneEvent(r.e)
+	r.dispatchedAt = utcPtr(r.dispatchedAt)
+	return r
 }

@@ -1,7 +1,10 @@
-// Package memory owns the in-memory storage.Store: every repository held in
-// process memory behind one lock. It is the reference implementation of the
-// store contract, used by tests and by adopters who boot the service without
-// a database; it keeps nothing across restarts.
+// Package memory owns the in-memory storage.Store: one table per kind of row
+// (users, teams, memberships, invitations, API keys, tokens, profiles,
+// webhook endpoints, deliveries, the outbox) held in process memory behind
+// one lock, and the undo log that rolls a unit of work back. It is the
+// reference implementation of the store contract, used by tests and by
+// adopters who boot the service without a database; it keeps nothing across
+// restarts.
 package memory
 
 import (
@@ -176,4 +179,35 @@ func (s *Store) write(ctx context.Context, fn func(st *state, undo *undoLog) err
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return fn(&s.st, nil)
+}
+
+// readValue is read for a call that returns a value: the zero value with any
+// error.
+func readValue[V any](ctx context.Context, s *Store, fn func(st *state) (V, error)) (V, error) {
+	var v V
+	err := s.read(ctx, func(st *state) error {
+		var err error
+		v, err = fn(st)
+		return err
+	})
+	if err != nil {
+		var zero V
+		return zero, err
+	}
+	return v, nil
+}
+
+// writeValue is write for a call that returns a value, as readValue is.
+func writeValue[V any](ctx context.Context, s *Store, fn func(st *state, undo *undoLog) (V, error)) (V, error) {
+	var v V
+	err := s.write(ctx, func(st *state, undo *undoLog) error {
+		var err error
+		v, err = fn(st, undo)
+		return err
+	})
+	if err != nil {
+		var zero V
+		return zero, err
+	}
+	return v, nil
 }

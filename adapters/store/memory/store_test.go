@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +11,8 @@ import (
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/team"
+	"github.com/profilesvc/profilesvc/domain/webhook"
+	"github.com/profilesvc/profilesvc/ports/webhookstore"
 )
 
 // The contract is checked by tests/conformance (nested units and contexts
@@ -99,6 +102,58 @@ func TestListAfterWithoutLimitListsNothing(t *testing.T) {
 		t.Fatalf("ListAfter limit 1: %d events, %v", len(got), err)
 	}
 }
+
+// Claims read only the deliveries still pending, kept apart from the rest;
+// a unit that rolls back must put a delivery it finished or deleted back
+// among them, or no dispatcher would ever attempt it again.
+func TestRolledBackUnitLeavesDeliveriesPending(t *testing.T) {
+	s := memory.New()
+	ctx := context.Background()
+	ep := webhook.Endpoint{ID: "whe_1", TeamID: "tm_1", URL: "https://hooks.example.com/in", Enabled: true, CreatedAt: now, UpdatedAt: now}
+	d := webhook.Delivery{ID: "dlv_1", TeamID: "tm_1", EndpointID: ep.ID, EventID: "evt_1", EventType: event.TeamMemberAdded,
+		Status: webhook.StatusPending, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
+	if err := s.WebhookEndpoints().Create(ctx, ep); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Deliveries().Create(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	claim := webhookstore.DeliveryClaim{Owner: "a", Now: now, LeaseUntil: now, Limit: 10, PerEndpoint: 10}
+	for name, undone := range map[string]func(ctx context.Context) error{
+		"completed": func(ctx context.Context) error {
+			claimed, err := s.Deliveries().Claim(ctx, claim)
+			if err != nil || len(claimed) != 1 {
+				t.Fatalf("Claim: %d deliveries, %v", len(claimed), err)
+			}
+			done := claimed[0]
+			done.Status = webhook.StatusSucceeded
+			_, err = s.Deliveries().Complete(ctx, done, claim.Owner)
+			return err
+		},
+		"deleted with its endpoint": func(ctx context.Context) error {
+			return s.WebhookEndpoints().Delete(ctx, ep.TeamID, ep.ID)
+		},
+	} {
+		errUndo := errors.New("undo")
+		err := s.Do(ctx, func(ctx context.Context) error {
+			if err := undone(ctx); err != nil {
+				return err
+			}
+			return errUndo
+		})
+		if err != errUndo {
+			t.Fatalf("%s: Do: %v", name, err)
+		}
+		if _, _, ok, err := s.Deliveries().Pending(ctx); !ok || err != nil {
+			t.Fatalf("%s, rolled back: Pending reports none (%v)", name, err)
+		}
+		claim.Owner, claim.Now = name, claim.Now.Add(time.Minute)
+		if got, err := s.Deliveries().Claim(ctx, claim); err != nil || len(got) != 1 {
+			t.Fatalf("%s, rolled back: Claim: %d deliveries, %v", name, len(got), err)
+		}
+	}
+}
+
 func eventFor(t *testing.T) event.Event {
 	t.Helper()
 	e, err := event.New("evt_1", "tm_1", event.TeamMemberAdded, now, map[string]string{"member": "mem_1"})

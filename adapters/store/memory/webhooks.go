@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/webhook"
 	"github.com/profilesvc/profilesvc/ports/webhookstore"
 )
@@ -14,144 +13,98 @@ import (
 type webhookEndpoints struct{ s *Store }
 
 func (r webhookEndpoints) Create(ctx context.Context, e webhook.Endpoint) error {
-	return r.s.write(ctx, func(st *state, undo *undoLog) error {
-		if _, taken := st.endpoints[e.ID]; taken {
-			return domain.Conflict("a webhook endpoint with this id already exists")
-		}
-		put(undo, st.endpoints, e.ID, cloneEndpoint(e))
-		addSortedID(undo, st.endpointsOf, e.TeamID, e.ID)
-		return nil
-	})
-}
-
-// endpointOf finds the team's endpoint: another team's is not found.
-func (st *state) endpointOf(teamID, id string) (webhook.Endpoint, error) {
-	e, ok := st.endpoints[id]
-	if !ok || e.TeamID != teamID {
-		return webhook.Endpoint{}, domain.NotFound("webhook endpoint")
-	}
-	return e, nil
+	return r.s.write(ctx, func(st *state, undo *undoLog) error { return st.endpoints.insert(undo, e) })
 }
 
 func (r webhookEndpoints) ByID(ctx context.Context, teamID, id string) (webhook.Endpoint, error) {
-	var e webhook.Endpoint
-	err := r.s.read(ctx, func(st *state) error {
-		found, err := st.endpointOf(teamID, id)
-		if err != nil {
-			return err
-		}
-		e = cloneEndpoint(found)
-		return nil
-	})
-	return e, err
+	return readValue(ctx, r.s, func(st *state) (webhook.Endpoint, error) { return st.endpoints.inTeam(teamID, id) })
 }
 
-// List pages through the team's sorted ids, as profiles.List does.
 func (r webhookEndpoints) List(ctx context.Context, teamID, beforeID string, limit int) ([]webhook.Endpoint, error) {
-	var out []webhook.Endpoint
-	err := r.s.read(ctx, func(st *state) error {
-		out = pageDown(st.endpointsOf[teamID], beforeID, limit, func(id string) (webhook.Endpoint, bool) {
-			return cloneEndpoint(st.endpoints[id]), true
-		})
-		return nil
+	return readValue(ctx, r.s, func(st *state) ([]webhook.Endpoint, error) {
+		return st.endpoints.pageDown(teamID, beforeID, limit, all), nil
 	})
-	return out, err
 }
 
-// ListEnabled returns the endpoints in id order, oldest first.
+// ListEnabled returns the endpoints oldest first, so that fan-out creates a
+// team's deliveries in the same order every time.
 func (r webhookEndpoints) ListEnabled(ctx context.Context, teamID string) ([]webhook.Endpoint, error) {
-	var out []webhook.Endpoint
-	err := r.s.read(ctx, func(st *state) error {
-		out = []webhook.Endpoint{}
-		for _, id := range st.endpointsOf[teamID] {
-			if e := st.endpoints[id]; e.Enabled {
-				out = append(out, cloneEndpoint(e))
-			}
-		}
-		return nil
+	return readValue(ctx, r.s, func(st *state) ([]webhook.Endpoint, error) {
+		return st.endpoints.query(func(e *webhook.Endpoint) bool {
+			return e.TeamID == teamID && e.Enabled
+		}, st.endpoints.lowestIDFirst, unlimited), nil
 	})
-	return out, err
 }
 
 // Update keeps the stored creation time: only the URL, events, sealed
 // secret, enabled flag and UpdatedAt come from e.
 func (r webhookEndpoints) Update(ctx context.Context, e webhook.Endpoint) error {
 	return r.s.write(ctx, func(st *state, undo *undoLog) error {
-		cur, err := st.endpointOf(e.TeamID, e.ID)
+		next, err := st.endpoints.inTeam(e.TeamID, e.ID)
 		if err != nil {
 			return err
 		}
-		next := cur
 		next.URL, next.Events, next.SecretSealed = e.URL, e.Events, e.SecretSealed
 		next.Enabled, next.UpdatedAt = e.Enabled, e.UpdatedAt
-		put(undo, st.endpoints, e.ID, cloneEndpoint(next))
+		st.endpoints.put(undo, next)
 		return nil
 	})
 }
 
+// Delete takes the endpoint's deliveries with it, as the SQL stores' foreign
+// key does.
 func (r webhookEndpoints) Delete(ctx context.Context, teamID, id string) error {
 	return r.s.write(ctx, func(st *state, undo *undoLog) error {
-		if _, err := st.endpointOf(teamID, id); err != nil {
+		if _, err := st.endpoints.inTeam(teamID, id); err != nil {
 			return err
 		}
-		remove(undo, st.endpoints, id)
-		removeSortedID(undo, st.endpointsOf, teamID, id)
-		key := endpointKey{teamID, id}
-		for _, deliveryID := range st.deliveriesOf[key] {
-			st.removeDelivery(undo, deliveryID)
+		st.endpoints.remove(undo, id)
+		for _, row := range st.deliveries.query(ofEndpoint(teamID, id), nil, unlimited) {
+			st.deliveries.remove(undo, row.d.ID)
 		}
-		remove(undo, st.deliveriesOf, key)
 		return nil
 	})
+}
+
+func ofEndpoint(teamID, endpointID string) func(*deliveryRow) bool {
+	return func(row *deliveryRow) bool { return row.d.TeamID == teamID && row.d.EndpointID == endpointID }
 }
 
 type deliveries struct{ s *Store }
 
 func (r deliveries) Create(ctx context.Context, d webhook.Delivery) error {
 	return r.s.write(ctx, func(st *state, undo *undoLog) error {
-		if _, taken := st.deliveries[d.ID]; taken {
-			return domain.Conflict("a delivery with this id already exists")
-		}
-		st.putDelivery(undo, deliveryRow{d: cloneDelivery(d)})
-		addSortedID(undo, st.deliveriesOf, endpointKey{d.TeamID, d.EndpointID}, d.ID)
-		return nil
+		return st.deliveries.insert(undo, deliveryRow{d: d})
 	})
 }
 
 func (r deliveries) ByID(ctx context.Context, teamID, id string) (webhook.Delivery, error) {
-	var d webhook.Delivery
-	err := r.s.read(ctx, func(st *state) error {
-		row, ok := st.deliveries[id]
-		if !ok || row.d.TeamID != teamID {
-			return domain.NotFound("delivery")
-		}
-		d = cloneDelivery(row.d)
-		return nil
-	})
-	return d, err
+	row, err := readValue(ctx, r.s, func(st *state) (deliveryRow, error) { return st.deliveries.inTeam(teamID, id) })
+	return row.d, err
 }
 
-// List pages through the endpoint's sorted ids; a status other than the
-// three matches nothing.
+// List: a status other than the three matches nothing.
 func (r deliveries) List(ctx context.Context, teamID, endpointID string, f webhookstore.DeliveryFilter) ([]webhook.Delivery, error) {
-	var out []webhook.Delivery
-	err := r.s.read(ctx, func(st *state) error {
-		out = pageDown(st.deliveriesOf[endpointKey{teamID, endpointID}], f.BeforeID, f.Limit, func(id string) (webhook.Delivery, bool) {
-			d := st.deliveries[id].d
-			if f.Status != "" && d.Status != f.Status {
-				return webhook.Delivery{}, false
-			}
-			return cloneDelivery(d), true
-		})
-		return nil
+	ofEndpoint := ofEndpoint(teamID, endpointID)
+	rows, err := readValue(ctx, r.s, func(st *state) ([]deliveryRow, error) {
+		return st.deliveries.pageDown(teamID, f.BeforeID, f.Limit, func(row *deliveryRow) bool {
+			return ofEndpoint(row) && (f.Status == "" || row.d.Status == f.Status)
+		}), nil
 	})
-	return out, err
+	return deliveriesOf(rows), err
 }
 
-// claimable reports whether a claim at now may lease the row.
+func deliveriesOf(rows []deliveryRow) []webhook.Delivery {
+	out := make([]webhook.Delivery, len(rows))
+	for i, row := range rows {
+		out[i] = row.d
+	}
+	return out
+}
+
+// claimable reports whether a claim at now may lease a pending row.
 func (row deliveryRow) claimable(now time.Time, excluded []string) bool {
-	return row.d.Status == webhook.StatusPending &&
-		!row.d.NextAttemptAt.After(now) &&
+	return !row.d.NextAttemptAt.After(now) &&
 		(!row.leased || !row.leaseUntil.After(now)) &&
 		!slices.Contains(excluded, row.d.EndpointID)
 }
@@ -160,79 +113,69 @@ func (row deliveryRow) claimable(now time.Time, excluded []string) bool {
 // that already has PerEndpoint in this claim, as the SQL stores' window
 // function does. A limit or per-endpoint bound below one claims nothing.
 func (r deliveries) Claim(ctx context.Context, c webhookstore.DeliveryClaim) ([]webhook.Delivery, error) {
-	var out []webhook.Delivery
-	err := r.s.write(ctx, func(st *state, undo *undoLog) error {
-		out = []webhook.Delivery{}
+	rows, err := writeValue(ctx, r.s, func(st *state, undo *undoLog) ([]deliveryRow, error) {
 		if c.Limit < 1 || c.PerEndpoint < 1 {
-			return nil
+			return nil, nil
 		}
-		var due []deliveryRow
-		for id := range st.pending {
-			if row := st.deliveries[id]; row.claimable(c.Now, c.ExcludeEndpoints) {
-				due = append(due, row)
-			}
-		}
-		slices.SortFunc(due, func(a, b deliveryRow) int {
+		due := st.deliveries.scanBacklog(func(row *deliveryRow) bool {
+			return row.claimable(c.Now, c.ExcludeEndpoints)
+		}, func(a, b *deliveryRow) int {
 			return cmp.Or(a.d.NextAttemptAt.Compare(b.d.NextAttemptAt), cmp.Compare(a.d.ID, b.d.ID))
 		})
+		var claimed []deliveryRow
 		perEndpoint := map[string]int{}
-		for _, row := range due {
-			if len(out) == c.Limit {
+		for row := range due {
+			if len(claimed) == c.Limit {
 				break
 			}
 			if perEndpoint[row.d.EndpointID] == c.PerEndpoint {
 				continue
 			}
 			perEndpoint[row.d.EndpointID]++
-			row.leased, row.leaseOwner, row.leaseUntil = true, c.Owner, c.LeaseUntil.UTC()
-			st.putDelivery(undo, row)
-			out = append(out, cloneDelivery(row.d))
+			row.leased, row.leaseOwner, row.leaseUntil = true, c.Owner, c.LeaseUntil
+			st.deliveries.put(undo, row)
+			claimed = append(claimed, cloneDeliveryRow(row))
 		}
-		return nil
+		return claimed, nil
 	})
-	return out, err
+	return deliveriesOf(rows), err
 }
 
 // Complete applies only while owner holds the lease, lapsed or not: a lapsed
 // lease no other dispatcher has taken is still the owner's.
 func (r deliveries) Complete(ctx context.Context, d webhook.Delivery, owner string) (bool, error) {
-	completed := false
-	err := r.s.write(ctx, func(st *state, undo *undoLog) error {
-		row, ok := st.deliveries[d.ID]
-		if !ok || !row.leased || row.leaseOwner != owner {
-			return nil
+	return writeValue(ctx, r.s, func(st *state, undo *undoLog) (bool, error) {
+		row, err := st.deliveries.get(d.ID)
+		if err != nil || !row.leased || row.leaseOwner != owner {
+			return false, nil
 		}
 		next := row.d
 		next.Status, next.Attempts, next.RoundStart = d.Status, d.Attempts, d.RoundStart
 		next.NextAttemptAt, next.UpdatedAt = d.NextAttemptAt, d.UpdatedAt
-		st.putDelivery(undo, deliveryRow{d: cloneDelivery(next)})
-		completed = true
-		return nil
+		st.deliveries.put(undo, deliveryRow{d: next})
+		return true, nil
 	})
-	return completed, err
 }
 
 func (r deliveries) Requeue(ctx context.Context, d webhook.Delivery) (bool, error) {
-	requeued := false
-	err := r.s.write(ctx, func(st *state, undo *undoLog) error {
-		row, ok := st.deliveries[d.ID]
-		if !ok || row.d.TeamID != d.TeamID || row.d.Status != webhook.StatusFailed {
-			return nil
+	return writeValue(ctx, r.s, func(st *state, undo *undoLog) (bool, error) {
+		row, err := st.deliveries.inTeam(d.TeamID, d.ID)
+		if err != nil || row.d.Status != webhook.StatusFailed {
+			return false, nil
 		}
 		next := row.d
 		next.Status, next.RoundStart = d.Status, d.RoundStart
 		next.NextAttemptAt, next.UpdatedAt = d.NextAttemptAt, d.UpdatedAt
-		st.putDelivery(undo, deliveryRow{d: cloneDelivery(next)})
-		requeued = true
-		return nil
+		st.deliveries.put(undo, deliveryRow{d: next})
+		return true, nil
 	})
-	return requeued, err
 }
 
+// Pending only reads two times of each pending row, so it scans rather than
+// copies them.
 func (r deliveries) Pending(ctx context.Context) (nextDue, oldestCreated time.Time, ok bool, err error) {
 	err = r.s.read(ctx, func(st *state) error {
-		for id := range st.pending {
-			row := st.deliveries[id]
+		for row := range st.deliveries.scanBacklog(all, nil) {
 			if !ok || row.d.NextAttemptAt.Before(nextDue) {
 				nextDue = row.d.NextAttemptAt
 			}
@@ -247,20 +190,4 @@ func (r deliveries) Pending(ctx context.Context) (nextDue, oldestCreated time.Ti
 		return time.Time{}, time.Time{}, false, err
 	}
 	return nextDue, oldestCreated, ok, nil
-}
-
-// putDelivery stores row and keeps the pending index in step with its
-// status.
-func (st *state) putDelivery(undo *undoLog, row deliveryRow) {
-	put(undo, st.deliveries, row.d.ID, row)
-	if row.d.Status == webhook.StatusPending {
-		put(undo, st.pending, row.d.ID, struct{}{})
-	} else {
-		remove(undo, st.pending, row.d.ID)
-	}
-}
-
-func (st *state) removeDelivery(undo *undoLog, id string) {
-	remove(undo, st.deliveries, id)
-	remove(undo, st.pending, id)
 }

@@ -1,0 +1,116 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/profile"
+	"github.com/profilesvc/profilesvc/ports/profilestore"
+)
+
+type profiles struct{ s *Store }
+
+func (r profiles) Create(ctx context.Context, p profile.Profile) error {
+	return r.s.write(ctx, func(st *state, undo *undoLog) error { return st.profiles.insert(undo, p) })
+}
+
+func (r profiles) ByID(ctx context.Context, teamID, id string) (profile.Profile, error) {
+	return readValue(ctx, r.s, func(st *state) (profile.Profile, error) { return st.profiles.inTeam(teamID, id) })
+}
+
+func (r profiles) List(ctx context.Context, teamID string, f profilestore.Filter) ([]profile.Profile, error) {
+	query := strings.ToLower(f.Query)
+	return readValue(ctx, r.s, func(st *state) ([]profile.Profile, error) {
+		return st.profiles.pageDown(teamID, f.BeforeID, f.Limit, func(p *profile.Profile) bool {
+			return profileMatches(p, f, query)
+		}), nil
+	})
+}
+
+// profileMatches applies the filter's conditions; query is f.Query lowered.
+// A status other than idle or running matches nothing.
+func profileMatches(p *profile.Profile, f profilestore.Filter, query string) bool {
+	if query != "" && !strings.Contains(strings.ToLower(p.Name), query) {
+		return false
+	}
+	if f.Status != "" && p.Status() != f.Status {
+		return false
+	}
+	if f.Tag != "" && !slices.Contains(p.Tags, f.Tag) {
+		return false
+	}
+	return true
+}
+
+// Update keeps the stored session, creator and creation time: only the
+// settings, version and UpdatedAt come from p.
+func (r profiles) Update(ctx context.Context, p profile.Profile, expectVersion int) error {
+	return r.s.write(ctx, func(st *state, undo *undoLog) error {
+		next, err := st.profiles.inTeam(p.TeamID, p.ID)
+		if err != nil {
+			return err
+		}
+		if next.Version != expectVersion {
+			return domain.PreconditionFailed("the profile was changed since it was read")
+		}
+		next.Name, next.TemplateID, next.Browser = p.Name, p.TemplateID, p.Browser
+		next.Fingerprint, next.ProxyID, next.Tags, next.Notes = p.Fingerprint, p.ProxyID, p.Tags, p.Notes
+		next.Version, next.UpdatedAt = p.Version, p.UpdatedAt
+		st.profiles.put(undo, next)
+		return nil
+	})
+}
+
+func (r profiles) Delete(ctx context.Context, teamID, id string) error {
+	return r.s.write(ctx, func(st *state, undo *undoLog) error {
+		cur, err := st.profiles.inTeam(teamID, id)
+		if err != nil {
+			return err
+		}
+		if cur.Session != nil {
+			return domain.Conflict("profile is running; release it before deleting")
+		}
+		st.profiles.remove(undo, id)
+		return nil
+	})
+}
+
+func (r profiles) SwapSession(ctx context.Context, teamID, id string, s profilestore.SessionSwap) (bool, error) {
+	return writeValue(ctx, r.s, func(st *state, undo *undoLog) (bool, error) {
+		cur, err := st.profiles.inTeam(teamID, id)
+		if err != nil || !sessionMatches(cur.Session, s) {
+			return false, err
+		}
+		cur.Session = s.Next
+		st.profiles.put(undo, cur)
+		return true, nil
+	})
+}
+
+// sessionMatches is the condition of a swap, as SQL evaluates it: an idle
+// profile has no expiry, so a swap with ExpiredBy never matches it.
+func sessionMatches(cur *profile.Session, s profilestore.SessionSwap) bool {
+	if cur == nil {
+		return s.ExpectSessionID == "" && s.ExpiredBy == nil
+	}
+	if cur.ID != s.ExpectSessionID {
+		return false
+	}
+	return s.ExpiredBy == nil || !cur.ExpiresAt.After(*s.ExpiredBy)
+}
+
+// ListExpiredSessions breaks ties by id, so that the order never depends on
+// map order.
+func (r profiles) ListExpiredSessions(ctx context.Context, now time.Time, limit int) ([]profile.Profile, error) {
+	return readValue(ctx, r.s, func(st *state) ([]profile.Profile, error) {
+		return st.profiles.query(func(p *profile.Profile) bool {
+			return p.Session != nil && !p.Session.ExpiresAt.After(now)
+		}, func(a, b *profile.Profile) int {
+			return cmp.Or(a.Session.ExpiresAt.Compare(b.Session.ExpiresAt), cmp.Compare(a.ID, b.ID))
+		}, limit), nil
+	})
+}
