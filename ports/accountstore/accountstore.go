@@ -1,6 +1,6 @@
-// Package accountstore declares the storage of the accounts module: users,
-// API keys, refresh tokens and password-reset tokens. The auth use cases own
-// it; another module that reads users declares the little it needs itself.
+// Package accountstore is the storage port of application/auth: users, API
+// keys, refresh tokens and password-reset tokens. Another module that reads
+// users declares the little it needs itself.
 //
 // Missing rows are reported as domain not-found errors, unique-key clashes as
 // domain conflict errors; anything else is an internal error.

@@ -1,6 +1,5 @@
-// Package profilestore declares the storage of the profiles module: profiles
-// with their settings and the session lease each carries. The profile use
-// cases own it.
+// Package profilestore is the storage port of application/profiles: profiles
+// with their settings and the session lease each carries.
 //
 // Missing rows are reported as domain not-found errors, unique-key clashes as
 // domain conflict errors; anything else is an internal error.

@@ -1,5 +1,5 @@
-// Package teamstore declares the storage of the teams module: teams, their
-// memberships and invitations. The team use cases own it.
+// Package teamstore is the storage port of application/teams: teams, their
+// memberships and invitations.
 //
 // Missing rows are reported as domain not-found errors, unique-key clashes as
 // domain conflict errors; anything else is an internal error.

@@ -1,7 +1,6 @@
-// Package webhookstore declares the storage of the webhooks module: a team's
+// Package webhookstore is the storage port of application/webhooks: a team's
 // endpoints, the deliveries of events to them with the leases dispatchers
-// hold, and the claims on the outbox that fan events out. The webhook use
-// cases own it.
+// hold, and the claims on the outbox that fan events out.
 //
 // Missing rows are reported as domain not-found errors, unique-key clashes as
 // domain conflict errors; anything else is an internal error.

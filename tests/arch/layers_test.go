@@ -6,6 +6,7 @@ package arch
 import (
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ const module = "github.com/profilesvc/profilesvc"
 
 type pkgInfo struct {
 	path    string
+	doc     string
 	deps    []string
 	imports []string
 }
@@ -23,7 +25,7 @@ func listPackages(t *testing.T) []pkgInfo {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
-	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}|{{join .Deps ","}}|{{join .Imports ","}}`, "./...")
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}|{{join .Deps ","}}|{{join .Imports ","}}|{{.Doc}}`, "./...")
 	cmd.Dir = root
 	out, err := cmd.Output()
 	if err != nil {
@@ -31,8 +33,8 @@ func listPackages(t *testing.T) []pkgInfo {
 	}
 	var pkgs []pkgInfo
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		parts := strings.Split(line, "|")
-		pkgs = append(pkgs, pkgInfo{path: parts[0], deps: split(parts[1]), imports: split(parts[2])})
+		parts := strings.SplitN(line, "|", 4)
+		pkgs = append(pkgs, pkgInfo{path: parts[0], deps: split(parts[1]), imports: split(parts[2]), doc: parts[3]})
 	}
 	return pkgs
 }
@@ -73,7 +75,8 @@ func isLib(p string, libs ...string) bool {
 }
 
 // rule reports why dep may not be a dependency of a package at r, or "".
-func rule(r, dep string) string {
+// owners maps each storage port to the application package that owns it.
+func rule(r, dep string, owners map[string]string) string {
 	depRel, own := rel(dep)
 	switch {
 	case under(r, "domain"):
@@ -89,7 +92,7 @@ func rule(r, dep string) string {
 			return "application imports only ports, domain and the standard library"
 		}
 		if own {
-			return storageRule(r, depRel)
+			return storageRule(r, depRel, owners)
 		}
 	case under(r, "config"):
 		if own {
@@ -117,13 +120,24 @@ func rule(r, dep string) string {
 	return ""
 }
 
-// storeOwners names the application package that owns each module's storage
-// port. Another module that needs a little of it declares that little itself.
-var storeOwners = map[string]string{
-	"ports/accountstore": "application/auth",
-	"ports/teamstore":    "application/teams",
-	"ports/profilestore": "application/profiles",
-	"ports/webhookstore": "application/webhooks",
+// ownerInDoc finds the owner a storage port names in its package doc:
+// "Package profilestore is the storage port of application/profiles: ...".
+// The port states it where it is written, so a new module adds no line here.
+var ownerInDoc = regexp.MustCompile(`is the storage port of (application/[a-z]+)\b`)
+
+// storeOwners reads the owner of every storage port from its doc.
+func storeOwners(pkgs []pkgInfo) map[string]string {
+	owners := map[string]string{}
+	for _, p := range pkgs {
+		r, ok := rel(p.path)
+		if !ok || !isStorePort(r) {
+			continue
+		}
+		if m := ownerInDoc.FindStringSubmatch(p.doc); m != nil {
+			owners[r] = m[1]
+		}
+	}
+	return owners
 }
 
 // isStorePort reports whether a package at r is a module's storage port.
@@ -133,16 +147,16 @@ func isStorePort(r string) bool {
 
 // storageRule reports why the application package at r may not depend on
 // depRel, a package of this module, or "".
-func storageRule(r, depRel string) string {
+func storageRule(r, depRel string, owners map[string]string) string {
 	if under(depRel, "ports/storage") {
 		return "the whole store is the composition root's; a use case depends on its module's repositories and ports.UnitOfWork"
 	}
 	if !isStorePort(depRel) {
 		return ""
 	}
-	owner, ok := storeOwners[depRel]
+	owner, ok := owners[depRel]
 	if !ok {
-		return depRel + " has no owner in storeOwners"
+		return depRel + ` names no owner: its package doc must say "is the storage port of application/<module>"`
 	}
 	if !under(r, owner) {
 		return depRel + " is the storage port of " + owner + "; declare the few calls this module needs in its own package"
@@ -180,13 +194,14 @@ func TestLayersImportOnlyWhatTheyMay(t *testing.T) {
 	if len(pkgs) < 5 {
 		t.Fatalf("go list found only %d packages", len(pkgs))
 	}
+	owners := storeOwners(pkgs)
 	for _, p := range pkgs {
 		r, ok := rel(p.path)
 		if !ok {
 			continue
 		}
 		for _, dep := range p.deps {
-			if why := rule(r, dep); why != "" {
+			if why := rule(r, dep, owners); why != "" {
 				t.Errorf("%s depends on %s: %s", r, dep, why)
 			}
 		}
@@ -224,8 +239,14 @@ func TestRulesCatchViolations(t *testing.T) {
 	if directRule("cmd/profilesvc", module+"/application/auth") == "" {
 		t.Error("directRule allows cmd -> application")
 	}
+	owners := map[string]string{
+		"ports/accountstore": "application/auth",
+		"ports/teamstore":    "application/teams",
+		"ports/profilestore": "application/profiles",
+		"ports/webhookstore": "application/webhooks",
+	}
 	for _, b := range bad {
-		if rule(b.pkg, b.dep) == "" {
+		if rule(b.pkg, b.dep, owners) == "" {
 			t.Errorf("rule allows %s -> %s", b.pkg, b.dep)
 		}
 	}
@@ -243,30 +264,42 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"adapters/store/memory", module + "/ports/storage"},
 	}
 	for _, g := range good {
-		if why := rule(g.pkg, g.dep); why != "" {
+		if why := rule(g.pkg, g.dep, owners); why != "" {
 			t.Errorf("rule refuses %s -> %s: %s", g.pkg, g.dep, why)
 		}
 	}
 }
 
-// TestEveryStoragePortHasAnOwner keeps storeOwners complete: a new module's
-// storage port must name the application package that owns it, and every
-// owner named must exist.
+// TestEveryStoragePortHasAnOwner: each storage port names, in its doc, an
+// application package that exists; and the docs read today give the owners
+// this layout has.
 func TestEveryStoragePortHasAnOwner(t *testing.T) {
+	pkgs := listPackages(t)
 	found := map[string]bool{}
-	for _, p := range listPackages(t) {
+	for _, p := range pkgs {
 		if r, ok := rel(p.path); ok {
 			found[r] = true
 		}
 	}
+	owners := storeOwners(pkgs)
 	for r := range found {
-		if _, ok := storeOwners[r]; isStorePort(r) && !ok {
-			t.Errorf("%s is a storage port without an owner in storeOwners", r)
+		if _, ok := owners[r]; isStorePort(r) && !ok {
+			t.Errorf("%s is a storage port whose doc names no owner", r)
 		}
 	}
-	for port, owner := range storeOwners {
-		if !found[port] || !found[owner] {
-			t.Errorf("storeOwners names %s owned by %s, but go list finds port %v, owner %v", port, owner, found[port], found[owner])
+	for port, owner := range owners {
+		if !found[owner] {
+			t.Errorf("%s names %s as its owner, but go list finds no such package", port, owner)
+		}
+	}
+	for port, owner := range map[string]string{
+		"ports/accountstore": "application/auth",
+		"ports/profilestore": "application/profiles",
+		"ports/teamstore":    "application/teams",
+		"ports/webhookstore": "application/webhooks",
+	} {
+		if owners[port] != owner {
+			t.Errorf("owner of %s read from its doc: %q, want %q", port, owners[port], owner)
 		}
 	}
 }

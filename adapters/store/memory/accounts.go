@@ -8,6 +8,7 @@ import (
 
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/account"
+	"github.com/profilesvc/profilesvc/ports/accountstore"
 )
 
 type users struct{ s *Store }
@@ -165,3 +166,15 @@ func consume[T any](ctx context.Context, s *Store, tableOf func(*state) *table[T
 		return true, nil
 	})
 }
+
+// Users returns the user repository.
+func (s *Store) Users() accountstore.Users { return users{s: s} }
+
+// APIKeys returns the API key repository.
+func (s *Store) APIKeys() accountstore.APIKeys { return apiKeys{s: s} }
+
+// RefreshTokens returns the refresh token repository.
+func (s *Store) RefreshTokens() accountstore.RefreshTokens { return refreshTokens{s: s} }
+
+// ResetTokens returns the reset token repository.
+func (s *Store) ResetTokens() accountstore.ResetTokens { return resetTokens{s: s} }

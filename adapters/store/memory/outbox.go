@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/profilesvc/profilesvc/domain/event"
+	"github.com/profilesvc/profilesvc/ports/storage"
 )
 
 type outbox struct{ s *Store }
@@ -53,3 +54,6 @@ func eventsOf(rows []outboxRow) []event.Event {
 	}
 	return out
 }
+
+// Outbox returns the outbox.
+func (s *Store) Outbox() storage.Outbox { return outbox{s: s} }

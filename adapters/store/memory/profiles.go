@@ -114,3 +114,6 @@ func (r profiles) ListExpiredSessions(ctx context.Context, now time.Time, limit 
 		}, limit), nil
 	})
 }
+
+// Profiles returns the profile repository.
+func (s *Store) Profiles() profilestore.Profiles { return profiles{s: s} }

@@ -13,11 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/profilesvc/profilesvc/ports/accountstore"
-	"github.com/profilesvc/profilesvc/ports/profilestore"
 	"github.com/profilesvc/profilesvc/ports/storage"
-	"github.com/profilesvc/profilesvc/ports/teamstore"
-	"github.com/profilesvc/profilesvc/ports/webhookstore"
 )
 
 var _ storage.Store = (*Store)(nil)
@@ -93,39 +89,6 @@ func (s *Store) Do(ctx context.Context, fn func(ctx context.Context) error) erro
 
 // Ping always succeeds: there is nothing to reach.
 func (s *Store) Ping(context.Context) error { return nil }
-
-// Users returns the user repository.
-func (s *Store) Users() accountstore.Users { return users{s: s} }
-
-// Teams returns the team repository.
-func (s *Store) Teams() teamstore.Teams { return teams{s: s} }
-
-// Memberships returns the membership repository.
-func (s *Store) Memberships() teamstore.Memberships { return memberships{s: s} }
-
-// Invitations returns the invitation repository.
-func (s *Store) Invitations() teamstore.Invitations { return invitations{s: s} }
-
-// APIKeys returns the API key repository.
-func (s *Store) APIKeys() accountstore.APIKeys { return apiKeys{s: s} }
-
-// RefreshTokens returns the refresh token repository.
-func (s *Store) RefreshTokens() accountstore.RefreshTokens { return refreshTokens{s: s} }
-
-// ResetTokens returns the reset token repository.
-func (s *Store) ResetTokens() accountstore.ResetTokens { return resetTokens{s: s} }
-
-// Profiles returns the profile repository.
-func (s *Store) Profiles() profilestore.Profiles { return profiles{s: s} }
-
-// WebhookEndpoints returns the webhook endpoint repository.
-func (s *Store) WebhookEndpoints() webhookstore.Endpoints { return webhookEndpoints{s: s} }
-
-// Deliveries returns the delivery repository.
-func (s *Store) Deliveries() webhookstore.Deliveries { return deliveries{s: s} }
-
-// Outbox returns the outbox.
-func (s *Store) Outbox() storage.Outbox { return outbox{s: s} }
 
 // unitOf returns the unit of work of this store that ctx carries, if any.
 func (s *Store) unitOf(ctx context.Context) *txn {

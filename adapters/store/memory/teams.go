@@ -8,6 +8,7 @@ import (
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/account"
 	"github.com/profilesvc/profilesvc/domain/team"
+	"github.com/profilesvc/profilesvc/ports/teamstore"
 )
 
 type teams struct{ s *Store }
@@ -142,3 +143,12 @@ func (r invitations) Consume(ctx context.Context, id string, at time.Time) (bool
 			return true
 		})
 }
+
+// Teams returns the team repository.
+func (s *Store) Teams() teamstore.Teams { return teams{s: s} }
+
+// Memberships returns the membership repository.
+func (s *Store) Memberships() teamstore.Memberships { return memberships{s: s} }
+
+// Invitations returns the invitation repository.
+func (s *Store) Invitations() teamstore.Invitations { return invitations{s: s} }

@@ -191,3 +191,9 @@ func (r deliveries) Pending(ctx context.Context) (nextDue, oldestCreated time.Ti
 	}
 	return nextDue, oldestCreated, ok, nil
 }
+
+// WebhookEndpoints returns the webhook endpoint repository.
+func (s *Store) WebhookEndpoints() webhookstore.Endpoints { return webhookEndpoints{s: s} }
+
+// Deliveries returns the delivery repository.
+func (s *Store) Deliveries() webhookstore.Deliveries { return deliveries{s: s} }
