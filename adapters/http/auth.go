@@ -120,7 +120,7 @@ func (h *AuthHandlers) register(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, toSignInDTO(s))
+	writeCredentials(w, http.StatusCreated, toSignInDTO(s))
 	return nil
 }
 
@@ -138,7 +138,7 @@ func (h *AuthHandlers) login(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toSignInDTO(s))
+	writeCredentials(w, http.StatusOK, toSignInDTO(s))
 	return nil
 }
 
@@ -168,7 +168,7 @@ func (h *AuthHandlers) refresh(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toSignInDTO(s))
+	writeCredentials(w, http.StatusOK, toSignInDTO(s))
 	return nil
 }
 
@@ -270,7 +270,7 @@ func (h *AuthHandlers) createAPIKey(w http.ResponseWriter, r *http.Request) erro
 	}
 	d := toAPIKeyDTO(k.APIKey)
 	d.Key = k.Key
-	writeJSON(w, http.StatusCreated, d)
+	writeCredentials(w, http.StatusCreated, d)
 	return nil
 }
 

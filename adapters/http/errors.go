@@ -198,6 +198,15 @@ func writeJSON(w http.ResponseWriter, status int, data any) {
 	writeBody(w, status, successEnvelope{Success: true, Data: data})
 }
 
+// writeCredentials answers like writeJSON for a response that carries
+// credentials (tokens, a new API key): no cache on the way, nor the
+// client's, may keep it.
+func writeCredentials(w http.ResponseWriter, status int, data any) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Pragma", "no-cache")
+	writeJSON(w, status, data)
+}
+
 // writeList answers 200 with a page of items; a nil slice is sent as [] so
 // that clients can always iterate data, and an empty cursor (the last page)
 // as null.

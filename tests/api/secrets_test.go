@@ -153,3 +153,29 @@ func TestConcurrentLoginsAreBounded(t *testing.T) {
 		t.Fatalf("heap grew by %d MiB during %d concurrent logins", grown>>20, n)
 	}
 }
+
+// TestCredentialResponsesAreNotStored: every response that carries tokens
+// or a new API key forbids caches to keep it; others need not.
+func TestCredentialResponsesAreNotStored(t *testing.T) {
+	h := start(t, options{databaseURL: "memory://"})
+	email, password := "cache@example.com", "correct horse battery staple"
+	reg := h.post("/api/v1/auth/register", map[string]any{"email": email, "password": password, "name": "Cache"})
+	login := h.post("/api/v1/auth/login", map[string]any{"email": email, "password": password})
+	expect(t, login, http.StatusOK)
+	refresh := h.post("/api/v1/auth/refresh", map[string]any{"refreshToken": str(login.data()["refreshToken"])})
+	bearer := "Bearer " + str(login.data()["accessToken"])
+	key := h.post("/api/v1/api-keys", map[string]any{"name": "ci"}, "Authorization", bearer)
+	for name, r := range map[string]response{"register": reg, "login": login, "refresh": refresh, "api key": key} {
+		if r.status != http.StatusOK && r.status != http.StatusCreated {
+			t.Fatalf("%s: status %d: %s", name, r.status, r.raw)
+		}
+		if got := r.header.Get("Cache-Control"); got != "no-store" {
+			t.Errorf("%s: Cache-Control %q, want no-store", name, got)
+		}
+	}
+	me := h.get("/api/v1/me", "Authorization", bearer)
+	expect(t, me, http.StatusOK)
+	if got := me.header.Get("Cache-Control"); got == "no-store" {
+		t.Errorf("GET /me carries no credential, yet Cache-Control is %q", got)
+	}
+}
