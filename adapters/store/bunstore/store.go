@@ -82,6 +82,9 @@ func openSQLite(path string) (*bun.DB, error) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return nil, fmt.Errorf("create directory for %s: %w", path, err)
 		}
+		if err := ownerOnly(path); err != nil {
+			return nil, err
+		}
 	}
 	// _txlock=immediate takes the write lock at BEGIN: a transaction that
 	// first reads and then writes could otherwise fail with SQLITE_BUSY when
@@ -104,6 +107,24 @@ func openSQLite(path string) (*bun.DB, error) {
 	sqldb.SetConnMaxLifetime(0)
 	sqldb.SetConnMaxIdleTime(0)
 	return bun.NewDB(sqldb, sqlitedialect.New()), nil
+}
+
+// ownerOnly creates the database file readable and writable by its owner
+// alone (it holds password hashes and sealed secrets), or narrows an
+// existing one to that. SQLite gives its -wal and -shm files the mode of the
+// database file.
+func ownerOnly(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		return fmt.Errorf("restrict %s to its owner: %w", path, err)
+	}
+	return nil
 }
 
 func openPostgres(dsn string) (*bun.DB, error) {

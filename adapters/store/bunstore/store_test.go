@@ -247,3 +247,29 @@ func TestConsumeHasOneWinner(t *testing.T) {
 		}
 	})
 }
+
+// TestSQLiteFilesAreTheOwnersAlone: the database and its -wal and -shm files
+// hold password hashes and sealed secrets, so only their owner may read
+// them, also for a database file that already existed with a wider mode.
+func TestSQLiteFilesAreTheOwnersAlone(t *testing.T) {
+	for _, existing := range []bool{false, true} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "profilesvc.db")
+		if existing {
+			if err := os.WriteFile(path, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s := openStore(t, "sqlite://"+path)
+		seed(t, s, "usr_perm", "tm_perm", "perm@example.com")
+		for _, name := range []string{"profilesvc.db", "profilesvc.db-wal", "profilesvc.db-shm"} {
+			info, err := os.Stat(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatalf("existing=%v: %s: %v", existing, name, err)
+			}
+			if perm := info.Mode().Perm(); perm != 0o600 {
+				t.Errorf("existing=%v: %s has mode %o, want 600", existing, name, perm)
+			}
+		}
+	}
+}
