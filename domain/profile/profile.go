@@ -198,8 +198,13 @@ func checkNotes(v *domain.Validation, notes string) {
 }
 
 // checkTags trims the tags, drops duplicates (keeping first-seen order) and
-// validates each.
+// validates each. The count is checked first, on the tags as sent: a request
+// with a huge list is refused before any work in proportion to it.
 func checkTags(v *domain.Validation, tags []string) []string {
+	if len(tags) > MaxTags {
+		v.Add("tags", "at most 20 tags")
+		return nil
+	}
 	out := make([]string, 0, len(tags))
 	for _, t := range tags {
 		t = strings.TrimSpace(t)
@@ -210,10 +215,6 @@ func checkTags(v *domain.Validation, tags []string) []string {
 		if !slices.Contains(out, t) {
 			out = append(out, t)
 		}
-	}
-	if len(out) > MaxTags {
-		v.Add("tags", "at most 20 tags")
-		return nil
 	}
 	return out
 }

@@ -161,3 +161,24 @@ func TestSessionTransitions(t *testing.T) {
 		t.Fatalf("release: %+v %+v %v", idle, sess, err)
 	}
 }
+
+// TestTagCountIsCheckedFirst: more than MaxTags tags are refused on the
+// count, before any tag is looked at (so before work that grows with the
+// list): the 21st tag here is invalid, and duplicates do not rescue a long
+// list.
+func TestTagCountIsCheckedFirst(t *testing.T) {
+	for name, tags := range map[string][]string{
+		"an invalid tag past the limit": append(slices.Repeat([]string{"ok"}, 20), ""),
+		"duplicates past the limit":     slices.Repeat([]string{"same"}, 100000),
+	} {
+		_, err := profile.New("prf_1", "tm_1", "usr_1", profile.Settings{Name: "A", TemplateID: "tpl_chrome_mac_us", Tags: tags}, now)
+		var de *domain.Error
+		if !errors.As(err, &de) || len(de.Fields) != 1 || de.Fields[0].Field != "tags" || de.Fields[0].Issue != "at most 20 tags" {
+			t.Errorf("%s: %v, want one issue on tags: at most 20 tags", name, err)
+		}
+	}
+	got, err := profile.New("prf_1", "tm_1", "usr_1", profile.Settings{Name: "A", TemplateID: "tpl_chrome_mac_us", Tags: slices.Repeat([]string{"same"}, 20)}, now)
+	if err != nil || !slices.Equal(got.Tags, []string{"same"}) {
+		t.Fatalf("20 copies of one tag: %v, %v; want the tag once", got.Tags, err)
+	}
+}
