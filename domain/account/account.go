@@ -68,6 +68,8 @@ func NewUser(id, email, name, passwordHash, defaultTeamID string, now time.Time)
 		v.Add("name", "is required")
 	case utf8.RuneCountInString(name) > 200:
 		v.Add("name", "must be at most 200 characters")
+	case domain.UnsafeText(name):
+		v.Add("name", "must not hold control or bidirectional formatting characters")
 	}
 	if err := v.Err(); err != nil {
 		return User{}, err

@@ -28,8 +28,8 @@ type APIKey struct {
 // MaxAPIKeyNameRunes characters), keeping only the digest of its secret.
 func NewAPIKey(id, teamID, userID, name, prefix, secret string, now time.Time) (APIKey, error) {
 	name = strings.TrimSpace(name)
-	if name == "" || utf8.RuneCountInString(name) > MaxAPIKeyNameRunes {
-		return APIKey{}, domain.Invalid("name", "must be 1 to 100 characters")
+	if name == "" || utf8.RuneCountInString(name) > MaxAPIKeyNameRunes || domain.UnsafeText(name) {
+		return APIKey{}, domain.Invalid("name", "must be 1 to 100 characters without control or bidirectional formatting characters")
 	}
 	return APIKey{
 		ID: id, TeamID: teamID, UserID: userID, Name: name, Prefix: prefix,

@@ -42,3 +42,17 @@ func TestResetTokenRedeemable(t *testing.T) {
 		t.Fatal("a used token is redeemable")
 	}
 }
+
+func TestNamesRefuseDisguisingCharacters(t *testing.T) {
+	for _, name := range []string{"Ada\nLovelace", "Ada \u202eecalevol", "Ada\u0085Lovelace"} {
+		if _, err := account.NewUser("usr_1", "ada@example.com", name, "hash", "tm_1", now); !domain.IsKind(err, domain.KindValidation) {
+			t.Errorf("NewUser name %q: %v, want a validation error", name, err)
+		}
+		if _, err := account.NewAPIKey("key_1", "tm_1", "usr_1", name, "psk_1", "s", now); !domain.IsKind(err, domain.KindValidation) {
+			t.Errorf("NewAPIKey name %q: %v, want a validation error", name, err)
+		}
+	}
+	if _, err := account.NewUser("usr_1", "ada@example.com", "Ada Lovelace ☃", "hash", "tm_1", now); err != nil {
+		t.Fatalf("NewUser with a plain name: %v", err)
+	}
+}

@@ -53,8 +53,8 @@ var locale = regexp.MustCompile(`^[a-z]{2,3}(-[A-Z][a-z]{3})?(-([A-Z]{2}|[0-9]{3
 func (p FingerprintPatch) applyTo(v *domain.Validation, fp Fingerprint) Fingerprint {
 	if p.UserAgent != nil {
 		ua := strings.TrimSpace(*p.UserAgent)
-		if ua == "" || utf8.RuneCountInString(ua) > 512 || hasControl(ua) {
-			v.Add("fingerprint.userAgent", "must be 1 to 512 characters without control characters")
+		if ua == "" || utf8.RuneCountInString(ua) > 512 || domain.UnsafeText(ua) {
+			v.Add("fingerprint.userAgent", "must be 1 to 512 characters without control or bidirectional formatting characters")
 		}
 		fp.UserAgent = ua
 	}

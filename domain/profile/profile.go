@@ -185,8 +185,8 @@ func (p Profile) Apply(patch Patch, now time.Time) (Profile, error) {
 
 func checkName(v *domain.Validation, name string) string {
 	name = strings.TrimSpace(name)
-	if name == "" || utf8.RuneCountInString(name) > MaxNameRunes || hasControl(name) {
-		v.Add("name", "must be 1 to 200 characters without control characters")
+	if name == "" || utf8.RuneCountInString(name) > MaxNameRunes || domain.UnsafeText(name) {
+		v.Add("name", "must be 1 to 200 characters without control or bidirectional formatting characters")
 	}
 	return name
 }
@@ -208,8 +208,8 @@ func checkTags(v *domain.Validation, tags []string) []string {
 	out := make([]string, 0, len(tags))
 	for _, t := range tags {
 		t = strings.TrimSpace(t)
-		if t == "" || utf8.RuneCountInString(t) > MaxTagRunes || hasControl(t) {
-			v.Add("tags", "each tag must be 1 to 50 characters without control characters")
+		if t == "" || utf8.RuneCountInString(t) > MaxTagRunes || domain.UnsafeText(t) {
+			v.Add("tags", "each tag must be 1 to 50 characters without control or bidirectional formatting characters")
 			return nil
 		}
 		if !slices.Contains(out, t) {
@@ -217,15 +217,6 @@ func checkTags(v *domain.Validation, tags []string) []string {
 		}
 	}
 	return out
-}
-
-func hasControl(s string) bool {
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
-			return true
-		}
-	}
-	return false
 }
 
 // ErrRunning is the conflict of acting on a profile that holds a live

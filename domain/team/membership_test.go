@@ -125,3 +125,16 @@ func TestInvitationRedeemable(t *testing.T) {
 		}
 	}
 }
+
+// TestTeamNameRefusesDisguisingCharacters: a team name goes into invitation
+// mails, so CR/LF and bidirectional controls are refused.
+func TestTeamNameRefusesDisguisingCharacters(t *testing.T) {
+	for _, name := range []string{"Growth\r\nBcc: x@example.com", "Growth \u202egnp.exe", "a\u2066b"} {
+		if _, err := team.NewTeam("tm_1", name, now); !domain.IsKind(err, domain.KindValidation) {
+			t.Errorf("NewTeam(%q): %v, want a validation error", name, err)
+		}
+	}
+	if _, err := team.NewTeam("tm_1", "Équipe ☃", now); err != nil {
+		t.Fatalf("NewTeam of a plain Unicode name: %v", err)
+	}
+}

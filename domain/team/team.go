@@ -20,8 +20,8 @@ type Team struct {
 // NewTeam checks the name and returns the team to store.
 func NewTeam(id, name string, now time.Time) (Team, error) {
 	name = strings.TrimSpace(name)
-	if name == "" || utf8.RuneCountInString(name) > 200 {
-		return Team{}, domain.Invalid("name", "must be 1 to 200 characters")
+	if name == "" || utf8.RuneCountInString(name) > 200 || domain.UnsafeText(name) {
+		return Team{}, domain.Invalid("name", "must be 1 to 200 characters without control or bidirectional formatting characters")
 	}
 	return Team{ID: id, Name: name, CreatedAt: now.UTC()}, nil
 }
