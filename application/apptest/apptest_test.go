@@ -3,11 +3,13 @@ package apptest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/profilesvc/profilesvc/application/apptest"
+	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/ports"
 )
@@ -121,5 +123,34 @@ func TestConsumedMeanwhileSpendsTheRowItReturns(t *testing.T) {
 	}
 	if _, err := apptest.ConsumedMeanwhile(ctx, "gone", at, byID, consume); err == nil || err.Error() != "not found" {
 		t.Fatalf("read error %v", err)
+	}
+}
+
+// recordingTB notes a Fatalf instead of stopping the test.
+type recordingTB struct {
+	testing.TB
+	failed bool
+}
+
+func (r *recordingTB) Helper()               {}
+func (r *recordingTB) Fatalf(string, ...any) { r.failed = true }
+
+func TestWantKindAndWantDown(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		run  func(tb testing.TB)
+		fail bool
+	}{
+		{"kind matches", func(tb testing.TB) { apptest.WantKind(tb, domain.NotFound("x"), domain.KindNotFound) }, false},
+		{"kind differs", func(tb testing.TB) { apptest.WantKind(tb, domain.Conflict("x"), domain.KindNotFound) }, true},
+		{"no error", func(tb testing.TB) { apptest.WantKind(tb, nil, domain.KindNotFound) }, true},
+		{"down, wrapped", func(tb testing.TB) { apptest.WantDown(tb, fmt.Errorf("read: %w", apptest.ErrDown)) }, false},
+		{"another error", func(tb testing.TB) { apptest.WantDown(tb, errors.New("backend is down")) }, true},
+	} {
+		r := &recordingTB{TB: t}
+		c.run(r)
+		if r.failed != c.fail {
+			t.Errorf("%s: failed = %v, want %v", c.name, r.failed, c.fail)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/profilesvc/profilesvc/application/apptest"
 	"github.com/profilesvc/profilesvc/application/auth"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/account"
@@ -19,9 +20,9 @@ const password = "correct horse battery"
 
 func TestNewFailsWhenTheHasherFails(t *testing.T) {
 	e := newEnv()
-	e.hasher.hashErr = errDown
+	e.hasher.hashErr = apptest.ErrDown
 	_, err := auth.New(ctx, e.deps)
-	wantDown(t, err)
+	apptest.WantDown(t, err)
 }
 
 func TestRegisterCreatesUserWithOwnedTeam(t *testing.T) {
@@ -59,7 +60,7 @@ func TestRegisterTakenEmailIsConflict(t *testing.T) {
 	_, svc, _ := adaRegistered(t)
 
 	_, err := svc.Register(ctx, auth.RegisterInput{Email: "ADA@example.com", Password: password, Name: "Other"})
-	wantKind(t, err, domain.KindConflict)
+	apptest.WantKind(t, err, domain.KindConflict)
 	if err.Error() != "an account with this email already exists" {
 		t.Fatalf("message %q", err)
 	}
@@ -80,7 +81,7 @@ func TestRegisterValidatesEveryField(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv()
 			_, err := e.service(t).Register(ctx, tc.in)
-			wantKind(t, err, domain.KindValidation)
+			apptest.WantKind(t, err, domain.KindValidation)
 			var got []string
 			for _, f := range asDomain(t, err).Fields {
 				got = append(got, f.Field)
@@ -121,7 +122,7 @@ func TestRegisterStoreFailingMidUnitLeavesNoUser(t *testing.T) {
 			healthy := e.deps
 			tc.fail(e)
 			_, err := e.service(t).Register(ctx, auth.RegisterInput{Email: "ada@example.com", Password: password, Name: "Ada"})
-			wantDown(t, err)
+			apptest.WantDown(t, err)
 			if _, err := e.store.Users().ByEmail(ctx, "ada@example.com"); !domain.IsKind(err, domain.KindNotFound) {
 				t.Fatalf("user after the failed unit: %v", err)
 			}
@@ -138,9 +139,9 @@ func TestRegisterStoreFailingMidUnitLeavesNoUser(t *testing.T) {
 func TestRegisterHashFailure(t *testing.T) {
 	e := newEnv()
 	svc := e.service(t)
-	e.hasher.hashErr = errDown
+	e.hasher.hashErr = apptest.ErrDown
 	_, err := svc.Register(ctx, auth.RegisterInput{Email: "ada@example.com", Password: password, Name: "Ada"})
-	wantDown(t, err)
+	apptest.WantDown(t, err)
 }
 
 func TestLoginIssuesTokensAndClearsEmailFailures(t *testing.T) {
@@ -172,8 +173,8 @@ func TestLoginWrongPasswordAndUnknownEmailAnswerAlike(t *testing.T) {
 	before := e.hasher.verifies.Load()
 	_, wrong := svc.Login(ctx, auth.LoginInput{Email: "ada@example.com", Password: "wrong password", ClientAddr: "a"})
 	_, unknown := svc.Login(ctx, auth.LoginInput{Email: "nobody@example.com", Password: password, ClientAddr: "a"})
-	wantKind(t, wrong, domain.KindUnauthorized)
-	wantKind(t, unknown, domain.KindUnauthorized)
+	apptest.WantKind(t, wrong, domain.KindUnauthorized)
+	apptest.WantKind(t, unknown, domain.KindUnauthorized)
 	if wrong.Error() != "invalid email or password" || unknown.Error() != wrong.Error() {
 		t.Fatalf("answers differ: %q and %q", wrong, unknown)
 	}
@@ -192,7 +193,7 @@ func TestLoginThrottledWhenTheLimiterDenies(t *testing.T) {
 
 	before := e.hasher.verifies.Load()
 	_, err := svc.Login(ctx, auth.LoginInput{Email: "ada@example.com", Password: password, ClientAddr: "192.0.2.1"})
-	wantKind(t, err, domain.KindRateLimited)
+	apptest.WantKind(t, err, domain.KindRateLimited)
 	if de := asDomain(t, err); de.RetryAfter != 7*time.Minute {
 		t.Fatalf("retry after %s, want the longer wait 7m", de.RetryAfter)
 	}
@@ -210,7 +211,7 @@ func TestLoginThrottledAfterTheEmailsFailureBudget(t *testing.T) {
 		}
 	}
 	_, err := svc.Login(ctx, auth.LoginInput{Email: "ada@example.com", Password: password, ClientAddr: "b"})
-	wantKind(t, err, domain.KindRateLimited)
+	apptest.WantKind(t, err, domain.KindRateLimited)
 	if _, err := svc.Login(ctx, auth.LoginInput{Email: "other@example.com", Password: password, ClientAddr: "b"}); !domain.IsKind(err, domain.KindUnauthorized) {
 		t.Fatalf("another email from another address is not throttled: %v", err)
 	}
@@ -221,7 +222,7 @@ func TestLoginRefusesPasswordsLongerThanTheHasherTakes(t *testing.T) {
 	svc := e.service(t)
 	before := e.hasher.verifies.Load()
 	_, err := svc.Login(ctx, auth.LoginInput{Email: "ada@example.com", Password: strings.Repeat("p", 65)})
-	wantKind(t, err, domain.KindValidation)
+	apptest.WantKind(t, err, domain.KindValidation)
 	if e.hasher.verifies.Load() != before {
 		t.Fatal("an over-long password was verified")
 	}
@@ -240,7 +241,7 @@ func TestLoginWithAnInactiveMembershipOfTheDefaultTeam(t *testing.T) {
 		t.Fatalf("login: %v", err)
 	}
 	_, err = svc.Authenticate(ctx, auth.Credentials{BearerToken: in.Tokens.AccessToken})
-	wantKind(t, err, domain.KindNotFound)
+	apptest.WantKind(t, err, domain.KindNotFound)
 	actor, err := svc.Authenticate(ctx, auth.Credentials{BearerToken: in.Tokens.AccessToken, TeamID: bob.Team.ID})
 	if err != nil || actor.TeamID != bob.Team.ID || actor.Role != team.RoleMember {
 		t.Fatalf("actor in the other team %+v, %v", actor, err)
@@ -251,25 +252,27 @@ func TestLoginWithAnInactiveMembershipOfTheDefaultTeam(t *testing.T) {
 type failingLimiterHit struct{ ports.RateLimiter }
 
 func (failingLimiterHit) Hit(context.Context, string, int, time.Duration) (ports.Decision, error) {
-	return ports.Decision{}, errDown
+	return ports.Decision{}, apptest.ErrDown
 }
 
 // failingLimiterReset fails Reset only.
 type failingLimiterReset struct{ ports.RateLimiter }
 
-func (failingLimiterReset) Reset(context.Context, string, time.Duration) error { return errDown }
+func (failingLimiterReset) Reset(context.Context, string, time.Duration) error {
+	return apptest.ErrDown
+}
 
 func TestLoginBackendFailures(t *testing.T) {
 	loginWith := func(pw string) func(t *testing.T, e *env, _ auth.SignIn) {
 		return func(t *testing.T, e *env, _ auth.SignIn) {
 			_, err := e.service(t).Login(ctx, auth.LoginInput{Email: "ada@example.com", Password: pw, ClientAddr: "a"})
-			wantDown(t, err)
+			apptest.WantDown(t, err)
 		}
 	}
 	eachFailure(t, []failure{
-		{"limiter check", func(e *env) { e.limiter.err = errDown }},
+		{"limiter check", func(e *env) { e.limiter.err = apptest.ErrDown }},
 		{"user read", func(e *env) { e.deps.Users = failingUserReads{e.deps.Users} }},
-		{"hash verification", func(e *env) { e.hasher.verifyErr = errDown }},
+		{"hash verification", func(e *env) { e.hasher.verifyErr = apptest.ErrDown }},
 		{"clearing failures", func(e *env) { e.deps.Limiter = failingLimiterReset{e.limiter} }},
 		{"membership read", func(e *env) { e.deps.Memberships = failingByUser{e.deps.Memberships} }},
 		{"refresh token", func(e *env) { e.deps.RefreshTokens = failingRefreshCreate{e.deps.RefreshTokens} }},
@@ -319,7 +322,7 @@ func TestRefreshReuseRevokesTheFamily(t *testing.T) {
 	}
 
 	_, err = svc.Refresh(ctx, reg.Tokens.RefreshToken)
-	wantKind(t, err, domain.KindUnauthorized)
+	apptest.WantKind(t, err, domain.KindUnauthorized)
 	if !strings.Contains(err.Error(), "already used") {
 		t.Fatalf("reuse answered %q", err)
 	}
@@ -343,7 +346,7 @@ func TestRefreshExpired(t *testing.T) {
 	}
 	e.clock.Advance(30 * 24 * time.Hour)
 	_, err = svc.Refresh(ctx, next.Tokens.RefreshToken)
-	wantKind(t, err, domain.KindUnauthorized)
+	apptest.WantKind(t, err, domain.KindUnauthorized)
 	if err.Error() != "invalid, expired or revoked refresh token" {
 		t.Fatalf("expired answered %q", err)
 	}
@@ -355,7 +358,7 @@ func TestRefreshRevoked(t *testing.T) {
 		t.Fatalf("revoke: %v", err)
 	}
 	_, err := svc.Refresh(ctx, reg.Tokens.RefreshToken)
-	wantKind(t, err, domain.KindUnauthorized)
+	apptest.WantKind(t, err, domain.KindUnauthorized)
 	if err.Error() != "invalid, expired or revoked refresh token" {
 		t.Fatalf("revoked answered %q", err)
 	}
@@ -382,7 +385,7 @@ func TestRefreshLosesTheRaceOnConsume(t *testing.T) {
 	e.deps.RefreshTokens = racedRefreshTokens{RefreshTokens: e.deps.RefreshTokens, at: start}
 
 	_, err := e.service(t).Refresh(ctx, reg.Tokens.RefreshToken)
-	wantKind(t, err, domain.KindUnauthorized)
+	apptest.WantKind(t, err, domain.KindUnauthorized)
 	if !strings.Contains(err.Error(), "already used") {
 		t.Fatalf("lost race answered %q", err)
 	}
@@ -442,7 +445,7 @@ func TestRefreshBackendFailures(t *testing.T) {
 		{"next token", func(e *env) { e.deps.RefreshTokens = failingRefreshCreate{e.deps.RefreshTokens} }},
 	}, func(t *testing.T, e *env, ada auth.SignIn) {
 		_, err := e.service(t).Refresh(ctx, ada.Tokens.RefreshToken)
-		wantDown(t, err)
+		apptest.WantDown(t, err)
 	})
 }
 
@@ -475,7 +478,7 @@ func TestPasswordResetWithTheMailedToken(t *testing.T) {
 	}
 
 	err := svc.ResetPassword(ctx, tok, "yet another password")
-	wantKind(t, err, domain.KindValidation)
+	apptest.WantKind(t, err, domain.KindValidation)
 	if _, err := svc.Login(ctx, auth.LoginInput{Email: "ada@example.com", Password: "a brand new password", ClientAddr: "a"}); err != nil {
 		t.Fatalf("the second use changed the password: %v", err)
 	}
@@ -494,7 +497,7 @@ func TestForgotPasswordUnknownEmailAnswersTheSame(t *testing.T) {
 
 func TestForgotPasswordRefusesAnInvalidEmail(t *testing.T) {
 	e := newEnv()
-	wantKind(t, e.service(t).ForgotPassword(ctx, "not an email"), domain.KindValidation)
+	apptest.WantKind(t, e.service(t).ForgotPassword(ctx, "not an email"), domain.KindValidation)
 }
 
 // Past the budget the answer stays the same, but no more mail goes out.
@@ -512,7 +515,7 @@ func TestForgotPasswordThrottledSendsNothing(t *testing.T) {
 
 func TestForgotPasswordMailerFailingAnswersTheSame(t *testing.T) {
 	e, svc, _ := adaRegistered(t)
-	e.mailer.Err = errDown
+	e.mailer.Err = apptest.ErrDown
 	if err := svc.ForgotPassword(ctx, "ada@example.com"); err != nil {
 		t.Fatalf("forgot: %v", err)
 	}
@@ -523,11 +526,11 @@ func TestForgotPasswordMailerFailingAnswersTheSame(t *testing.T) {
 
 func TestForgotPasswordBackendFailures(t *testing.T) {
 	eachFailure(t, []failure{
-		{"limiter", func(e *env) { e.limiter.err = errDown }},
+		{"limiter", func(e *env) { e.limiter.err = apptest.ErrDown }},
 		{"user read", func(e *env) { e.deps.Users = failingUserReads{e.deps.Users} }},
 		{"token write", func(e *env) { e.deps.ResetTokens = failingResetCreate{e.deps.ResetTokens} }},
 	}, func(t *testing.T, e *env, _ auth.SignIn) {
-		wantDown(t, e.service(t).ForgotPassword(ctx, "ada@example.com"))
+		apptest.WantDown(t, e.service(t).ForgotPassword(ctx, "ada@example.com"))
 		if sent := e.mailer.Sent(); len(sent) != 0 {
 			t.Fatalf("mailed %+v", sent)
 		}
@@ -569,7 +572,7 @@ func TestResetTokenExpires(t *testing.T) {
 	svc := e.service(t)
 	tok := forgot(t, e, svc)
 	e.clock.Advance(time.Hour)
-	wantKind(t, svc.ResetPassword(ctx, tok, "a brand new password"), domain.KindValidation)
+	apptest.WantKind(t, svc.ResetPassword(ctx, tok, "a brand new password"), domain.KindValidation)
 	if !loginWorks(t, svc, password) {
 		t.Fatal("an expired token changed the password")
 	}
@@ -588,7 +591,7 @@ func TestResetPasswordRefusesBadInput(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := svc.ResetPassword(ctx, tc.token, tc.password)
-			wantKind(t, err, domain.KindValidation)
+			apptest.WantKind(t, err, domain.KindValidation)
 			if de := asDomain(t, err); de.Fields[0].Field != tc.field {
 				t.Fatalf("field %q, want %q", de.Fields[0].Field, tc.field)
 			}
@@ -606,7 +609,7 @@ func TestResetPasswordLosesTheRaceOnConsume(t *testing.T) {
 	tok := forgot(t, e, e.service(t))
 	e.deps.ResetTokens = racedResetTokens{ResetTokens: e.deps.ResetTokens, at: start}
 	svc := e.service(t)
-	wantKind(t, svc.ResetPassword(ctx, tok, "a brand new password"), domain.KindValidation)
+	apptest.WantKind(t, svc.ResetPassword(ctx, tok, "a brand new password"), domain.KindValidation)
 	if !loginWorks(t, svc, password) || loginWorks(t, svc, "a brand new password") {
 		t.Fatal("the losing reset changed the password")
 	}
@@ -620,7 +623,7 @@ func TestResetPasswordStoreFailureKeepsTheToken(t *testing.T) {
 	tok := forgot(t, e, svc)
 	users := e.deps.Users
 	e.deps.Users = failingPasswordUpdate{users}
-	wantDown(t, e.service(t).ResetPassword(ctx, tok, "a brand new password"))
+	apptest.WantDown(t, e.service(t).ResetPassword(ctx, tok, "a brand new password"))
 	if err := svc.ResetPassword(ctx, tok, "a brand new password"); err != nil {
 		t.Fatalf("the token was spent by the failed unit: %v", err)
 	}
@@ -630,14 +633,16 @@ func TestResetPasswordHashFailure(t *testing.T) {
 	e := newEnv()
 	svc := e.service(t)
 	tok := forgot(t, e, svc)
-	e.hasher.hashErr = errDown
-	wantDown(t, svc.ResetPassword(ctx, tok, "a brand new password"))
+	e.hasher.hashErr = apptest.ErrDown
+	apptest.WantDown(t, svc.ResetPassword(ctx, tok, "a brand new password"))
 }
 
 // failingRevokeFamily cannot revoke.
 type failingRevokeFamily struct{ accountstore.RefreshTokens }
 
-func (failingRevokeFamily) RevokeFamily(context.Context, string, time.Time) error { return errDown }
+func (failingRevokeFamily) RevokeFamily(context.Context, string, time.Time) error {
+	return apptest.ErrDown
+}
 
 // A reuse whose revocation fails is not answered as a plain refusal: the
 // family would still be alive behind it.
@@ -648,5 +653,5 @@ func TestRefreshReuseWhenTheRevocationFails(t *testing.T) {
 	}
 	e.deps.RefreshTokens = failingRevokeFamily{e.deps.RefreshTokens}
 	_, err := e.service(t).Refresh(ctx, reg.Tokens.RefreshToken)
-	wantDown(t, err)
+	apptest.WantDown(t, err)
 }

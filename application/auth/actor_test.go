@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/profilesvc/profilesvc/application/apptest"
 	"github.com/profilesvc/profilesvc/application/auth"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/team"
@@ -85,7 +86,7 @@ func TestCreateAPIKeyChecksRoleAndName(t *testing.T) {
 	owner := actorOf(t, svc, ada)
 	for _, name := range []string{"", "   ", strings.Repeat("n", 101)} {
 		_, err := svc.CreateAPIKey(ctx, owner, name)
-		wantKind(t, err, domain.KindValidation)
+		apptest.WantKind(t, err, domain.KindValidation)
 	}
 	if _, err := svc.CreateAPIKey(ctx, owner, strings.Repeat("ñ", 100)); err != nil {
 		t.Fatalf("100 characters: %v", err)
@@ -93,11 +94,11 @@ func TestCreateAPIKeyChecksRoleAndName(t *testing.T) {
 	noRole := owner
 	noRole.Role = ""
 	_, err := svc.CreateAPIKey(ctx, noRole, "ci")
-	wantKind(t, err, domain.KindForbidden)
+	apptest.WantKind(t, err, domain.KindForbidden)
 
 	e.deps.APIKeys = failingAPIKeys{e.deps.APIKeys}
 	_, err = e.service(t).CreateAPIKey(ctx, owner, "ci")
-	wantDown(t, err)
+	apptest.WantDown(t, err)
 }
 
 func TestListAPIKeysPagesTheActorsOwnKeys(t *testing.T) {
@@ -135,10 +136,10 @@ func TestListAPIKeysPagesTheActorsOwnKeys(t *testing.T) {
 	noRole := adaOwner
 	noRole.Role = ""
 	_, err = svc.ListAPIKeys(ctx, noRole, 2, "")
-	wantKind(t, err, domain.KindForbidden)
+	apptest.WantKind(t, err, domain.KindForbidden)
 	e.deps.APIKeys = failingAPIKeys{e.deps.APIKeys}
 	_, err = e.service(t).ListAPIKeys(ctx, adaOwner, 2, "")
-	wantDown(t, err)
+	apptest.WantDown(t, err)
 }
 
 func TestDeleteAPIKey(t *testing.T) {
@@ -154,11 +155,11 @@ func TestDeleteAPIKey(t *testing.T) {
 	bobKey := createKey(t, svc, bobInAda, "bob's")
 
 	t.Run("another team's key is not found", func(t *testing.T) {
-		wantKind(t, svc.DeleteAPIKey(ctx, bobOwner, adaKey.APIKey.ID), domain.KindNotFound)
-		wantKind(t, svc.DeleteAPIKey(ctx, bobOwner, "key_00000000000000000099"), domain.KindNotFound)
+		apptest.WantKind(t, svc.DeleteAPIKey(ctx, bobOwner, adaKey.APIKey.ID), domain.KindNotFound)
+		apptest.WantKind(t, svc.DeleteAPIKey(ctx, bobOwner, "key_00000000000000000099"), domain.KindNotFound)
 	})
 	t.Run("a member may not delete another member's key", func(t *testing.T) {
-		wantKind(t, svc.DeleteAPIKey(ctx, catInAda, bobKey.APIKey.ID), domain.KindForbidden)
+		apptest.WantKind(t, svc.DeleteAPIKey(ctx, catInAda, bobKey.APIKey.ID), domain.KindForbidden)
 	})
 	if _, err := svc.Authenticate(ctx, auth.Credentials{APIKey: bobKey.Key}); err != nil {
 		t.Fatalf("a refused delete removed the key: %v", err)
@@ -167,18 +168,18 @@ func TestDeleteAPIKey(t *testing.T) {
 		if err := svc.DeleteAPIKey(ctx, adaOwner, bobKey.APIKey.ID); err != nil {
 			t.Fatalf("delete: %v", err)
 		}
-		wantKind(t, svcAuthKey(svc, bobKey.Key), domain.KindUnauthorized)
+		apptest.WantKind(t, svcAuthKey(svc, bobKey.Key), domain.KindUnauthorized)
 	})
 	t.Run("one's own key", func(t *testing.T) {
 		if err := svc.DeleteAPIKey(ctx, adaOwner, adaKey.APIKey.ID); err != nil {
 			t.Fatalf("delete: %v", err)
 		}
-		wantKind(t, svc.DeleteAPIKey(ctx, adaOwner, adaKey.APIKey.ID), domain.KindNotFound)
+		apptest.WantKind(t, svc.DeleteAPIKey(ctx, adaOwner, adaKey.APIKey.ID), domain.KindNotFound)
 	})
 	t.Run("no role", func(t *testing.T) {
 		noRole := adaOwner
 		noRole.Role = ""
-		wantKind(t, svc.DeleteAPIKey(ctx, noRole, adaKey.APIKey.ID), domain.KindForbidden)
+		apptest.WantKind(t, svc.DeleteAPIKey(ctx, noRole, adaKey.APIKey.ID), domain.KindForbidden)
 	})
 }
 
@@ -187,16 +188,16 @@ func TestDeleteAPIKeyFailures(t *testing.T) {
 	svc := e.service(t)
 	owner, k := adaWithKey(t, svc)
 
-	e.cache.delErr = errDown
-	wantDown(t, svc.DeleteAPIKey(ctx, owner, k.APIKey.ID))
+	e.cache.delErr = apptest.ErrDown
+	apptest.WantDown(t, svc.DeleteAPIKey(ctx, owner, k.APIKey.ID))
 	e.deps.APIKeys = failingAPIKeys{e.deps.APIKeys}
-	wantDown(t, e.service(t).DeleteAPIKey(ctx, owner, k.APIKey.ID))
+	apptest.WantDown(t, e.service(t).DeleteAPIKey(ctx, owner, k.APIKey.ID))
 }
 
 // failingKeyDelete refuses to delete keys.
 type failingKeyDelete struct{ accountstore.APIKeys }
 
-func (failingKeyDelete) Delete(context.Context, string, string) error { return errDown }
+func (failingKeyDelete) Delete(context.Context, string, string) error { return apptest.ErrDown }
 
 func TestDeleteAPIKeyStoreDeleteFailureKeepsTheCache(t *testing.T) {
 	e := newEnv()
@@ -206,7 +207,7 @@ func TestDeleteAPIKeyStoreDeleteFailureKeepsTheCache(t *testing.T) {
 		t.Fatalf("authenticate: %v", err)
 	}
 	e.deps.APIKeys = failingKeyDelete{e.deps.APIKeys}
-	wantDown(t, e.service(t).DeleteAPIKey(ctx, owner, k.APIKey.ID))
+	apptest.WantDown(t, e.service(t).DeleteAPIKey(ctx, owner, k.APIKey.ID))
 	if _, err := svc.Authenticate(ctx, auth.Credentials{APIKey: k.Key}); err != nil {
 		t.Fatalf("a key that was not deleted stopped working: %v", err)
 	}
@@ -241,7 +242,7 @@ func TestAuthenticateByKeyCacheMissThenHit(t *testing.T) {
 	if strings.HasSuffix(k.Key, "0") {
 		forged = k.Key[:len(k.Key)-1] + "1"
 	}
-	wantKind(t, svcAuthKey(svc, forged), domain.KindUnauthorized)
+	apptest.WantKind(t, svcAuthKey(svc, forged), domain.KindUnauthorized)
 	if reads.Load() != 1 {
 		t.Fatalf("a forged secret with a cached id read the store")
 	}
@@ -253,8 +254,8 @@ func TestAuthenticateByKeyFallsBackToTheStore(t *testing.T) {
 		prepare func(e *env, keyID string)
 		logged  string
 	}{
-		{"cache read fails", func(e *env, _ string) { e.cache.getErr = errDown }, "WARN api key cache read failed"},
-		{"cache write fails", func(e *env, _ string) { e.cache.setErr = errDown }, "WARN api key cache write failed"},
+		{"cache read fails", func(e *env, _ string) { e.cache.getErr = apptest.ErrDown }, "WARN api key cache read failed"},
+		{"cache write fails", func(e *env, _ string) { e.cache.setErr = apptest.ErrDown }, "WARN api key cache write failed"},
 		{"cache holds garbage", func(e *env, id string) { e.cache.put("apikey:"+id, []byte("{not json")) }, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -281,7 +282,7 @@ func TestAuthenticateByKeyStoreFailure(t *testing.T) {
 	svc := e.service(t)
 	_, k := adaWithKey(t, svc)
 	e.deps.APIKeys = failingAPIKeys{e.deps.APIKeys}
-	wantDown(t, svcAuthKey(e.service(t), k.Key))
+	apptest.WantDown(t, svcAuthKey(e.service(t), k.Key))
 }
 
 func TestAuthenticateRefusesMalformedKeys(t *testing.T) {
@@ -315,7 +316,7 @@ func TestAuthenticateByKeyOfARemovedMember(t *testing.T) {
 	}
 
 	e.setStatus(t, ada.Team.ID, bob.User.ID, team.StatusRemoved)
-	wantKind(t, svcAuthKey(svc, k.Key), domain.KindNotFound)
+	apptest.WantKind(t, svcAuthKey(svc, k.Key), domain.KindNotFound)
 }
 
 func TestAuthenticateKeyCannotBePointedAtAnotherTeam(t *testing.T) {
@@ -324,7 +325,7 @@ func TestAuthenticateKeyCannotBePointedAtAnotherTeam(t *testing.T) {
 	e.join(t, bob.Team.ID, ada.User, team.RoleOwner)
 	k := createKey(t, svc, actorOf(t, svc, ada), "ci")
 	_, err := svc.Authenticate(ctx, auth.Credentials{APIKey: k.Key, TeamID: bob.Team.ID})
-	wantKind(t, err, domain.KindNotFound)
+	apptest.WantKind(t, err, domain.KindNotFound)
 }
 
 func TestAuthenticateResolvesTheActor(t *testing.T) {
@@ -355,16 +356,16 @@ func TestAuthenticateResolvesTheActor(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := svc.Authenticate(ctx, tc.c)
-			wantKind(t, err, tc.kind)
+			apptest.WantKind(t, err, tc.kind)
 		})
 	}
 	e.setStatus(t, ada.Team.ID, bob.User.ID, team.StatusRemoved)
 	_, err = svc.Authenticate(ctx, auth.Credentials{BearerToken: bob.Tokens.AccessToken, TeamID: ada.Team.ID})
-	wantKind(t, err, domain.KindNotFound)
+	apptest.WantKind(t, err, domain.KindNotFound)
 
 	e.deps.Memberships = failingByUser{e.deps.Memberships}
 	_, err = e.service(t).Authenticate(ctx, auth.Credentials{BearerToken: ada.Tokens.AccessToken})
-	wantDown(t, err)
+	apptest.WantDown(t, err)
 }
 
 func TestMe(t *testing.T) {
@@ -374,7 +375,7 @@ func TestMe(t *testing.T) {
 		t.Fatalf("me %+v, %v", me, err)
 	}
 	_, err = svc.Me(ctx, team.Actor{UserID: ada.User.ID, TeamID: "team_gone", Role: team.RoleOwner})
-	wantKind(t, err, domain.KindNotFound)
+	apptest.WantKind(t, err, domain.KindNotFound)
 	_, err = svc.Me(ctx, team.Actor{UserID: "usr_gone", TeamID: ada.Team.ID, Role: team.RoleOwner})
-	wantKind(t, err, domain.KindNotFound)
+	apptest.WantKind(t, err, domain.KindNotFound)
 }

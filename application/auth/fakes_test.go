@@ -25,8 +25,7 @@ var (
 	start = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 )
 
-// errDown is what a failing fake answers.
-var errDown = errors.New("backend is down")
+// apptest.ErrDown is what a failing fake answers.
 
 const accessTTL = 15 * time.Minute
 
@@ -134,21 +133,6 @@ func (e *env) setStatus(t *testing.T, teamID, userID string, st team.Status) {
 	m.Status = st
 	if err := e.store.Memberships().Update(ctx, m); err != nil {
 		t.Fatalf("update membership: %v", err)
-	}
-}
-
-func wantKind(t *testing.T, err error, k domain.Kind) {
-	t.Helper()
-	if !domain.IsKind(err, k) {
-		t.Fatalf("err = %v (kind %d), want kind %d", err, domain.KindOf(err), k)
-	}
-}
-
-// wantDown fails unless err is the one the failing fakes answer.
-func wantDown(t *testing.T, err error) {
-	t.Helper()
-	if !errors.Is(err, errDown) {
-		t.Fatalf("err = %v, want %v", err, errDown)
 	}
 }
 
@@ -325,29 +309,29 @@ func (c *cache) counts() (gets, hits int) {
 // failingMemberships fails Create, halfway through a registration's unit.
 type failingMemberships struct{ auth.Memberships }
 
-func (failingMemberships) Create(context.Context, team.Member) error { return errDown }
+func (failingMemberships) Create(context.Context, team.Member) error { return apptest.ErrDown }
 
 // failingByUser fails to read memberships.
 type failingByUser struct{ auth.Memberships }
 
 func (failingByUser) ByUser(context.Context, string, string) (team.Member, error) {
-	return team.Member{}, errDown
+	return team.Member{}, apptest.ErrDown
 }
 
 // failingTeams fails Create.
 type failingTeams struct{ auth.Teams }
 
-func (failingTeams) Create(context.Context, team.Team) error { return errDown }
+func (failingTeams) Create(context.Context, team.Team) error { return apptest.ErrDown }
 
 // failingUserReads fails ByEmail and ByID.
 type failingUserReads struct{ accountstore.Users }
 
 func (failingUserReads) ByEmail(context.Context, string) (account.User, error) {
-	return account.User{}, errDown
+	return account.User{}, apptest.ErrDown
 }
 
 func (failingUserReads) ByID(context.Context, string) (account.User, error) {
-	return account.User{}, errDown
+	return account.User{}, apptest.ErrDown
 }
 
 // failingPasswordUpdate fails UpdatePassword, after the reset token was
@@ -355,19 +339,21 @@ func (failingUserReads) ByID(context.Context, string) (account.User, error) {
 type failingPasswordUpdate struct{ accountstore.Users }
 
 func (failingPasswordUpdate) UpdatePassword(context.Context, string, string, time.Time) error {
-	return errDown
+	return apptest.ErrDown
 }
 
 // failingRefreshCreate fails to store a refresh token.
 type failingRefreshCreate struct{ accountstore.RefreshTokens }
 
-func (failingRefreshCreate) Create(context.Context, account.RefreshToken) error { return errDown }
+func (failingRefreshCreate) Create(context.Context, account.RefreshToken) error {
+	return apptest.ErrDown
+}
 
 // failingRefreshReads fails ByID.
 type failingRefreshReads struct{ accountstore.RefreshTokens }
 
 func (failingRefreshReads) ByID(context.Context, string) (account.RefreshToken, error) {
-	return account.RefreshToken{}, errDown
+	return account.RefreshToken{}, apptest.ErrDown
 }
 
 // racedRefreshTokens lets another request consume the token between the
@@ -396,7 +382,7 @@ func (r racedResetTokens) ByID(ctx context.Context, id string) (account.ResetTok
 // failingResetCreate fails to store a reset token.
 type failingResetCreate struct{ accountstore.ResetTokens }
 
-func (failingResetCreate) Create(context.Context, account.ResetToken) error { return errDown }
+func (failingResetCreate) Create(context.Context, account.ResetToken) error { return apptest.ErrDown }
 
 // countingAPIKeys counts the store reads of keys.
 type countingAPIKeys struct {
@@ -420,18 +406,18 @@ func (k countingAPIKeys) ByID(ctx context.Context, id string) (account.APIKey, e
 type failingAPIKeys struct{ accountstore.APIKeys }
 
 func (failingAPIKeys) ByID(context.Context, string) (account.APIKey, error) {
-	return account.APIKey{}, errDown
+	return account.APIKey{}, apptest.ErrDown
 }
 
-func (failingAPIKeys) Create(context.Context, account.APIKey) error { return errDown }
+func (failingAPIKeys) Create(context.Context, account.APIKey) error { return apptest.ErrDown }
 
 func (failingAPIKeys) ListByUser(context.Context, string, string) ([]account.APIKey, error) {
-	return nil, errDown
+	return nil, apptest.ErrDown
 }
 
 // failingIssuer refuses to sign.
 type failingIssuer struct{ ports.TokenIssuer }
 
 func (failingIssuer) Issue(ports.AccessClaims) (string, ports.AccessClaims, error) {
-	return "", ports.AccessClaims{}, errDown
+	return "", ports.AccessClaims{}, apptest.ErrDown
 }

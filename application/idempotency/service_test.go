@@ -16,8 +16,6 @@ import (
 	"github.com/profilesvc/profilesvc/ports"
 )
 
-var errDown = errors.New("backend is down")
-
 // store keeps records in a map, records the lifetime each write asked
 // for, and fails on demand. Of concurrent reservations of a key exactly one
 // wins, as the port requires.
@@ -98,13 +96,6 @@ func begin(t *testing.T, svc *idempotency.Service, actor team.Actor, r idempoten
 	return b
 }
 
-func wantKind(t *testing.T, err error, k domain.Kind) {
-	t.Helper()
-	if !domain.IsKind(err, k) {
-		t.Fatalf("err = %v (kind %d), want kind %d", err, domain.KindOf(err), k)
-	}
-}
-
 func TestSameKeyAndBodyReplaysTheFirstResponse(t *testing.T) {
 	st := newStore()
 	svc := newService(st)
@@ -150,7 +141,7 @@ func TestSameKeyWithAnotherRequestIsRefused(t *testing.T) {
 			svc := newService(newStore())
 			svc.Finish(context.Background(), begin(t, svc, ada, post("k1", `{"name":"a"}`)), 201, nil, nil)
 			_, err := svc.Begin(context.Background(), ada, tc.r)
-			wantKind(t, err, domain.KindValidation)
+			apptest.WantKind(t, err, domain.KindValidation)
 		})
 	}
 }
@@ -159,7 +150,7 @@ func TestRequestStillRunningIsAConflict(t *testing.T) {
 	svc := newService(newStore())
 	begin(t, svc, ada, post("k1", "{}"))
 	_, err := svc.Begin(context.Background(), ada, post("k1", "{}"))
-	wantKind(t, err, domain.KindConflict)
+	apptest.WantKind(t, err, domain.KindConflict)
 }
 
 // Of concurrent first requests with one key exactly one runs.
@@ -235,7 +226,7 @@ func TestBeginRefusesMalformedKeys(t *testing.T) {
 	svc := newService(newStore())
 	for _, key := range []string{"", strings.Repeat("k", 256), "tab\there", "é"} {
 		_, err := svc.Begin(context.Background(), ada, post(key, "{}"))
-		wantKind(t, err, domain.KindBadRequest)
+		apptest.WantKind(t, err, domain.KindBadRequest)
 	}
 	begin(t, svc, ada, post(strings.Repeat("k", 255), "{}"))
 	begin(t, svc, ada, post(" ~", "{}"))
@@ -243,10 +234,10 @@ func TestBeginRefusesMalformedKeys(t *testing.T) {
 
 func TestBeginStoreError(t *testing.T) {
 	st := newStore()
-	st.reserveErr = errDown
+	st.reserveErr = apptest.ErrDown
 	_, err := newService(st).Begin(context.Background(), ada, post("k1", "{}"))
-	if !errors.Is(err, errDown) {
-		t.Fatalf("err = %v, want %v", err, errDown)
+	if !errors.Is(err, apptest.ErrDown) {
+		t.Fatalf("err = %v, want %v", err, apptest.ErrDown)
 	}
 }
 
@@ -258,8 +249,8 @@ func TestFinishStoreErrorIsLogged(t *testing.T) {
 		status int
 		fail   func(st *store)
 	}{
-		{"complete", 201, func(st *store) { st.completeErr = errDown }},
-		{"release", 500, func(st *store) { st.releaseErr = errDown }},
+		{"complete", 201, func(st *store) { st.completeErr = apptest.ErrDown }},
+		{"release", 500, func(st *store) { st.releaseErr = apptest.ErrDown }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := newStore()

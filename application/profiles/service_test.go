@@ -68,7 +68,7 @@ func TestUpdateGivesUpAfterTheAttempts(t *testing.T) {
 	notes := "checked"
 
 	_, err := f.svc.Update(ctx, alice, p.ID, profile.Patch{Notes: &notes}, nil)
-	wantKind(t, err, domain.KindConflict)
+	apptest.WantKind(t, err, domain.KindConflict)
 	if err.Error() != "the profile kept changing while this update was applied; try again" {
 		t.Fatalf("error %q", err)
 	}
@@ -87,7 +87,7 @@ func TestUpdateWithIfMatch(t *testing.T) {
 	seven := 7
 
 	_, err := f.svc.Update(ctx, alice, p.ID, profile.Patch{Notes: &notes}, &seven)
-	wantKind(t, err, domain.KindPreconditionFailed)
+	apptest.WantKind(t, err, domain.KindPreconditionFailed)
 	if err.Error() != "If-Match does not match the profile's version 1; read it again and retry" {
 		t.Fatalf("error %q", err)
 	}
@@ -97,7 +97,7 @@ func TestUpdateWithIfMatch(t *testing.T) {
 	reads := f.renamedAfterRead(t, p, 1)
 	one := 1
 	_, err = f.svc.Update(ctx, alice, p.ID, profile.Patch{Notes: &notes}, &one)
-	wantKind(t, err, domain.KindPreconditionFailed)
+	apptest.WantKind(t, err, domain.KindPreconditionFailed)
 	if n := reads.calls.Load(); n != 1 {
 		t.Fatalf("%d attempts with If-Match, want 1", n)
 	}
@@ -118,16 +118,16 @@ func TestUpdateRefusalsAndEmptyPatch(t *testing.T) {
 		t.Fatalf("empty patch: %+v %v", got, err)
 	}
 	_, err = f.svc.Update(ctx, viewer, p.ID, profile.Patch{Name: &blank}, nil)
-	wantKind(t, err, domain.KindForbidden)
+	apptest.WantKind(t, err, domain.KindForbidden)
 	_, err = f.svc.Update(ctx, alice, p.ID, profile.Patch{Name: &blank}, nil)
-	wantKind(t, err, domain.KindValidation)
+	apptest.WantKind(t, err, domain.KindValidation)
 	_, err = f.svc.Update(ctx, alice, p.ID, profile.Patch{ProxyID: &proxy}, nil)
-	wantKind(t, err, domain.KindValidation)
+	apptest.WantKind(t, err, domain.KindValidation)
 	if err.Error() != "validation failed; proxy.id: must name a stored proxy of this team" {
 		t.Fatalf("error %q", err)
 	}
 	_, err = f.svc.Update(ctx, outsider, p.ID, profile.Patch{Notes: &none}, nil)
-	wantKind(t, err, domain.KindNotFound)
+	apptest.WantKind(t, err, domain.KindNotFound)
 	// Removing a proxy the profile does not have needs no check.
 	if got, err := f.svc.Update(ctx, alice, p.ID, profile.Patch{ProxyID: &none}, nil); err != nil || got.Version != 2 {
 		t.Fatalf("remove proxy: %+v %v", got, err)
@@ -139,7 +139,7 @@ func TestDeleteOfARunningProfileNamesTheHolder(t *testing.T) {
 	f, p := launchedShop(t)
 
 	err := f.svc.Delete(ctx, admin, p.ID)
-	wantKind(t, err, domain.KindConflict)
+	apptest.WantKind(t, err, domain.KindConflict)
 	var de *domain.Error
 	if !errors.As(err, &de) || de.Message != "profile is running: session ses_001 launched by alice@example.com (usr_alice), lease until 2030-01-01T12:10:00Z" {
 		t.Fatalf("error %v", err)
@@ -161,14 +161,14 @@ func TestDeleteOfARunningProfileNamesTheHolder(t *testing.T) {
 func TestDeleteOfAnIdleProfile(t *testing.T) {
 	f, p := newShop(t)
 
-	wantKind(t, f.svc.Delete(ctx, alice, p.ID), domain.KindForbidden)
+	apptest.WantKind(t, f.svc.Delete(ctx, alice, p.ID), domain.KindForbidden)
 	if err := f.svc.Delete(ctx, admin, p.ID); err != nil {
 		t.Fatal(err)
 	}
 	_, err := f.svc.Get(ctx, alice, p.ID)
-	wantKind(t, err, domain.KindNotFound)
+	apptest.WantKind(t, err, domain.KindNotFound)
 	wantEvents(t, f.eventsOf(t, event.ProfileDeleted), outboxEvent{Type: event.ProfileDeleted, Profile: "prf_001"})
-	wantKind(t, f.svc.Delete(ctx, admin, p.ID), domain.KindNotFound)
+	apptest.WantKind(t, f.svc.Delete(ctx, admin, p.ID), domain.KindNotFound)
 }
 
 func TestCreate(t *testing.T) {
@@ -176,13 +176,13 @@ func TestCreate(t *testing.T) {
 	ok := profile.Settings{Name: "Shop", TemplateID: "tpl_chrome_win_us", Tags: []string{"eu"}}
 
 	_, err := f.svc.Create(ctx, viewer, ok)
-	wantKind(t, err, domain.KindForbidden)
+	apptest.WantKind(t, err, domain.KindForbidden)
 	_, err = f.svc.Create(ctx, alice, profile.Settings{Name: "Shop", TemplateID: "tpl_nope"})
-	wantKind(t, err, domain.KindValidation)
+	apptest.WantKind(t, err, domain.KindValidation)
 	withProxy := ok
 	withProxy.ProxyID = "prx_1"
 	_, err = f.svc.Create(ctx, alice, withProxy)
-	wantKind(t, err, domain.KindValidation)
+	apptest.WantKind(t, err, domain.KindValidation)
 
 	// An event that cannot be written takes the profile with it.
 	f.deps.Outbox = apptest.RefusingOutbox{Err: errors.New("outbox: disk full")}
@@ -223,15 +223,15 @@ func TestTemplates(t *testing.T) {
 		t.Fatalf("templates %+v %v", list, err)
 	}
 	_, err = f.svc.Templates(nobody)
-	wantKind(t, err, domain.KindForbidden)
+	apptest.WantKind(t, err, domain.KindForbidden)
 	tpl, err := f.svc.Template(viewer, "tpl_chrome_mac_fr")
 	if err != nil || tpl.Name != "Chrome 131 on macOS (France)" {
 		t.Fatalf("template %+v %v", tpl, err)
 	}
 	_, err = f.svc.Template(viewer, "tpl_nope")
-	wantKind(t, err, domain.KindNotFound)
+	apptest.WantKind(t, err, domain.KindNotFound)
 	_, err = f.svc.Template(nobody, "tpl_chrome_mac_fr")
-	wantKind(t, err, domain.KindForbidden)
+	apptest.WantKind(t, err, domain.KindForbidden)
 }
 
 func TestGetAndList(t *testing.T) {
@@ -246,7 +246,7 @@ func TestGetAndList(t *testing.T) {
 		t.Fatalf("get %+v %v", got, err)
 	}
 	_, err = f.svc.Get(ctx, team.Actor{TeamID: "team_1"}, "prf_001")
-	wantKind(t, err, domain.KindForbidden)
+	apptest.WantKind(t, err, domain.KindForbidden)
 
 	ids := func(ps []profile.Profile) []string {
 		var out []string
@@ -279,8 +279,8 @@ func TestGetAndList(t *testing.T) {
 		{Limit: 10, Tag: strings.Repeat("x", 201)},
 	} {
 		_, err := f.svc.List(ctx, viewer, in)
-		wantKind(t, err, domain.KindBadRequest)
+		apptest.WantKind(t, err, domain.KindBadRequest)
 	}
 	_, err = f.svc.List(ctx, team.Actor{TeamID: "team_1"}, profiles.ListInput{Limit: 10})
-	wantKind(t, err, domain.KindForbidden)
+	apptest.WantKind(t, err, domain.KindForbidden)
 }

@@ -19,13 +19,6 @@ import (
 
 var ctx = context.Background()
 
-func wantKind(t *testing.T, err error, k domain.Kind) {
-	t.Helper()
-	if !domain.IsKind(err, k) {
-		t.Fatalf("error %v: want kind %d, got %d", err, k, domain.KindOf(err))
-	}
-}
-
 func wantCalls(t *testing.T, rt *fakeRuntime, want ...string) {
 	t.Helper()
 	if got := rt.Calls(); !slices.Equal(got, want) {
@@ -89,7 +82,7 @@ func TestLaunchLosesTheLeaseRaceToAnotherLaunch(t *testing.T) {
 	f.rivalSwapsFirst(t, "rival launch", profilestore.SessionSwap{Next: rival})
 
 	_, err := f.svc.Launch(ctx, alice, p.ID, profiles.LaunchInput{})
-	wantKind(t, err, domain.KindConflict)
+	apptest.WantKind(t, err, domain.KindConflict)
 	var de *domain.Error
 	if !errors.As(err, &de) {
 		t.Fatalf("error %T", err)
@@ -112,7 +105,7 @@ func TestLaunchFindsTheProfileChangedWhileLaunching(t *testing.T) {
 	f.rivalSwapsFirst(t, "reaper", profilestore.SessionSwap{ExpectSessionID: "ses_001"})
 
 	_, err := f.svc.Launch(ctx, bob, p.ID, profiles.LaunchInput{})
-	wantKind(t, err, domain.KindConflict)
+	apptest.WantKind(t, err, domain.KindConflict)
 	if err.Error() != "profile changed while launching; try again" {
 		t.Fatalf("error %q", err)
 	}
@@ -167,7 +160,7 @@ func TestLaunchOfARunningProfileNamesTheHolder(t *testing.T) {
 	f.clock.Advance(time.Minute)
 
 	_, err := f.svc.Launch(ctx, bob, p.ID, profiles.LaunchInput{})
-	wantKind(t, err, domain.KindConflict)
+	apptest.WantKind(t, err, domain.KindConflict)
 	if !strings.HasPrefix(err.Error(), "profile is running: session ses_001 launched by alice@example.com (usr_alice), lease until 2030-01-01T12:10:00Z") {
 		t.Fatalf("error %q", err)
 	}
@@ -201,7 +194,7 @@ func TestLaunchCDPURLSwapLosesToARelease(t *testing.T) {
 	}
 
 	_, err := f.svc.Launch(ctx, alice, p.ID, profiles.LaunchInput{})
-	wantKind(t, err, domain.KindConflict)
+	apptest.WantKind(t, err, domain.KindConflict)
 	if err.Error() != "the session was released while its browser was starting" {
 		t.Fatalf("error %q", err)
 	}
@@ -248,16 +241,16 @@ func TestLaunchRefusals(t *testing.T) {
 	zero, tooLong := 0, 3601
 
 	_, err := f.svc.Launch(ctx, viewer, p.ID, profiles.LaunchInput{})
-	wantKind(t, err, domain.KindForbidden)
+	apptest.WantKind(t, err, domain.KindForbidden)
 	for _, ttl := range []*int{&zero, &tooLong} {
 		_, err = f.svc.Launch(ctx, alice, p.ID, profiles.LaunchInput{TTLSeconds: ttl})
-		wantKind(t, err, domain.KindValidation)
+		apptest.WantKind(t, err, domain.KindValidation)
 		if err.Error() != "validation failed; ttlSeconds: must be from 1 to 3600" {
 			t.Fatalf("ttl %d: %q", *ttl, err)
 		}
 	}
 	_, err = f.svc.Launch(ctx, outsider, p.ID, profiles.LaunchInput{})
-	wantKind(t, err, domain.KindNotFound)
+	apptest.WantKind(t, err, domain.KindNotFound)
 	wantCalls(t, f.rt)
 }
 
@@ -280,7 +273,7 @@ func TestHeartbeatByANonHolder(t *testing.T) {
 	ttl := 120
 
 	_, err := f.svc.Heartbeat(ctx, bob, p.ID, "ses_001", &ttl)
-	wantKind(t, err, domain.KindForbidden)
+	apptest.WantKind(t, err, domain.KindForbidden)
 	if err.Error() != "the session belongs to another member; only an admin or owner may act on it" {
 		t.Fatalf("error %q", err)
 	}
@@ -331,16 +324,16 @@ func TestHeartbeatRefusals(t *testing.T) {
 	zero := 0
 
 	_, err := f.svc.Heartbeat(ctx, viewer, p.ID, "ses_001", nil)
-	wantKind(t, err, domain.KindForbidden)
+	apptest.WantKind(t, err, domain.KindForbidden)
 	_, err = f.svc.Heartbeat(ctx, alice, p.ID, "", nil)
-	wantKind(t, err, domain.KindValidation)
+	apptest.WantKind(t, err, domain.KindValidation)
 	if err.Error() != "validation failed; sessionId: is required" {
 		t.Fatalf("error %q", err)
 	}
 	_, err = f.svc.Heartbeat(ctx, alice, p.ID, "ses_001", &zero)
-	wantKind(t, err, domain.KindValidation)
+	apptest.WantKind(t, err, domain.KindValidation)
 	_, err = f.svc.Heartbeat(ctx, outsider, p.ID, "ses_001", nil)
-	wantKind(t, err, domain.KindNotFound)
+	apptest.WantKind(t, err, domain.KindNotFound)
 
 	f.failSwap(0, errors.New("connection reset"))
 	if _, err := f.svc.Heartbeat(ctx, alice, p.ID, "ses_001", nil); err == nil || err.Error() != "connection reset" {
@@ -365,7 +358,7 @@ func TestReleaseByAnotherMemberAndByAnAdmin(t *testing.T) {
 	f, p := launchedShop(t)
 
 	_, err := f.svc.Release(ctx, bob, p.ID)
-	wantKind(t, err, domain.KindForbidden)
+	apptest.WantKind(t, err, domain.KindForbidden)
 	wantCalls(t, f.rt, "start prf_001 ses_001")
 
 	got, err := f.svc.Release(ctx, admin, p.ID)
@@ -383,9 +376,9 @@ func TestReleaseByAnotherMemberAndByAnAdmin(t *testing.T) {
 		t.Fatalf("release of an idle profile: %v", err)
 	}
 	_, err = f.svc.Release(ctx, viewer, p.ID)
-	wantKind(t, err, domain.KindForbidden)
+	apptest.WantKind(t, err, domain.KindForbidden)
 	_, err = f.svc.Release(ctx, outsider, p.ID)
-	wantKind(t, err, domain.KindNotFound)
+	apptest.WantKind(t, err, domain.KindNotFound)
 }
 
 func TestReleaseLosesToAConcurrentRelease(t *testing.T) {

@@ -23,8 +23,7 @@ var (
 	start = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 )
 
-// errDown is what a failing fake answers.
-var errDown = errors.New("backend is down")
+// apptest.ErrDown is what a failing fake answers.
 
 // env is one service over the memory store. Tests replace single
 // dependencies in deps before calling service.
@@ -192,21 +191,6 @@ func (e *env) inviteBob(t *testing.T, owner team.Actor) invitation {
 	return invitation{view: v, token: tok, bob: team.Actor{UserID: bob.ID}}
 }
 
-func wantKind(t *testing.T, err error, k domain.Kind) {
-	t.Helper()
-	if !domain.IsKind(err, k) {
-		t.Fatalf("err = %v (kind %d), want kind %d", err, domain.KindOf(err), k)
-	}
-}
-
-// wantDown fails unless err is the one the failing fakes answer.
-func wantDown(t *testing.T, err error) {
-	t.Helper()
-	if !errors.Is(err, errDown) {
-		t.Fatalf("err = %v, want %v", err, errDown)
-	}
-}
-
 // failure breaks one dependency of an env.
 type failure struct {
 	name string
@@ -243,37 +227,39 @@ func strp(s string) *string { return &s }
 // invitation's unit before its event.
 type failingInvitationCreate struct{ teamstore.Invitations }
 
-func (failingInvitationCreate) Create(context.Context, team.Invitation) error { return errDown }
+func (failingInvitationCreate) Create(context.Context, team.Invitation) error { return apptest.ErrDown }
 
 // failingMemberReads fails the membership reads it overrides.
 type failingMemberReads struct{ teamstore.Memberships }
 
 func (failingMemberReads) ListByUser(context.Context, string) ([]team.Member, error) {
-	return nil, errDown
+	return nil, apptest.ErrDown
 }
 
 func (failingMemberReads) List(context.Context, string, string, int) ([]team.Member, error) {
-	return nil, errDown
+	return nil, apptest.ErrDown
 }
 
 func (failingMemberReads) ByEmail(context.Context, string, string) (team.Member, error) {
-	return team.Member{}, errDown
+	return team.Member{}, apptest.ErrDown
 }
 
 // countOnlyFails fails to count members.
 type countOnlyFails struct{ teamstore.Memberships }
 
-func (countOnlyFails) Count(context.Context, string) (int, int, error) { return 0, 0, errDown }
+func (countOnlyFails) Count(context.Context, string) (int, int, error) { return 0, 0, apptest.ErrDown }
 
 // failingMemberUpdate fails to change memberships.
 type failingMemberUpdate struct{ teamstore.Memberships }
 
-func (failingMemberUpdate) Update(context.Context, team.Member) error { return errDown }
+func (failingMemberUpdate) Update(context.Context, team.Member) error { return apptest.ErrDown }
 
 // failingTeamReads fails ByID.
 type failingTeamReads struct{ teamstore.Teams }
 
-func (failingTeamReads) ByID(context.Context, string) (team.Team, error) { return team.Team{}, errDown }
+func (failingTeamReads) ByID(context.Context, string) (team.Team, error) {
+	return team.Team{}, apptest.ErrDown
+}
 
 // racedInvitations lets another accept consume the invitation between
 // this one's read and its Consume, inside the same unit, as a database

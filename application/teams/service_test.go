@@ -51,7 +51,7 @@ func TestListTeamsShowsActiveMembershipsOldestFirst(t *testing.T) {
 		t.Fatalf("no teams: %#v, %v", views, err)
 	}
 	_, err = e.service().ListTeams(ctx, team.Actor{UserID: ada.ID, TeamID: adaTeam.TeamID})
-	wantKind(t, err, domain.KindForbidden)
+	apptest.WantKind(t, err, domain.KindForbidden)
 }
 
 func TestListTeamsStoreFailures(t *testing.T) {
@@ -62,7 +62,7 @@ func TestListTeamsStoreFailures(t *testing.T) {
 	}, func(t *testing.T, e *env, owner team.Actor, fail func()) {
 		fail()
 		_, err := e.service().ListTeams(ctx, owner)
-		wantDown(t, err)
+		apptest.WantDown(t, err)
 	})
 }
 
@@ -115,7 +115,7 @@ func TestInviteAnEmailWithAccountNamesTheUser(t *testing.T) {
 func TestInviteValidates(t *testing.T) {
 	e, owner := adaEnv(t)
 	_, err := e.service().Invite(ctx, owner, "not an email", "king")
-	wantKind(t, err, domain.KindValidation)
+	apptest.WantKind(t, err, domain.KindValidation)
 	if got := fieldsOf(t, err); got != "email,role" {
 		t.Fatalf("fields %s", got)
 	}
@@ -141,7 +141,7 @@ func TestInviteRoleRules(t *testing.T) {
 				}
 				return
 			}
-			wantKind(t, err, domain.KindForbidden)
+			apptest.WantKind(t, err, domain.KindForbidden)
 			e.wantNotInvited(t, owner.TeamID, "new@example.com")
 		})
 	}
@@ -178,7 +178,7 @@ func TestInviteAgainOfAPendingOwnerNeedsAnOwner(t *testing.T) {
 	v, _ := e.invite(t, svc, owner, "bob@example.com", "owner")
 
 	_, err := svc.Invite(ctx, admin, "bob@example.com", "member")
-	wantKind(t, err, domain.KindForbidden)
+	apptest.WantKind(t, err, domain.KindForbidden)
 	if stored := e.member(t, owner.TeamID, v.Member.ID); stored.Role != team.RoleOwner {
 		t.Fatalf("stored %+v", stored)
 	}
@@ -191,7 +191,7 @@ func TestInviteAnActiveMemberIsAConflict(t *testing.T) {
 	e, owner := adaEnv(t)
 	e.newMember(t, owner.TeamID, "Bob", team.RoleMember)
 	_, err := e.service().Invite(ctx, owner, "bob@example.com", "admin")
-	wantKind(t, err, domain.KindConflict)
+	apptest.WantKind(t, err, domain.KindConflict)
 	if len(e.mailer.Sent()) != 0 || len(e.events(t)) != 0 {
 		t.Fatal("a refused invitation left mail or events")
 	}
@@ -217,7 +217,7 @@ func TestInviteARemovedMemberAgain(t *testing.T) {
 // again to resend.
 func TestInviteMailFailureKeepsTheMembership(t *testing.T) {
 	e, owner := adaEnv(t)
-	e.mailer.Err = errDown
+	e.mailer.Err = apptest.ErrDown
 	v, err := e.service().Invite(ctx, owner, "bob@example.com", "member")
 	if err != nil {
 		t.Fatalf("invite: %v", err)
@@ -233,14 +233,14 @@ func TestInviteMailFailureKeepsTheMembership(t *testing.T) {
 func TestInviteStoreFailureLeavesNothing(t *testing.T) {
 	eachFailure(t, []failure{
 		{"invitation", func(e *env) { e.deps.Invitations = failingInvitationCreate{e.deps.Invitations} }},
-		{"event", func(e *env) { e.deps.Outbox = apptest.RefusingOutbox{Err: errDown} }},
-		{"user read", func(e *env) { e.deps.Users = apptest.UnreadableUsers{Err: errDown} }},
+		{"event", func(e *env) { e.deps.Outbox = apptest.RefusingOutbox{Err: apptest.ErrDown} }},
+		{"user read", func(e *env) { e.deps.Users = apptest.UnreadableUsers{Err: apptest.ErrDown} }},
 		{"membership read", func(e *env) { e.deps.Memberships = failingMemberReads{e.deps.Memberships} }},
 		{"team read", func(e *env) { e.deps.Teams = failingTeamReads{e.deps.Teams} }},
 	}, func(t *testing.T, e *env, owner team.Actor, fail func()) {
 		fail()
 		_, err := e.service().Invite(ctx, owner, "bob@example.com", "member")
-		wantDown(t, err)
+		apptest.WantDown(t, err)
 		e.wantNotInvited(t, owner.TeamID, "bob@example.com")
 	})
 }
@@ -251,7 +251,7 @@ func TestInviteUpdateFailure(t *testing.T) {
 	v, _ := e.invite(t, svc, owner, "bob@example.com", "member")
 	e.deps.Memberships = failingMemberUpdate{e.deps.Memberships}
 	_, err := e.service().Invite(ctx, owner, "bob@example.com", "viewer")
-	wantDown(t, err)
+	apptest.WantDown(t, err)
 	if stored := e.member(t, owner.TeamID, v.Member.ID); stored.Role != team.RoleMember {
 		t.Fatalf("stored %+v", stored)
 	}
@@ -260,7 +260,7 @@ func TestInviteUpdateFailure(t *testing.T) {
 func TestInviteIntoAMissingTeam(t *testing.T) {
 	e := newEnv()
 	_, err := e.service().Invite(ctx, team.Actor{UserID: "usr_x", TeamID: "team_gone", Role: team.RoleOwner}, "bob@example.com", "member")
-	wantKind(t, err, domain.KindNotFound)
+	apptest.WantKind(t, err, domain.KindNotFound)
 }
 
 func TestAcceptMakesTheInviteeActive(t *testing.T) {
@@ -291,7 +291,7 @@ func TestAcceptByAnotherEmailIsForbidden(t *testing.T) {
 	eve := e.user(t, "eve@example.com", "Eve")
 
 	_, err := svc.Accept(ctx, team.Actor{UserID: eve.ID}, tok)
-	wantKind(t, err, domain.KindForbidden)
+	apptest.WantKind(t, err, domain.KindForbidden)
 	if m := e.member(t, owner.TeamID, v.Member.ID); m.Status != team.StatusInvited || m.UserID != "" {
 		t.Fatalf("membership %+v", m)
 	}
@@ -306,7 +306,7 @@ func TestAcceptExpiredInvitation(t *testing.T) {
 	in := e.inviteBob(t, owner)
 	e.clock.Advance(7 * 24 * time.Hour)
 	_, err := e.service().Accept(ctx, in.bob, in.token)
-	wantKind(t, err, domain.KindValidation)
+	apptest.WantKind(t, err, domain.KindValidation)
 }
 
 func TestAcceptTwice(t *testing.T) {
@@ -317,7 +317,7 @@ func TestAcceptTwice(t *testing.T) {
 		t.Fatalf("accept: %v", err)
 	}
 	_, err := svc.Accept(ctx, in.bob, in.token)
-	wantKind(t, err, domain.KindValidation)
+	apptest.WantKind(t, err, domain.KindValidation)
 }
 
 func TestAcceptRefusesBadTokens(t *testing.T) {
@@ -327,7 +327,7 @@ func TestAcceptRefusesBadTokens(t *testing.T) {
 	id, _, _ := account.SplitToken(in.token)
 	for _, bad := range []string{"", "no-dot", "inv_00000000000000000099.secret", id + ".forged"} {
 		_, err := svc.Accept(ctx, in.bob, bad)
-		wantKind(t, err, domain.KindValidation)
+		apptest.WantKind(t, err, domain.KindValidation)
 	}
 	if _, err := svc.Accept(ctx, in.bob, in.token); err != nil {
 		t.Fatalf("a refused token spent the real one: %v", err)
@@ -342,7 +342,7 @@ func TestAcceptLosesTheRaceOnConsume(t *testing.T) {
 	e.deps.Invitations = racedInvitations{Invitations: e.deps.Invitations, at: start}
 
 	_, err := e.service().Accept(ctx, in.bob, in.token)
-	wantKind(t, err, domain.KindValidation)
+	apptest.WantKind(t, err, domain.KindValidation)
 	if m := e.member(t, owner.TeamID, in.view.Member.ID); m.Status != team.StatusInvited {
 		t.Fatalf("membership %+v", m)
 	}
@@ -357,12 +357,12 @@ func TestAcceptAfterTheMemberWasRemoved(t *testing.T) {
 	}
 	bob := e.user(t, "bob@example.com", "Bob")
 	_, err := svc.Accept(ctx, team.Actor{UserID: bob.ID}, tok)
-	wantKind(t, err, domain.KindConflict)
+	apptest.WantKind(t, err, domain.KindConflict)
 }
 
 func TestAcceptStoreFailures(t *testing.T) {
 	eachFailure(t, []failure{
-		{"user read", func(e *env) { e.deps.Users = apptest.UnreadableUsers{Err: errDown} }},
+		{"user read", func(e *env) { e.deps.Users = apptest.UnreadableUsers{Err: apptest.ErrDown} }},
 		{"membership update", func(e *env) { e.deps.Memberships = failingMemberUpdate{e.deps.Memberships} }},
 		{"team read", func(e *env) { e.deps.Teams = failingTeamReads{e.deps.Teams} }},
 		{"count", func(e *env) { e.deps.Memberships = countOnlyFails{e.deps.Memberships} }},
@@ -371,7 +371,7 @@ func TestAcceptStoreFailures(t *testing.T) {
 		healthy := e.deps
 		fail()
 		_, err := e.service().Accept(ctx, in.bob, in.token)
-		wantDown(t, err)
+		apptest.WantDown(t, err)
 		if m := e.member(t, owner.TeamID, in.view.Member.ID); m.Status != team.StatusInvited {
 			t.Fatalf("membership after the failed unit %+v", m)
 		}
@@ -396,7 +396,7 @@ func TestUpdateMemberValidates(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := e.service().UpdateMember(ctx, owner, owner.MemberID, tc.in)
-			wantKind(t, err, domain.KindValidation)
+			apptest.WantKind(t, err, domain.KindValidation)
 			if got := fieldsOf(t, err); got != tc.fields {
 				t.Fatalf("fields %s, want %s", got, tc.fields)
 			}
@@ -427,7 +427,7 @@ func TestUpdateMemberRoleRules(t *testing.T) {
 			v, err := e.service().UpdateMember(ctx, actor, target.MemberID, tc.in)
 			stored := e.member(t, owner.TeamID, target.MemberID)
 			if tc.kind != domain.KindInternal {
-				wantKind(t, err, tc.kind)
+				apptest.WantKind(t, err, tc.kind)
 				if stored.Role != tc.target || stored.Status != team.StatusActive {
 					t.Fatalf("a refused change was stored: %+v", stored)
 				}
@@ -448,7 +448,7 @@ func TestUpdateMemberKeepsTheLastOwner(t *testing.T) {
 	svc := e.service()
 	for _, in := range []teams.UpdateInput{{Role: strp("admin")}, {Status: strp("removed")}} {
 		_, err := svc.UpdateMember(ctx, owner, owner.MemberID, in)
-		wantKind(t, err, domain.KindConflict)
+		apptest.WantKind(t, err, domain.KindConflict)
 	}
 	if m := e.member(t, owner.TeamID, owner.MemberID); m.Role != team.RoleOwner || m.Status != team.StatusActive {
 		t.Fatalf("the last owner changed: %+v", m)
@@ -470,7 +470,7 @@ func TestUpdateMemberCountsOwnersUnderTheTeamLock(t *testing.T) {
 	}}
 
 	_, err := e.service().UpdateMember(ctx, ada, bob.MemberID, teams.UpdateInput{Role: strp("admin")})
-	wantKind(t, err, domain.KindConflict)
+	apptest.WantKind(t, err, domain.KindConflict)
 }
 
 // Two owners remove each other at once: one change wins, the team keeps
@@ -498,7 +498,7 @@ func TestConcurrentOwnerRemovalsKeepAnOwner(t *testing.T) {
 	}
 	for _, err := range errs {
 		if err != nil {
-			wantKind(t, err, domain.KindConflict)
+			apptest.WantKind(t, err, domain.KindConflict)
 		}
 	}
 	if active, owners, err := e.store.Memberships().Count(ctx, ada.TeamID); err != nil || active != 1 || owners != 1 {
@@ -529,28 +529,28 @@ func TestRemoveMemberEmitsAnEvent(t *testing.T) {
 		t.Fatalf("events %+v", evs)
 	}
 	_, err = svc.UpdateMember(ctx, owner, bob.MemberID, teams.UpdateInput{Role: strp("admin")})
-	wantKind(t, err, domain.KindConflict)
+	apptest.WantKind(t, err, domain.KindConflict)
 }
 
 func TestUpdateMemberOfAnotherTeamIsNotFound(t *testing.T) {
 	e, ada := adaEnv(t)
 	bob := e.founded(t, "Bob's team", e.user(t, "bob@example.com", "Bob"))
 	_, err := e.service().UpdateMember(ctx, ada, bob.MemberID, teams.UpdateInput{Role: strp("viewer")})
-	wantKind(t, err, domain.KindNotFound)
+	apptest.WantKind(t, err, domain.KindNotFound)
 }
 
 func TestUpdateMemberStoreFailures(t *testing.T) {
 	eachFailure(t, []failure{
 		{"count", func(e *env) { e.deps.Memberships = countOnlyFails{e.deps.Memberships} }},
 		{"update", func(e *env) { e.deps.Memberships = failingMemberUpdate{e.deps.Memberships} }},
-		{"names", func(e *env) { e.deps.Users = apptest.UnreadableUsers{Err: errDown} }},
+		{"names", func(e *env) { e.deps.Users = apptest.UnreadableUsers{Err: apptest.ErrDown} }},
 		{"team read", func(e *env) { e.deps.Teams = failingTeamReads{e.deps.Teams} }},
-		{"event", func(e *env) { e.deps.Outbox = apptest.RefusingOutbox{Err: errDown} }},
+		{"event", func(e *env) { e.deps.Outbox = apptest.RefusingOutbox{Err: apptest.ErrDown} }},
 	}, func(t *testing.T, e *env, owner team.Actor, fail func()) {
 		bob := e.newMember(t, owner.TeamID, "Bob", team.RoleMember)
 		fail()
 		_, err := e.service().UpdateMember(ctx, owner, bob.MemberID, teams.UpdateInput{Status: strp("removed")})
-		wantDown(t, err)
+		apptest.WantDown(t, err)
 		if m := e.member(t, owner.TeamID, bob.MemberID); m.Status != team.StatusActive {
 			t.Fatalf("membership after the failed unit %+v", m)
 		}
@@ -603,18 +603,18 @@ func TestListMembersRefuses(t *testing.T) {
 	e, owner := adaEnv(t)
 	svc := e.service()
 	_, err := svc.ListMembers(ctx, owner, "prf_00000000000000000001", 10)
-	wantKind(t, err, domain.KindBadRequest)
+	apptest.WantKind(t, err, domain.KindBadRequest)
 	noRole := owner
 	noRole.Role = ""
 	_, err = svc.ListMembers(ctx, noRole, "", 10)
-	wantKind(t, err, domain.KindForbidden)
+	apptest.WantKind(t, err, domain.KindForbidden)
 
 	eachFailure(t, []failure{
 		{"memberships", func(e *env) { e.deps.Memberships = failingMemberReads{e.deps.Memberships} }},
-		{"names", func(e *env) { e.deps.Users = apptest.UnreadableUsers{Err: errDown} }},
+		{"names", func(e *env) { e.deps.Users = apptest.UnreadableUsers{Err: apptest.ErrDown} }},
 	}, func(t *testing.T, e *env, owner team.Actor, fail func()) {
 		fail()
 		_, err := e.service().ListMembers(ctx, owner, "", 10)
-		wantDown(t, err)
+		apptest.WantDown(t, err)
 	})
 }

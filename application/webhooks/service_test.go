@@ -13,13 +13,6 @@ import (
 	"github.com/profilesvc/profilesvc/domain/webhook"
 )
 
-func wantKind(t *testing.T, err error, k domain.Kind) {
-	t.Helper()
-	if !domain.IsKind(err, k) {
-		t.Fatalf("error %v: want kind %d, got %d", err, k, domain.KindOf(err))
-	}
-}
-
 // wantFields checks a validation error's fields and issues, in order.
 func wantFields(t *testing.T, err error, want ...domain.FieldIssue) {
 	t.Helper()
@@ -61,7 +54,7 @@ func TestCreateEndpointValidation(t *testing.T) {
 	f := newFixture(t)
 
 	_, err := f.svc.Create(ctx, member, CreateInput{URL: "https://hooks.example.com/in", Events: []string{"*"}, Secret: secret})
-	wantKind(t, err, domain.KindForbidden)
+	apptest.WantKind(t, err, domain.KindForbidden)
 
 	_, err = f.svc.Create(ctx, admin, CreateInput{URL: "http://hooks.example.com/in", Events: []string{"profile.exploded"}, Secret: "short"})
 	wantFields(t, err,
@@ -125,9 +118,9 @@ func TestUpdateEndpointValidation(t *testing.T) {
 	internal := "https://metadata.internal/"
 
 	_, err := f.svc.Update(ctx, member, ep.ID, UpdateInput{URL: &internal})
-	wantKind(t, err, domain.KindForbidden)
+	apptest.WantKind(t, err, domain.KindForbidden)
 	_, err = f.svc.Update(ctx, other, ep.ID, UpdateInput{URL: &internal})
-	wantKind(t, err, domain.KindNotFound)
+	apptest.WantKind(t, err, domain.KindNotFound)
 
 	_, err = f.svc.Update(ctx, admin, ep.ID, UpdateInput{URL: &bad, Events: &none, Secret: &short})
 	wantFields(t, err,
@@ -158,16 +151,16 @@ func TestDeleteEndpointTakesItsDeliveries(t *testing.T) {
 	ep := f.endpoint(t, "https://hooks.example.com/in", "*")
 	d := f.delivery(t, ep)
 
-	wantKind(t, f.svc.Delete(ctx, member, ep.ID), domain.KindForbidden)
-	wantKind(t, f.svc.Delete(ctx, other, ep.ID), domain.KindNotFound)
+	apptest.WantKind(t, f.svc.Delete(ctx, member, ep.ID), domain.KindForbidden)
+	apptest.WantKind(t, f.svc.Delete(ctx, other, ep.ID), domain.KindNotFound)
 	if err := f.svc.Delete(ctx, admin, ep.ID); err != nil {
 		t.Fatal(err)
 	}
 	_, err := f.svc.Get(ctx, admin, ep.ID)
-	wantKind(t, err, domain.KindNotFound)
+	apptest.WantKind(t, err, domain.KindNotFound)
 	_, err = f.store.Deliveries().ByID(ctx, "team_1", d.ID)
-	wantKind(t, err, domain.KindNotFound)
-	wantKind(t, f.svc.Delete(ctx, admin, ep.ID), domain.KindNotFound)
+	apptest.WantKind(t, err, domain.KindNotFound)
+	apptest.WantKind(t, f.svc.Delete(ctx, admin, ep.ID), domain.KindNotFound)
 }
 
 func TestGetAndListEndpoints(t *testing.T) {
@@ -192,13 +185,13 @@ func TestGetAndListEndpoints(t *testing.T) {
 		t.Fatalf("second page %v %q %v", ids(page.Items), page.NextCursor, err)
 	}
 	_, err = f.svc.List(ctx, admin, "dlv_001", 2)
-	wantKind(t, err, domain.KindBadRequest)
+	apptest.WantKind(t, err, domain.KindBadRequest)
 	_, err = f.svc.List(ctx, member, "", 2)
-	wantKind(t, err, domain.KindForbidden)
+	apptest.WantKind(t, err, domain.KindForbidden)
 	_, err = f.svc.Get(ctx, member, "whk_001")
-	wantKind(t, err, domain.KindForbidden)
+	apptest.WantKind(t, err, domain.KindForbidden)
 	_, err = f.svc.Get(ctx, other, "whk_001")
-	wantKind(t, err, domain.KindNotFound)
+	apptest.WantKind(t, err, domain.KindNotFound)
 }
 
 func TestSendATestEvent(t *testing.T) {
@@ -243,9 +236,9 @@ func TestSendATestEvent(t *testing.T) {
 	_, err := f.svc.Test(ctx, admin, ep.ID, "profile.exploded")
 	wantFields(t, err, domain.FieldIssue{Field: "event_type", Issue: "must be one of the event types"})
 	_, err = f.svc.Test(ctx, other, ep.ID, "profile.created")
-	wantKind(t, err, domain.KindNotFound)
+	apptest.WantKind(t, err, domain.KindNotFound)
 	_, err = f.svc.Test(ctx, member, ep.ID, "profile.created")
-	wantKind(t, err, domain.KindForbidden)
+	apptest.WantKind(t, err, domain.KindForbidden)
 	if f.woken() {
 		t.Fatal("a refused test woke the dispatcher")
 	}
@@ -280,13 +273,13 @@ func TestListDeliveries(t *testing.T) {
 	}
 
 	_, err = f.svc.ListDeliveries(ctx, admin, ep.ID, "lost", "", 10)
-	wantKind(t, err, domain.KindBadRequest)
+	apptest.WantKind(t, err, domain.KindBadRequest)
 	_, err = f.svc.ListDeliveries(ctx, admin, ep.ID, "", "whk_001", 10)
-	wantKind(t, err, domain.KindBadRequest)
+	apptest.WantKind(t, err, domain.KindBadRequest)
 	_, err = f.svc.ListDeliveries(ctx, other, ep.ID, "", "", 10)
-	wantKind(t, err, domain.KindNotFound)
+	apptest.WantKind(t, err, domain.KindNotFound)
 	_, err = f.svc.ListDeliveries(ctx, member, ep.ID, "", "", 10)
-	wantKind(t, err, domain.KindForbidden)
+	apptest.WantKind(t, err, domain.KindForbidden)
 }
 
 // failAll makes every attempt of the schedule on the deliveries due,
@@ -338,7 +331,7 @@ func TestRetryRefusesADeliveryThatIsNotFailed(t *testing.T) {
 	pending := f.delivery(t, ep)
 
 	_, err := f.svc.Retry(ctx, admin, ep.ID, pending.ID)
-	wantKind(t, err, domain.KindConflict)
+	apptest.WantKind(t, err, domain.KindConflict)
 	if err.Error() != "only a failed delivery can be retried; this one is pending" {
 		t.Fatalf("error %q", err)
 	}
@@ -354,11 +347,11 @@ func TestRetryRefusesADeliveryThatIsNotFailed(t *testing.T) {
 
 	second := f.endpoint(t, "https://hooks.example.com/other", "*")
 	_, err = f.svc.Retry(ctx, admin, second.ID, pending.ID)
-	wantKind(t, err, domain.KindNotFound)
+	apptest.WantKind(t, err, domain.KindNotFound)
 	_, err = f.svc.Retry(ctx, other, ep.ID, pending.ID)
-	wantKind(t, err, domain.KindNotFound)
+	apptest.WantKind(t, err, domain.KindNotFound)
 	_, err = f.svc.Retry(ctx, member, ep.ID, pending.ID)
-	wantKind(t, err, domain.KindForbidden)
+	apptest.WantKind(t, err, domain.KindForbidden)
 }
 
 func TestRetryLosesToAConcurrentRetry(t *testing.T) {
@@ -378,7 +371,7 @@ func TestRetryLosesToAConcurrentRetry(t *testing.T) {
 	f.build()
 
 	_, err := f.svc.Retry(ctx, admin, ep.ID, d.ID)
-	wantKind(t, err, domain.KindConflict)
+	apptest.WantKind(t, err, domain.KindConflict)
 	if err.Error() != "the delivery is no longer failed" {
 		t.Fatalf("error %q", err)
 	}
