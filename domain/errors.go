@@ -23,6 +23,9 @@ const (
 	KindPreconditionFailed
 	KindValidation
 	KindRateLimited
+	// KindUnavailable is a dependency (database, Redis) that is down or did
+	// not answer in time: the request may succeed if retried later.
+	KindUnavailable
 )
 
 // FieldIssue names one field of the input and what is wrong with it.
@@ -95,6 +98,10 @@ func PreconditionFailed(msg string) *Error {
 func RateLimited(msg string, retryAfter time.Duration) *Error {
 	return &Error{Kind: KindRateLimited, Message: msg, RetryAfter: retryAfter}
 }
+
+// Unavailable reports that a dependency is down or too slow; the caller may
+// retry later.
+func Unavailable(msg string) *Error { return &Error{Kind: KindUnavailable, Message: msg} }
 
 // Invalid reports one invalid field.
 func Invalid(field, issue string) *Error {

@@ -78,6 +78,8 @@ func classOf(kind any) errorClass {
 		return errorClass{http.StatusUnprocessableEntity, "validation_failed", "validation failed"}
 	case domain.KindRateLimited:
 		return errorClass{http.StatusTooManyRequests, "rate_limited", "too many requests"}
+	case domain.KindUnavailable:
+		return unavailableClass
 	}
 	// domain.KindInternal, and a kind no case names: the failure is the
 	// server's, and whatever text it carries is for the log.
@@ -85,6 +87,12 @@ func classOf(kind any) errorClass {
 }
 
 var internalClass = errorClass{http.StatusInternalServerError, "internal", "internal error"}
+
+var unavailableClass = errorClass{http.StatusServiceUnavailable, "unavailable", "a service this request needs is unavailable; retry later"}
+
+// unavailableRetryAfter is what a 503 tells clients to wait: long enough not
+// to hammer a recovering dependency, short enough to notice its recovery.
+const unavailableRetryAfter = 2 * time.Second
 
 type errorDetail struct {
 	Field string `json:"field"`
@@ -132,7 +140,10 @@ func resolve(err error) resolved {
 		return withClass(classOf(te.kind), te.message)
 	}
 	var de *domain.Error
-	if !errors.As(err, &de) {
+	if !errors.As(err, &de) || de.Kind == domain.KindInternal {
+		if dependencyUnavailable(err) {
+			return resolved{class: unavailableClass, message: unavailableClass.message, retryAfter: unavailableRetryAfter}
+		}
 		return resolved{class: internalClass, message: internalClass.message}
 	}
 	class := classOf(de.Kind)
@@ -145,6 +156,9 @@ func resolve(err error) resolved {
 		out.details = append(out.details, errorDetail{Field: f.Field, Issue: f.Issue})
 	}
 	out.retryAfter = de.RetryAfter
+	if de.Kind == domain.KindUnavailable && out.retryAfter == 0 {
+		out.retryAfter = unavailableRetryAfter
+	}
 	return out
 }
 
@@ -178,7 +192,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		)
 	}
 	switch res.class.status {
-	case http.StatusTooManyRequests:
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(res.retryAfter)))
 	case http.StatusUnauthorized:
 		// RFC 9110 requires a challenge on every 401.
