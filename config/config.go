@@ -41,6 +41,13 @@ type Config struct {
 	LogFormat            string
 	// ShutdownTimeout bounds how long in-flight requests may run after SIGTERM.
 	ShutdownTimeout time.Duration
+	// RedisTimeout bounds dialing Redis, each read and write, and the wait
+	// for a pooled connection, unless REDIS_URL sets one of them itself.
+	RedisTimeout time.Duration
+	// RedisRetryInterval is how often Redis is tried again while it does
+	// not answer; meanwhile the cache is bypassed and rate limits are
+	// counted in process.
+	RedisRetryInterval time.Duration
 }
 
 // Error names the variable whose value is unusable.
@@ -65,6 +72,8 @@ func Load(getenv func(string) string) (Config, error) {
 		DataDir:             l.str("DATA_DIR", "./data"),
 		RedisURL:            l.str("REDIS_URL", ""),
 		RedisKeyPrefix:      l.str("REDIS_KEY_PREFIX", "profilesvc:"),
+		RedisTimeout:        l.duration("REDIS_TIMEOUT", 250*time.Millisecond),
+		RedisRetryInterval:  l.duration("REDIS_RETRY_INTERVAL", time.Second),
 		MailTransport:       l.oneOf("MAIL_TRANSPORT", "log", "log", "smtp"),
 		BrowserRuntime:      l.oneOf("BROWSER_RUNTIME", "auto", "auto", "chromium", "none"),
 		SessionTTLDefault:   l.duration("SESSION_TTL_DEFAULT", time.Hour),

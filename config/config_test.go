@@ -35,6 +35,8 @@ func TestLoadDefaults(t *testing.T) {
 		LogLevel:             "info",
 		LogFormat:            "json",
 		ShutdownTimeout:      25 * time.Second,
+		RedisTimeout:         250 * time.Millisecond,
+		RedisRetryInterval:   time.Second,
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("Load with nothing set =\n%+v\nwant\n%+v", cfg, want)
@@ -106,6 +108,8 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		{map[string]string{"LOG_LEVEL": "   "}, func(c config.Config) any { return c.LogLevel }, "info"},
 		{map[string]string{"LOG_FORMAT": "console"}, func(c config.Config) any { return c.LogFormat }, "console"},
 		{map[string]string{"SHUTDOWN_TIMEOUT": "1m"}, func(c config.Config) any { return c.ShutdownTimeout }, time.Minute},
+		{map[string]string{"REDIS_TIMEOUT": "100ms"}, func(c config.Config) any { return c.RedisTimeout }, 100 * time.Millisecond},
+		{map[string]string{"REDIS_RETRY_INTERVAL": "5s"}, func(c config.Config) any { return c.RedisRetryInterval }, 5 * time.Second},
 	} {
 		cfg, err := load(c.env)
 		if err != nil {
@@ -142,6 +146,8 @@ func TestLoadRefusesBadValues(t *testing.T) {
 		{"LOG_LEVEL", "loud", `"loud" is not one of debug, info, warn, error`},
 		{"LOG_FORMAT", "xml", `"xml" is not one of json, console`},
 		{"SHUTDOWN_TIMEOUT", "0", `"0" is not a positive duration`},
+		{"REDIS_TIMEOUT", "0s", `"0s" is not a positive duration`},
+		{"REDIS_RETRY_INTERVAL", "often", `"often" is not a positive duration`},
 		{"JWT_SECRET", "short", "must be at least 32 characters"},
 		{"SECRET_KEY", strings.Repeat("k", 31), "must be at least 32 characters"},
 	} {

@@ -17,6 +17,11 @@ import (
 type Checker struct {
 	Name  string
 	Check func(context.Context) error
+	// Degrades marks a dependency the service can do without, at some
+	// cost: when it fails, /readyz still answers 200, with the status
+	// "degraded" and the check named "degraded", so a balancer keeps an
+	// instance that still serves.
+	Degrades bool
 }
 
 // checkTimeout bounds each readiness check, so a hung dependency answers 503
@@ -71,8 +76,9 @@ type readiness struct {
 }
 
 type checkResult struct {
-	name string
-	err  error
+	name     string
+	degrades bool
+	err      error
 }
 
 func (rd readiness) serve(w http.ResponseWriter, r *http.Request) {
@@ -82,21 +88,26 @@ func (rd readiness) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	results := make(chan checkResult, len(rd.checkers))
 	for _, c := range rd.checkers {
-		go func() { results <- checkResult{name: c.Name, err: rd.run(r.Context(), c)} }()
+		go func() { results <- checkResult{name: c.Name, degrades: c.Degrades, err: rd.run(r.Context(), c)} }()
 	}
 	out := readyDTO{Status: "ok", Checks: make(map[string]string, len(rd.checkers))}
 	var failing []string
 	for range rd.checkers {
 		res := <-results
-		if res.err != nil {
+		switch {
+		case res.err == nil:
+			out.Checks[res.name] = "ok"
+		case res.degrades:
+			log.Warn("readiness check degraded", zap.String("check", res.name), zap.Error(res.err))
+			out.Checks[res.name] = "degraded"
+			out.Status = "degraded"
+		default:
 			// The reason goes to the log only: it may name hosts or
 			// credentials that an unauthenticated probe must not see.
 			log.Warn("readiness check failed", zap.String("check", res.name), zap.Error(res.err))
 			out.Checks[res.name] = "failing"
 			failing = append(failing, res.name)
-			continue
 		}
-		out.Checks[res.name] = "ok"
 	}
 	if len(failing) == 0 {
 		writeBody(w, http.StatusOK, readyEnvelope{Success: true, Data: out})

@@ -108,3 +108,25 @@ func TestReadyzTimeoutReachesTheCheck(t *testing.T) {
 		t.Fatalf("check deadline %v after start, want %v", deadline.Sub(start), checkTimeout)
 	}
 }
+
+func TestReadyzStaysReadyWhenAPartThatDegradesFails(t *testing.T) {
+	h, _ := readyStack(t,
+		Checker{Name: "store", Check: func(context.Context) error { return nil }},
+		Checker{Name: "cache", Degrades: true, Check: func(context.Context) error { return errors.New("redis: i/o timeout") }},
+	)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	if w.Code != 200 || w.Body.String() != `{"success":true,"data":{"status":"degraded","checks":{"cache":"degraded","store":"ok"}}}`+"\n" {
+		t.Fatalf("%d %s", w.Code, w.Body.Bytes())
+	}
+
+	h, _ = readyStack(t,
+		Checker{Name: "store", Check: func(context.Context) error { return errors.New("connection refused") }},
+		Checker{Name: "cache", Degrades: true, Check: func(context.Context) error { return errors.New("redis: i/o timeout") }},
+	)
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	if w.Code != 503 || !strings.Contains(w.Body.String(), `"cache":"degraded"`) || !strings.Contains(w.Body.String(), "not ready: store") {
+		t.Fatalf("a failing store with a degraded cache: %d %s", w.Code, w.Body.Bytes())
+	}
+}

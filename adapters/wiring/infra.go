@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 	"go.uber.org/zap"
@@ -17,6 +20,7 @@ import (
 	"github.com/profilesvc/profilesvc/adapters/ids"
 	"github.com/profilesvc/profilesvc/adapters/mail"
 	"github.com/profilesvc/profilesvc/adapters/ratelimit"
+	"github.com/profilesvc/profilesvc/adapters/redisguard"
 	"github.com/profilesvc/profilesvc/adapters/store/bunstore"
 	"github.com/profilesvc/profilesvc/adapters/store/memory"
 	"github.com/profilesvc/profilesvc/config"
@@ -114,10 +118,14 @@ func openSQLStore(ctx context.Context, db config.Database) (*bunstore.Store, err
 // Cache provides the cache, the rate limiter and the idempotency keys:
 // in-process without REDIS_URL, Redis with it, so that several instances
 // share one budget and see each other's keys.
+//
+// The cache and the rate limiter go through one redisguard.Guard: when Redis
+// does not answer they do without it (the cache is bypassed, limits are
+// counted in process) and /readyz calls the cache "degraded" but stays 200.
 var Cache = fx.Module("cache",
-	fx.Provide(newRedis, newCache, newRateLimiter, newIdempotencyStore),
+	fx.Provide(newRedis, newRedisGuard, newCache, newRateLimiter, newIdempotencyStore),
 	fx.Provide(fx.Annotate(func(c ports.Cache) Checker {
-		return Checker{Name: "cache", Check: c.Ping}
+		return Checker{Name: "cache", Check: c.Ping, Degrades: true}
 	}, fx.ResultTags(`group:"checkers"`))),
 )
 
@@ -128,27 +136,60 @@ func newRedis(lc fx.Lifecycle, cfg config.Config) (redisClient, error) {
 	if cfg.RedisURL == "" {
 		return redisClient{}, nil
 	}
-	opts, err := redis.ParseURL(cfg.RedisURL)
+	opts, err := redisOptions(cfg)
 	if err != nil {
-		return redisClient{}, fmt.Errorf("REDIS_URL: %w", err)
+		return redisClient{}, err
 	}
 	c := redis.NewClient(opts)
 	lc.Append(fx.Hook{OnStop: func(context.Context) error { return c.Close() }})
 	return redisClient{c}, nil
 }
 
-func newCache(r redisClient, c ports.Clock, cfg config.Config) ports.Cache {
+// redisOptions reads REDIS_URL and bounds every wait on Redis by
+// REDIS_TIMEOUT, where the URL's own parameters (dial_timeout, read_timeout,
+// write_timeout, pool_timeout, max_retries) do not say otherwise. go-redis'
+// defaults (5 s to dial, 3 s to read, retries of both) let a Redis that
+// accepts and never answers hold a request for over 10 s.
+func redisOptions(cfg config.Config) (*redis.Options, error) {
+	opts, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	for _, d := range []*time.Duration{&opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.PoolTimeout} {
+		if *d == 0 {
+			*d = cfg.RedisTimeout
+		}
+	}
+	// A retry, of a command or of a dial (go-redis dials 5 times by
+	// default), multiplies the wait on a Redis that does not answer; the
+	// guard makes the next calls do without it instead.
+	if u, err := url.Parse(cfg.RedisURL); err == nil && !u.Query().Has("max_retries") {
+		opts.MaxRetries = -1
+	}
+	opts.DialerRetries = 1
+	return opts, nil
+}
+
+// newRedisGuard is nil when REDIS_URL is unset.
+func newRedisGuard(r redisClient, c ports.Clock, cfg config.Config, log *zap.Logger, reg *prometheus.Registry) *redisguard.Guard {
+	if r.Client == nil {
+		return nil
+	}
+	return redisguard.New(c, cfg.RedisRetryInterval, log.Named("redis"), reg)
+}
+
+func newCache(r redisClient, g *redisguard.Guard, c ports.Clock, cfg config.Config) ports.Cache {
 	if r.Client == nil {
 		return cache.NewLocal(c)
 	}
-	return cache.NewRedis(r.Client, cfg.RedisKeyPrefix+"cache:")
+	return cache.NewGuarded(cache.NewRedis(r.Client, cfg.RedisKeyPrefix+"cache:"), g)
 }
 
-func newRateLimiter(r redisClient, c ports.Clock, cfg config.Config) ports.RateLimiter {
+func newRateLimiter(r redisClient, g *redisguard.Guard, c ports.Clock, cfg config.Config) ports.RateLimiter {
 	if r.Client == nil {
 		return ratelimit.NewLocal(c)
 	}
-	return ratelimit.NewRedis(r.Client, c, cfg.RedisKeyPrefix+"rl:")
+	return ratelimit.NewGuarded(ratelimit.NewRedis(r.Client, c, cfg.RedisKeyPrefix+"rl:"), ratelimit.NewLocal(c), g)
 }
 
 func newIdempotencyStore(r redisClient, c ports.Clock, cfg config.Config) ports.IdempotencyStore {

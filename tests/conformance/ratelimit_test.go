@@ -2,8 +2,13 @@ package conformance_test
 
 import (
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 
 	"github.com/profilesvc/profilesvc/adapters/ratelimit"
+	"github.com/profilesvc/profilesvc/adapters/redisguard"
 	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/tests/conformance"
 	"github.com/profilesvc/profilesvc/tests/testenv"
@@ -22,6 +27,28 @@ func TestRedisRateLimiter(t *testing.T) {
 	prefix := testenv.RedisKeyPrefix(t, client, "ratelimit")
 	newLimiter := func(t *testing.T, c ports.Clock) ports.RateLimiter {
 		return ratelimit.NewRedis(testenv.RedisClient(t), c, prefix)
+	}
+	t.Run("suite", func(t *testing.T) { conformance.RunRateLimiter(t, newLimiter) })
+	t.Run("shared", func(t *testing.T) { conformance.RunSharedRateLimiter(t, newLimiter) })
+}
+
+func TestGuardedRateLimiterWithRedisDown(t *testing.T) {
+	for name, down := range redisDown(t) {
+		t.Run(name, func(t *testing.T) {
+			conformance.RunRateLimiterWithoutBackend(t, func(t *testing.T, c ports.Clock) ports.RateLimiter {
+				client, g := down(t, c)
+				return ratelimit.NewGuarded(ratelimit.NewRedis(client, c, "unused:"), ratelimit.NewLocal(c), g)
+			})
+		})
+	}
+}
+
+func TestGuardedRateLimiterWithRedisUp(t *testing.T) {
+	client := testenv.RedisClient(t)
+	prefix := testenv.RedisKeyPrefix(t, client, "guarded-ratelimit")
+	newLimiter := func(t *testing.T, c ports.Clock) ports.RateLimiter {
+		g := redisguard.New(c, time.Second, zap.NewNop(), prometheus.NewRegistry())
+		return ratelimit.NewGuarded(ratelimit.NewRedis(testenv.RedisClient(t), c, prefix), ratelimit.NewLocal(c), g)
 	}
 	t.Run("suite", func(t *testing.T) { conformance.RunRateLimiter(t, newLimiter) })
 	t.Run("shared", func(t *testing.T) { conformance.RunSharedRateLimiter(t, newLimiter) })
