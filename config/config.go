@@ -48,6 +48,9 @@ type Config struct {
 	// not answer; meanwhile the cache is bypassed and rate limits are
 	// counted in process.
 	RedisRetryInterval time.Duration
+	// DatabaseQueryTimeout bounds each PostgreSQL statement (the wait for a
+	// pooled connection included) and each transaction.
+	DatabaseQueryTimeout time.Duration
 }
 
 // Error names the variable whose value is unusable.
@@ -85,6 +88,7 @@ func Load(getenv func(string) string) (Config, error) {
 		ShutdownTimeout:     l.duration("SHUTDOWN_TIMEOUT", 25*time.Second),
 	}
 	c.Database = l.database("DATABASE_URL", Database{Kind: DatabaseSQLite, Path: filepath.Join(c.DataDir, "profilesvc.db")})
+	c.DatabaseQueryTimeout = l.duration("DATABASE_QUERY_TIMEOUT", 5*time.Second)
 	if c.MailTransport == "smtp" {
 		c.SMTP = l.smtp("SMTP_URL")
 	}

@@ -37,6 +37,7 @@ func TestLoadDefaults(t *testing.T) {
 		ShutdownTimeout:      25 * time.Second,
 		RedisTimeout:         250 * time.Millisecond,
 		RedisRetryInterval:   time.Second,
+		DatabaseQueryTimeout: 5 * time.Second,
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("Load with nothing set =\n%+v\nwant\n%+v", cfg, want)
@@ -110,6 +111,7 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		{map[string]string{"SHUTDOWN_TIMEOUT": "1m"}, func(c config.Config) any { return c.ShutdownTimeout }, time.Minute},
 		{map[string]string{"REDIS_TIMEOUT": "100ms"}, func(c config.Config) any { return c.RedisTimeout }, 100 * time.Millisecond},
 		{map[string]string{"REDIS_RETRY_INTERVAL": "5s"}, func(c config.Config) any { return c.RedisRetryInterval }, 5 * time.Second},
+		{map[string]string{"DATABASE_QUERY_TIMEOUT": "2s"}, func(c config.Config) any { return c.DatabaseQueryTimeout }, 2 * time.Second},
 	} {
 		cfg, err := load(c.env)
 		if err != nil {
@@ -148,6 +150,7 @@ func TestLoadRefusesBadValues(t *testing.T) {
 		{"SHUTDOWN_TIMEOUT", "0", `"0" is not a positive duration`},
 		{"REDIS_TIMEOUT", "0s", `"0s" is not a positive duration`},
 		{"REDIS_RETRY_INTERVAL", "often", `"often" is not a positive duration`},
+		{"DATABASE_QUERY_TIMEOUT", "-5s", `"-5s" is not a positive duration`},
 		{"JWT_SECRET", "short", "must be at least 32 characters"},
 		{"SECRET_KEY", strings.Repeat("k", 31), "must be at least 32 characters"},
 	} {

@@ -76,7 +76,7 @@ func NewStore(lc fx.Lifecycle, cfg config.Config, log *zap.Logger) (storage.Stor
 	if cfg.Database.Kind == config.DatabaseMemory {
 		return memory.New(), nil
 	}
-	s, err := openSQLStore(context.Background(), cfg.Database)
+	s, err := openSQLStore(context.Background(), cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -96,17 +96,17 @@ func NewStore(lc fx.Lifecycle, cfg config.Config, log *zap.Logger) (storage.Stor
 	return s, nil
 }
 
-// openSQLStore opens the SQLite or PostgreSQL database of db without
+// openSQLStore opens the SQLite or PostgreSQL database of cfg without
 // migrating it.
-func openSQLStore(ctx context.Context, db config.Database) (*bunstore.Store, error) {
+func openSQLStore(ctx context.Context, cfg config.Config) (*bunstore.Store, error) {
 	var o bunstore.Options
-	switch db.Kind {
+	switch db := cfg.Database; db.Kind {
 	case config.DatabaseSQLite:
 		o = bunstore.Options{Dialect: bunstore.DialectSQLite, Path: db.Path}
 	case config.DatabasePostgres:
-		o = bunstore.Options{Dialect: bunstore.DialectPostgres, DSN: db.URL}
+		o = bunstore.Options{Dialect: bunstore.DialectPostgres, DSN: db.URL, QueryTimeout: cfg.DatabaseQueryTimeout}
 	default:
-		return nil, fmt.Errorf("DATABASE_URL: %s is not an SQL database", db)
+		return nil, fmt.Errorf("DATABASE_URL: %s is not an SQL database", cfg.Database)
 	}
 	s, err := bunstore.Open(ctx, o)
 	if err != nil {

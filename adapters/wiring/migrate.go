@@ -12,7 +12,7 @@ func Migrate(ctx context.Context, cfg config.Config) ([]string, error) {
 	if cfg.Database.Kind == config.DatabaseMemory {
 		return nil, nil
 	}
-	s, err := openSQLStore(ctx, cfg.Database)
+	s, err := openSQLStore(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -26,7 +26,7 @@ func (s *Store) Migrate(ctx context.Context) ([]string, error) {
 	if s.dialect == DialectPostgres {
 		fsys = migrations.Postgres
 	}
-	return MigrateFS(ctx, s.db, fsys)
+	return MigrateFS(withoutDeadline(ctx), s.db, fsys)
 }
 
 // MigrateFS applies the bun SQL migrations found at the root of fsys that are

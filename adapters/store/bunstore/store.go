@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
 	"github.com/profilesvc/profilesvc/ports/storage"
@@ -47,6 +48,10 @@ type Options struct {
 	// DSN is the PostgreSQL connection string as pgx reads it: a
 	// postgres:// URL or key=value pairs.
 	DSN string
+	// QueryTimeout bounds each PostgreSQL statement, the wait for a pooled
+	// connection included, and each transaction as a whole; zero leaves
+	// them unbounded. Migrations are not bounded.
+	QueryTimeout time.Duration
 }
 
 // Open connects to the database of o. It does not run migrations.
@@ -61,6 +66,9 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		db, err = openSQLite(o.Path)
 	case DialectPostgres:
 		db, err = openPostgres(o.DSN)
+		if err == nil && o.QueryTimeout > 0 {
+			db = db.WithQueryHook(deadlineHook{timeout: o.QueryTimeout})
+		}
 	default:
 		return nil, fmt.Errorf("unknown dialect %q: want %q or %q", dialect, DialectSQLite, DialectPostgres)
 	}
