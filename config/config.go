@@ -51,6 +51,8 @@ type Config struct {
 	// DatabaseQueryTimeout bounds each PostgreSQL statement (the wait for a
 	// pooled connection included) and each transaction.
 	DatabaseQueryTimeout time.Duration
+	// RateLimit bounds the requests of each API key and of each user.
+	RateLimit RateLimit
 }
 
 // Error names the variable whose value is unusable.
@@ -89,6 +91,7 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	c.Database = l.database("DATABASE_URL", Database{Kind: DatabaseSQLite, Path: filepath.Join(c.DataDir, "profilesvc.db")})
 	c.DatabaseQueryTimeout = l.duration("DATABASE_QUERY_TIMEOUT", 5*time.Second)
+	c.RateLimit = l.rateLimit("RATE_LIMIT", "600/1m")
 	if c.MailTransport == "smtp" {
 		c.SMTP = l.smtp("SMTP_URL")
 	}

@@ -38,6 +38,7 @@ func TestLoadDefaults(t *testing.T) {
 		RedisTimeout:         250 * time.Millisecond,
 		RedisRetryInterval:   time.Second,
 		DatabaseQueryTimeout: 5 * time.Second,
+		RateLimit:            config.RateLimit{Requests: 600, Window: time.Minute},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("Load with nothing set =\n%+v\nwant\n%+v", cfg, want)
@@ -112,6 +113,9 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		{map[string]string{"REDIS_TIMEOUT": "100ms"}, func(c config.Config) any { return c.RedisTimeout }, 100 * time.Millisecond},
 		{map[string]string{"REDIS_RETRY_INTERVAL": "5s"}, func(c config.Config) any { return c.RedisRetryInterval }, 5 * time.Second},
 		{map[string]string{"DATABASE_QUERY_TIMEOUT": "2s"}, func(c config.Config) any { return c.DatabaseQueryTimeout }, 2 * time.Second},
+		{map[string]string{"RATE_LIMIT": "10/1s"}, func(c config.Config) any { return c.RateLimit }, config.RateLimit{Requests: 10, Window: time.Second}},
+		{map[string]string{"RATE_LIMIT": " 1000 / 1h "}, func(c config.Config) any { return c.RateLimit }, config.RateLimit{Requests: 1000, Window: time.Hour}},
+		{map[string]string{"RATE_LIMIT": "OFF"}, func(c config.Config) any { return c.RateLimit.On() }, false},
 	} {
 		cfg, err := load(c.env)
 		if err != nil {
@@ -151,6 +155,10 @@ func TestLoadRefusesBadValues(t *testing.T) {
 		{"REDIS_TIMEOUT", "0s", `"0s" is not a positive duration`},
 		{"REDIS_RETRY_INTERVAL", "often", `"often" is not a positive duration`},
 		{"DATABASE_QUERY_TIMEOUT", "-5s", `"-5s" is not a positive duration`},
+		{"RATE_LIMIT", "600", `"600" is not requests/window`},
+		{"RATE_LIMIT", "0/1m", `"0/1m" is not requests/window`},
+		{"RATE_LIMIT", "10/1500ms", `"10/1500ms" is not requests/window`},
+		{"RATE_LIMIT", "ten/1m", `"ten/1m" is not requests/window`},
 		{"JWT_SECRET", "short", "must be at least 32 characters"},
 		{"SECRET_KEY", strings.Repeat("k", 31), "must be at least 32 characters"},
 	} {

@@ -13,6 +13,8 @@ type Decision struct {
 	Remaining int
 	// RetryAfter is how long until the window resets; set when !Allowed.
 	RetryAfter time.Duration
+	// Reset is how long until the window resets, whatever the answer.
+	Reset time.Duration
 }
 
 // RateLimiter counts events per key in fixed windows of the limiter's clock.

@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
+
+	"github.com/profilesvc/profilesvc/application/ratelimit"
 )
 
 // Middleware wraps a handler; the router applies the authentication one to
@@ -279,4 +281,24 @@ func methodLabel(m string) string {
 		return m
 	}
 	return "OTHER"
+}
+
+// LimitRequests applies the general rate limit to authenticated requests
+// (it runs after authentication, which names the caller), and tells every
+// answer where the caller stands in the RateLimit-Policy and RateLimit
+// headers of the IETF draft httpapi-ratelimit-headers.
+func LimitRequests(svc *ratelimit.Service) Middleware {
+	return func(next http.Handler) http.Handler {
+		return HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+			q, err := svc.Take(r.Context(), actorFrom(r.Context()))
+			h := w.Header()
+			h.Set("RateLimit-Policy", fmt.Sprintf(`"default";q=%d;w=%d`, q.Limit, int(q.Window/time.Second)))
+			h.Set("RateLimit", fmt.Sprintf(`"default";r=%d;t=%d`, q.Remaining, retryAfterSeconds(q.Reset)))
+			if err != nil {
+				return err
+			}
+			next.ServeHTTP(w, r)
+			return nil
+		})
+	}
 }

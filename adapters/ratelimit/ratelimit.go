@@ -54,7 +54,7 @@ func beforeHit(count int64, limit int, now, end time.Time) ports.Decision {
 }
 
 func decide(allowed bool, count int64, limit int, now, end time.Time) ports.Decision {
-	d := ports.Decision{Allowed: allowed, Remaining: int(max(int64(limit)-count, 0))}
+	d := ports.Decision{Allowed: allowed, Remaining: int(max(int64(limit)-count, 0)), Reset: end.Sub(now)}
 	if !allowed {
 		d.RetryAfter = end.Sub(now)
 	}

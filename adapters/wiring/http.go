@@ -11,6 +11,7 @@ import (
 	httpapi "github.com/profilesvc/profilesvc/adapters/http"
 	"github.com/profilesvc/profilesvc/application/auth"
 	"github.com/profilesvc/profilesvc/application/idempotency"
+	"github.com/profilesvc/profilesvc/application/ratelimit"
 	"github.com/profilesvc/profilesvc/config"
 	"github.com/profilesvc/profilesvc/ports"
 )
@@ -38,6 +39,9 @@ var HTTP = fx.Module("http",
 		func(store ports.IdempotencyStore, log *slog.Logger) *idempotency.Service {
 			return idempotency.New(store, log)
 		},
+		func(limiter ports.RateLimiter, cfg config.Config, log *slog.Logger) *ratelimit.Service {
+			return ratelimit.New(limiter, cfg.RateLimit.Requests, cfg.RateLimit.Window, log)
+		},
 	),
 	// The server is invoked so that fx builds it even though nothing else
 	// depends on it.
@@ -48,15 +52,20 @@ var HTTP = fx.Module("http",
 // tests that walk the table.
 type RouteTable []httpapi.Route
 
-func newHandler(groups []Routes, svc *auth.Service, idem *idempotency.Service, log *zap.Logger, metrics *httpapi.Metrics) (RouteTable, http.Handler) {
+func newHandler(groups []Routes, svc *auth.Service, idem *idempotency.Service, limits *ratelimit.Service, cfg config.Config, log *zap.Logger, metrics *httpapi.Metrics) (RouteTable, http.Handler) {
 	var table RouteTable
 	for _, g := range groups {
 		table = append(table, g...)
 	}
 	authenticate, idempotent := httpapi.Authenticate(svc), httpapi.Idempotent(idem)
-	// Idempotency keys belong to the authenticated caller, so they are
-	// looked up after authentication.
-	protect := func(h http.Handler) http.Handler { return authenticate(idempotent(h)) }
+	// Idempotency keys and rate limits belong to the authenticated caller,
+	// so both come after authentication; a request refused by the limit
+	// does not touch the idempotency store.
+	limit := func(h http.Handler) http.Handler { return h }
+	if cfg.RateLimit.On() {
+		limit = httpapi.LimitRequests(limits)
+	}
+	protect := func(h http.Handler) http.Handler { return authenticate(limit(idempotent(h))) }
 	return table, httpapi.NewRouter(table, protect, log, metrics)
 }
 

@@ -71,6 +71,21 @@ func RunRateLimiter(t *testing.T, newLimiter NewRateLimiter) {
 		}
 	})
 
+	t.Run("reset tells when the window ends, allowed or not", func(t *testing.T) {
+		l, c := setup(t)
+		key := uniqueKey("reset")
+		c.Advance(15 * time.Second) // the suite starts on a window boundary
+		for i := range 3 {
+			d := mustHit(t, l, key, 2)
+			if d.Reset != rateLimitWindow-15*time.Second {
+				t.Fatalf("hit %d: Reset = %s, want the %s left of the window", i+1, d.Reset, rateLimitWindow-15*time.Second)
+			}
+		}
+		if d := mustCheck(t, l, key, 2); d.Reset != rateLimitWindow-15*time.Second {
+			t.Fatalf("Check: Reset = %s, want %s", d.Reset, rateLimitWindow-15*time.Second)
+		}
+	})
+
 	t.Run("retry after counts down with the clock", func(t *testing.T) {
 		l, c := setup(t)
 		key := uniqueKey("countdown")

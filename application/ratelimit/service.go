@@ -1,0 +1,61 @@
+// Package ratelimit owns the general rate limit of the API: each API key,
+// and each user signed in with a token, may make so many requests per
+// window, counted wherever the ports.RateLimiter counts (shared by every
+// instance on Redis).
+package ratelimit
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/team"
+	"github.com/profilesvc/profilesvc/ports"
+)
+
+// Quota is where a caller stands in the current window.
+type Quota struct {
+	// Limit and Window are the policy: Limit requests per Window.
+	Limit  int
+	Window time.Duration
+	// Remaining is what is left of the window's budget after this request.
+	Remaining int
+	// Reset is how long until the window ends and the budget is whole again.
+	Reset time.Duration
+}
+
+// Service applies one limit to every authenticated caller.
+type Service struct {
+	limiter ports.RateLimiter
+	limit   int
+	window  time.Duration
+	log     *slog.Logger
+}
+
+// New returns the service: limit requests per window for each caller.
+func New(limiter ports.RateLimiter, limit int, window time.Duration, log *slog.Logger) *Service {
+	return &Service{limiter: limiter, limit: limit, window: window, log: log}
+}
+
+// Take counts one request of actor. Past the budget it returns the quota
+// with a KindRateLimited error whose RetryAfter is the end of the window. A
+// limiter that fails lets the request through: the limit protects the
+// service, and a failure to count must not become an outage of its own.
+func (s *Service) Take(ctx context.Context, actor team.Actor) (Quota, error) {
+	key := "req:user:" + actor.UserID
+	if actor.APIKeyID != "" {
+		key = "req:key:" + actor.APIKeyID
+	}
+	q := Quota{Limit: s.limit, Window: s.window, Remaining: s.limit, Reset: s.window}
+	d, err := s.limiter.Hit(ctx, key, s.limit, s.window)
+	if err != nil {
+		s.log.ErrorContext(ctx, "counting a request against the rate limit failed; letting it through", "error", err.Error())
+		return q, nil
+	}
+	q.Remaining, q.Reset = d.Remaining, d.Reset
+	if !d.Allowed {
+		return q, domain.RateLimited("too many requests; wait for the window to end", d.Reset)
+	}
+	return q, nil
+}

@@ -1,0 +1,79 @@
+package api_test
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/profilesvc/profilesvc/tests/testenv"
+)
+
+// rateLimitChecks: with RATE_LIMIT=3/1m, each API key and each user (by
+// token) gets 3 requests per minute of the service's clock, told in the
+// RateLimit headers; the 4th answers 429 with Retry-After, and the next
+// window starts afresh.
+func rateLimitChecks(t *testing.T, h *harness) {
+	a := h.register(t)
+	key := h.apiKey(t, a) // one request of a's budget
+	policy := `"default";q=3;w=60`
+	for _, c := range []struct {
+		name  string
+		creds []string
+		left  []int
+	}{
+		{"by token", bearer(a.access), []int{1, 0}},
+		{"by API key", []string{"X-API-Key", key}, []int{2, 1, 0}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, left := range c.left {
+				r := h.get("/api/v1/me", c.creds...)
+				expect(t, r, http.StatusOK)
+				if got := r.header.Get("RateLimit-Policy"); got != policy {
+					t.Fatalf("RateLimit-Policy %q, want %q", got, policy)
+				}
+				if got, want := r.header.Get("RateLimit"), fmt.Sprintf(`"default";r=%d;t=%d`, left, secondsLeft(h)); got != want {
+					t.Fatalf("RateLimit %q, want %q", got, want)
+				}
+			}
+			r := h.get("/api/v1/me", c.creds...)
+			expect(t, r, http.StatusTooManyRequests)
+			if r.errCode() != "rate_limited" || r.header.Get("Retry-After") != fmt.Sprint(secondsLeft(h)) {
+				t.Fatalf("429: Retry-After %q, body %s", r.header.Get("Retry-After"), r.raw)
+			}
+			if got, want := r.header.Get("RateLimit"), fmt.Sprintf(`"default";r=0;t=%d`, secondsLeft(h)); got != want {
+				t.Fatalf("429: RateLimit %q, want %q", got, want)
+			}
+		})
+	}
+	h.clock.Advance(time.Minute)
+	expect(t, h.get("/api/v1/me", bearer(a.access)...), http.StatusOK)
+	expect(t, h.get("/api/v1/me", "X-API-Key", key), http.StatusOK)
+	// Another user has a budget of their own.
+	b := h.register(t)
+	expect(t, h.get("/api/v1/me", bearer(b.access)...), http.StatusOK)
+}
+
+// secondsLeft is what remains of the current minute of h's clock, in whole
+// seconds rounded up: fixed windows start on the minute.
+func secondsLeft(h *harness) int {
+	now := h.clock.Now()
+	end := now.Truncate(time.Minute).Add(time.Minute)
+	return int((end.Sub(now) + time.Second - 1) / time.Second)
+}
+
+func TestRateLimitPerKeyAndUser(t *testing.T) {
+	h := start(t, options{databaseURL: "memory://", env: map[string]string{"RATE_LIMIT": "3/1m"}})
+	rateLimitChecks(t, h)
+}
+
+func TestRateLimitPerKeyAndUserOnRedis(t *testing.T) {
+	if os.Getenv(testenv.RedisURLVariable) == "" {
+		t.Skip(testenv.RedisURLVariable + " is not set")
+	}
+	prefix := testenv.RedisKeyPrefix(t, testenv.RedisClient(t), "ratelimit")
+	h := start(t, options{databaseURL: "memory://", redisURL: os.Getenv(testenv.RedisURLVariable),
+		env: map[string]string{"RATE_LIMIT": "3/1m", "REDIS_KEY_PREFIX": prefix}})
+	rateLimitChecks(t, h)
+}
