@@ -170,12 +170,14 @@ func redisOptions(cfg config.Config) (*redis.Options, error) {
 	return opts, nil
 }
 
-// newRedisGuard is nil when REDIS_URL is unset.
-func newRedisGuard(r redisClient, c ports.Clock, cfg config.Config, log *zap.Logger, reg *prometheus.Registry) *redisguard.Guard {
+// newRedisGuard is nil when REDIS_URL is unset. Its retry interval is on
+// the system clock, not the service's: an outage lasts real seconds
+// whatever clock the domain runs on (tests fake that one).
+func newRedisGuard(r redisClient, cfg config.Config, log *zap.Logger, reg *prometheus.Registry) *redisguard.Guard {
 	if r.Client == nil {
 		return nil
 	}
-	return redisguard.New(c, cfg.RedisRetryInterval, log.Named("redis"), reg)
+	return redisguard.New(clock.System{}, cfg.RedisRetryInterval, log.Named("redis"), reg)
 }
 
 func newCache(r redisClient, g *redisguard.Guard, c ports.Clock, cfg config.Config) ports.Cache {
