@@ -57,6 +57,18 @@ func (r *Redis) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
+// deleteAll removes keys in one call.
+func (r *Redis) deleteAll(ctx context.Context, keys []string) error {
+	full := make([]string, len(keys))
+	for i, k := range keys {
+		full[i] = r.prefix + k
+	}
+	if err := r.client.Del(ctx, full...).Err(); err != nil {
+		return fmt.Errorf("cache: deleting from redis: %w", err)
+	}
+	return nil
+}
+
 // Ping reports whether Redis answers.
 func (r *Redis) Ping(ctx context.Context) error {
 	if err := r.client.Ping(ctx).Err(); err != nil {

@@ -51,6 +51,12 @@ func redisDownChecks(t *testing.T, h *harness) {
 	expect(t, h.post("/api/v1/auth/forgot-password", map[string]any{"email": a.email}), http.StatusAccepted)
 	expect(t, h.get("/api/v1/me", "X-API-Key", key), http.StatusOK)
 	expect(t, h.get("/api/v1/me", bearer(a.access)...), http.StatusOK)
+	// Deleting a key cannot wait for Redis, and the deleted key stops working.
+	spare := h.apiKey(t, a)
+	id := "key_" + strings.Split(strings.TrimPrefix(spare, "psvc_"), "_")[0]
+	expect(t, h.get("/api/v1/me", "X-API-Key", spare), http.StatusOK)
+	expect(t, h.delete("/api/v1/api-keys/"+id, bearer(a.access)...), http.StatusNoContent)
+	expect(t, h.get("/api/v1/me", "X-API-Key", spare), http.StatusUnauthorized)
 	r := h.get("/readyz")
 	expect(t, r, http.StatusOK)
 	if d := r.data(); d["status"] != "degraded" || !strings.Contains(string(r.raw), `"cache":"degraded"`) {
