@@ -41,6 +41,14 @@ type Config struct {
 	LogFormat            string
 	// ShutdownTimeout bounds how long in-flight requests may run after SIGTERM.
 	ShutdownTimeout time.Duration
+
+	// HTTPReadHeaderTimeout bounds reading a request's headers,
+	// HTTPReadTimeout the whole request, body included, from its first
+	// byte, whether or not a handler reads the body; HTTPIdleTimeout how
+	// long a kept-alive connection waits for its next request.
+	HTTPReadHeaderTimeout time.Duration
+	HTTPReadTimeout       time.Duration
+	HTTPIdleTimeout       time.Duration
 }
 
 // Error names the variable whose value is unusable.
@@ -80,6 +88,9 @@ func Load(getenv func(string) string) (Config, error) {
 		c.SMTP = l.smtp("SMTP_URL")
 	}
 	c.WebhookRetrySchedule = l.schedule("WEBHOOK_RETRY_SCHEDULE", "0s,5s,25s,125s")
+	c.HTTPReadHeaderTimeout = l.duration("HTTP_READ_HEADER_TIMEOUT", 10*time.Second)
+	c.HTTPReadTimeout = l.duration("HTTP_READ_TIMEOUT", 30*time.Second)
+	c.HTTPIdleTimeout = l.duration("HTTP_IDLE_TIMEOUT", 60*time.Second)
 	l.check(c)
 	if l.err != nil {
 		return Config{}, l.err

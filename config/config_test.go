@@ -35,6 +35,10 @@ func TestLoadDefaults(t *testing.T) {
 		LogLevel:             "info",
 		LogFormat:            "json",
 		ShutdownTimeout:      25 * time.Second,
+
+		HTTPReadHeaderTimeout: 10 * time.Second,
+		HTTPReadTimeout:       30 * time.Second,
+		HTTPIdleTimeout:       time.Minute,
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("Load with nothing set =\n%+v\nwant\n%+v", cfg, want)
@@ -106,6 +110,9 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		{map[string]string{"LOG_LEVEL": "   "}, func(c config.Config) any { return c.LogLevel }, "info"},
 		{map[string]string{"LOG_FORMAT": "console"}, func(c config.Config) any { return c.LogFormat }, "console"},
 		{map[string]string{"SHUTDOWN_TIMEOUT": "1m"}, func(c config.Config) any { return c.ShutdownTimeout }, time.Minute},
+		{map[string]string{"HTTP_READ_HEADER_TIMEOUT": "3s"}, func(c config.Config) any { return c.HTTPReadHeaderTimeout }, 3 * time.Second},
+		{map[string]string{"HTTP_READ_TIMEOUT": "750ms"}, func(c config.Config) any { return c.HTTPReadTimeout }, 750 * time.Millisecond},
+		{map[string]string{"HTTP_IDLE_TIMEOUT": "5m"}, func(c config.Config) any { return c.HTTPIdleTimeout }, 5 * time.Minute},
 	} {
 		cfg, err := load(c.env)
 		if err != nil {
@@ -142,6 +149,7 @@ func TestLoadRefusesBadValues(t *testing.T) {
 		{"LOG_LEVEL", "loud", `"loud" is not one of debug, info, warn, error`},
 		{"LOG_FORMAT", "xml", `"xml" is not one of json, console`},
 		{"SHUTDOWN_TIMEOUT", "0", `"0" is not a positive duration`},
+		{"HTTP_READ_TIMEOUT", "soon", `"soon" is not a positive duration`},
 		{"JWT_SECRET", "short", "must be at least 32 characters"},
 		{"SECRET_KEY", strings.Repeat("k", 31), "must be at least 32 characters"},
 	} {

@@ -61,7 +61,9 @@ func newHandler(groups []Routes, svc *auth.Service, idem *idempotency.Service, l
 }
 
 func newServer(lc fx.Lifecycle, cfg config.Config, h http.Handler, log *zap.Logger) *httpapi.Server {
-	s := httpapi.NewServer(cfg.HTTPAddr, h, log, cfg.ShutdownTimeout)
+	s := httpapi.NewServer(cfg.HTTPAddr, h, log, cfg.ShutdownTimeout, httpapi.Timeouts{
+		ReadHeader: cfg.HTTPReadHeaderTimeout, Read: cfg.HTTPReadTimeout, Idle: cfg.HTTPIdleTimeout,
+	})
 	lc.Append(fx.Hook{OnStart: s.Start, OnStop: s.Stop})
 	return s
 }
