@@ -144,3 +144,94 @@ func TestManyStalledConnectionsDoNotStopTheService(t *testing.T) {
 	}
 	expect(t, h.get("/healthz"), http.StatusOK)
 }
+
+// badInput is one request that carries a NUL, invalid UTF-8 or a body the
+// strict decoder refuses, and the field the answer must name.
+type badInput struct {
+	method, path string
+	body         string // raw JSON, or "" for none
+	field        string
+	auth         bool
+}
+
+func badInputs(ids map[string]string) map[string]badInput {
+	return map[string]badInput{
+		// Query parameters, on every kind of list.
+		"profiles query":     {method: "GET", path: "/api/v1/profiles?q=a%00b", field: "q", auth: true},
+		"profiles cursor":    {method: "GET", path: "/api/v1/profiles?cursor=prf_%00", field: "cursor", auth: true},
+		"profiles tag utf-8": {method: "GET", path: "/api/v1/profiles?tag=%ff%fe", field: "tag", auth: true},
+		"members cursor":     {method: "GET", path: "/api/v1/teams/members?cursor=mem_a%00", field: "cursor", auth: true},
+		"webhooks cursor":    {method: "GET", path: "/v1/webhooks?cursor=whk_%00", field: "cursor", auth: true},
+		"deliveries status":  {method: "GET", path: "/v1/webhooks/" + ids["webhook"] + "/deliveries?status=fail%00ed", field: "status", auth: true},
+		"api keys limit":     {method: "GET", path: "/api/v1/api-keys?limit=1%00", field: "limit", auth: true},
+		// Path ids.
+		"profile id":       {method: "GET", path: "/api/v1/profiles/prf_%00", field: "id", auth: true},
+		"profile id utf-8": {method: "GET", path: "/api/v1/profiles/prf_%c3%28", field: "id", auth: true},
+		"member id":        {method: "PATCH", path: "/api/v1/teams/members/mem_%00", body: `{"role":"admin"}`, field: "id", auth: true},
+		"webhook id":       {method: "GET", path: "/v1/webhooks/whk_%00", field: "id", auth: true},
+		"delivery id":      {method: "POST", path: "/v1/webhooks/" + ids["webhook"] + "/deliveries/dlv_%00/retry", field: "deliveryId", auth: true},
+		"api key id":       {method: "DELETE", path: "/api/v1/api-keys/key_%00", field: "id", auth: true},
+		"template id":      {method: "GET", path: "/api/v1/templates/tpl_%00", field: "id", auth: true},
+		// Body fields, NUL escaped (a raw NUL is malformed JSON).
+		"profile name":        {method: "POST", path: "/api/v1/profiles", body: `{"name":"a\u0000b","templateId":"tpl_chrome_win_us"}`, field: "name", auth: true},
+		"profile tag":         {method: "POST", path: "/api/v1/profiles", body: `{"name":"ok","templateId":"tpl_chrome_win_us","tags":["x","y\u0000"]}`, field: "tags[1]", auth: true},
+		"profile fingerprint": {method: "PATCH", path: "/api/v1/profiles/" + ids["profile"], body: `{"fingerprint":{"locale":"en\u0000"}}`, field: "fingerprint.locale", auth: true},
+		"invite email":        {method: "POST", path: "/api/v1/teams/invite", body: `{"email":"a\u0000@example.com","role":"member"}`, field: "email", auth: true},
+		"accept token":        {method: "POST", path: "/api/v1/teams/invitations/accept", body: `{"token":"\u0000"}`, field: "token", auth: true},
+		"webhook url":         {method: "POST", path: "/v1/webhooks", body: `{"url":"http://127.0.0.1:1/\u0000","events":["*"],"secret":"whsec-0123456789abcdef0123456789abcdef"}`, field: "url", auth: true},
+		"webhook event":       {method: "POST", path: "/v1/webhooks/" + ids["webhook"] + "/test", body: `{"event_type":"profile.created\u0000"}`, field: "event_type", auth: true},
+		"api key name":        {method: "POST", path: "/api/v1/api-keys", body: `{"name":"k\u0000"}`, field: "name", auth: true},
+		"login email":         {method: "POST", path: "/api/v1/auth/login", body: `{"email":"a\u0000@example.com","password":"whatever-it-is"}`, field: "email"},
+		"register name":       {method: "POST", path: "/api/v1/auth/register", body: `{"email":"nul@example.com","password":"a long enough password","name":"N\u0000"}`, field: "name"},
+		"forgot email":        {method: "POST", path: "/api/v1/auth/forgot-password", body: `{"email":"\u0000"}`, field: "email"},
+		"refresh token":       {method: "POST", path: "/api/v1/auth/refresh", body: `{"refreshToken":"x\u0000"}`, field: "refreshToken"},
+		"reset token":         {method: "POST", path: "/api/v1/auth/reset-password", body: `{"token":"\u0000","password":"a long enough password"}`, field: "token"},
+		"name with NUL":       {method: "POST", path: "/api/v1/auth/login", body: "{\"email\\u0000\":\"a@example.com\",\"password\":\"whatever-it-is\"}", field: `email\x00`},
+		// Invalid UTF-8, raw and as a lone surrogate escape.
+		"login raw utf-8":   {method: "POST", path: "/api/v1/auth/login", body: "{\"email\":\"a\xff@example.com\",\"password\":\"whatever-it-is\"}", field: "email"},
+		"profile surrogate": {method: "POST", path: "/api/v1/profiles", body: `{"name":"a\ud800b","templateId":"tpl_chrome_win_us"}`, field: "name", auth: true},
+		"webhook raw utf-8": {method: "POST", path: "/v1/webhooks", body: "{\"url\":\"http://127.0.0.1:1/\xc3\x28\",\"events\":[\"*\"],\"secret\":\"0123456789abcdef0123\"}", field: "url", auth: true},
+		// Names match exactly, once.
+		"name in another case": {method: "POST", path: "/api/v1/auth/login", body: `{"Email":"a@example.com","password":"whatever-it-is"}`, field: "Email"},
+		"nested name case":     {method: "PATCH", path: "/api/v1/profiles/" + ids["profile"], body: `{"fingerprint":{"Locale":"en-GB"}}`, field: "fingerprint.Locale", auth: true},
+		"duplicate name":       {method: "POST", path: "/api/v1/auth/login", body: `{"email":"a@example.com","email":"b@example.com","password":"whatever-it-is"}`, field: "email"},
+		"duplicate nested":     {method: "POST", path: "/api/v1/profiles", body: `{"name":"ok","templateId":"tpl_chrome_win_us","fingerprint":{"screen":{"width":800,"width":900,"height":600}}}`, field: "fingerprint.screen.width", auth: true},
+		"duplicate secret":     {method: "POST", path: "/v1/webhooks", body: `{"url":"http://127.0.0.1:1/","events":["*"],"secret":"whsec-0123456789abcdef0123456789abcdef","secret":"whsec-0123456789abcdef0123456789abcdef"}`, field: "secret", auth: true},
+	}
+}
+
+func TestBadInputIsRefusedNamingTheField(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			badInputOn(t, start(t, options{databaseURL: b.url(t), env: map[string]string{"ALLOW_PRIVATE_TARGETS": "true"}}))
+		})
+	}
+}
+
+func badInputOn(t *testing.T, h *harness) {
+	a := h.register(t)
+	auth := bearer(a.access)
+	p := h.post("/api/v1/profiles", map[string]any{"name": "p", "templateId": "tpl_chrome_win_us"}, auth...)
+	expect(t, p, http.StatusCreated)
+	w := h.post("/v1/webhooks", map[string]any{"url": "http://127.0.0.1:1/in", "events": []string{"team.member_added"}, "secret": webhookSecret}, auth...)
+	expect(t, w, http.StatusCreated)
+	ids := map[string]string{"profile": str(p.data()["id"]), "webhook": str(w.data()["id"])}
+	for name, c := range badInputs(ids) {
+		t.Run(name, func(t *testing.T) {
+			r := req{method: c.method, path: c.path, headers: map[string]string{}}
+			if c.body != "" {
+				r.rawBody = []byte(c.body)
+			}
+			if c.auth {
+				r.headers["Authorization"] = "Bearer " + a.access
+			}
+			got := h.do(r)
+			if got.status != http.StatusBadRequest && got.status != http.StatusUnprocessableEntity {
+				t.Fatalf("status %d, want 400 or 422: %s", got.status, truncate(got.raw))
+			}
+			if fields := got.errFields(); len(fields) != 1 || fields[0] != c.field {
+				t.Fatalf("fields %q, want [%q]: %s", fields, c.field, truncate(got.raw))
+			}
+		})
+	}
+}
