@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/profilesvc/profilesvc/domain"
 )
 
 // patience bounds every wait in these tests. It is far beyond the read
@@ -163,5 +165,34 @@ func TestJSONAndIdempotencyRefuseTheSameBodies(t *testing.T) {
 				t.Errorf("%s, length %d: message %q", name, length, env.Error.Message)
 			}
 		}
+	}
+}
+
+func TestStalledBodyNobodyReadsIsCutOff(t *testing.T) {
+	// The answer goes out without reading the body, as authentication's
+	// 401 does; net/http then waits for the rest of the body, and only the
+	// server's read timeout ends that wait.
+	srv := NewServer("127.0.0.1:0", HandlerFunc(func(http.ResponseWriter, *http.Request) error {
+		return &domain.Error{Kind: domain.KindUnauthorized, Message: "authentication required"}
+	}), zap.NewNop(), time.Second, Timeouts{Read: 100 * time.Millisecond})
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+	conn, in := dial(t, srv.Addr())
+	if _, err := io.WriteString(conn, "POST /profiles HTTP/1.1\r\nHost: api\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"name\":\"a"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(in, nil)
+	if err != nil {
+		t.Fatalf("no response: %v", err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("status %d, want 401", resp.StatusCode)
+	}
+	if _, err := in.ReadByte(); err != io.EOF {
+		t.Fatalf("connection kept open after a stalled body nobody read: %v", err)
 	}
 }
