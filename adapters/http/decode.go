@@ -30,8 +30,8 @@ type readOnlyFielder interface {
 // returns an error for writeError: 415 for another content type, 413 over
 // 1 MiB, 400 for malformed, empty or trailing data, 422 for an unknown,
 // read-only or mistyped field and for what checkStrictJSON refuses (a name
-// given twice or in another case, invalid UTF-8, NUL). Only fields the DTO declares can be set, which
-// is what prevents mass assignment.
+// given twice or in another case, invalid UTF-8, NUL). Only fields the DTO
+// declares can be set, which is what prevents mass assignment.
 func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
 	if err := checkJSONContentType(r.Header.Get("Content-Type")); err != nil {
 		return err
