@@ -56,6 +56,7 @@ func RunStore(t *testing.T, newStore NewStore) {
 	t.Run("webhook endpoints", func(t *testing.T) { runWebhookEndpoints(t, newStore) })
 	t.Run("deliveries", func(t *testing.T) { runDeliveries(t, newStore) })
 	t.Run("unit of work", func(t *testing.T) { runUnitOfWork(t, newStore) })
+	t.Run("idempotency records", func(t *testing.T) { runIdempotencyRecords(t, newStore) })
 }
 
 // inUnit runs fn in a unit of work of s. fn gets the store itself: its
