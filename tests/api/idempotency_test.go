@@ -293,3 +293,26 @@ func TestIdempotencyRequestWithoutEffectKeepsNothing(t *testing.T) {
 		}
 	})
 }
+
+// TestIdempotencyWebhookEndpointCreatedOnce: a use case that writes outside
+// a unit of work (creating an endpoint) keeps its record too.
+func TestIdempotencyWebhookEndpointCreatedOnce(t *testing.T) {
+	eachWebhookBackend(t, func(t *testing.T, h *harness) {
+		a := h.register(t)
+		rc := newReceiver(t)
+		body := map[string]any{"url": rc.srv.URL + "/in", "events": []string{"*"}, "secret": webhookSecret}
+		headers := append(bearer(a.access), "Idempotency-Key", "hook-1")
+		first := h.post("/v1/webhooks", body, headers...)
+		expect(t, first, http.StatusCreated)
+		again := h.post("/v1/webhooks", body, headers...)
+		expect(t, again, http.StatusCreated)
+		if again.header.Get("Idempotent-Replayed") != "true" || again.data()["id"] != first.data()["id"] {
+			t.Fatalf("replay: %s (%v)", again.raw, again.header)
+		}
+		list := h.get("/v1/webhooks", bearer(a.access)...)
+		expect(t, list, http.StatusOK)
+		if n := len(asList(list.env["data"])); n != 1 {
+			t.Fatalf("%d endpoints after a retry, want 1", n)
+		}
+	})
+}
