@@ -36,6 +36,9 @@ func TestLoadDefaults(t *testing.T) {
 		LogFormat:            "json",
 		ShutdownTimeout:      25 * time.Second,
 
+		IdempotencyKeysPerTeam:      10_000,
+		IdempotencyMaxResponseBytes: 65_536,
+
 		HTTPReadHeaderTimeout: 10 * time.Second,
 		HTTPReadTimeout:       30 * time.Second,
 		HTTPIdleTimeout:       time.Minute,
@@ -110,6 +113,8 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		{map[string]string{"LOG_LEVEL": "   "}, func(c config.Config) any { return c.LogLevel }, "info"},
 		{map[string]string{"LOG_FORMAT": "console"}, func(c config.Config) any { return c.LogFormat }, "console"},
 		{map[string]string{"SHUTDOWN_TIMEOUT": "1m"}, func(c config.Config) any { return c.ShutdownTimeout }, time.Minute},
+		{map[string]string{"IDEMPOTENCY_KEYS_PER_TEAM": "500"}, func(c config.Config) any { return c.IdempotencyKeysPerTeam }, 500},
+		{map[string]string{"IDEMPOTENCY_MAX_RESPONSE_BYTES": " 1024 "}, func(c config.Config) any { return c.IdempotencyMaxResponseBytes }, 1024},
 		{map[string]string{"HTTP_READ_HEADER_TIMEOUT": "3s"}, func(c config.Config) any { return c.HTTPReadHeaderTimeout }, 3 * time.Second},
 		{map[string]string{"HTTP_READ_TIMEOUT": "750ms"}, func(c config.Config) any { return c.HTTPReadTimeout }, 750 * time.Millisecond},
 		{map[string]string{"HTTP_IDLE_TIMEOUT": "5m"}, func(c config.Config) any { return c.HTTPIdleTimeout }, 5 * time.Minute},
@@ -149,6 +154,9 @@ func TestLoadRefusesBadValues(t *testing.T) {
 		{"LOG_LEVEL", "loud", `"loud" is not one of debug, info, warn, error`},
 		{"LOG_FORMAT", "xml", `"xml" is not one of json, console`},
 		{"SHUTDOWN_TIMEOUT", "0", `"0" is not a positive duration`},
+		{"IDEMPOTENCY_KEYS_PER_TEAM", "0", `"0" is not a whole number of at least 1`},
+		{"IDEMPOTENCY_KEYS_PER_TEAM", "many", `"many" is not a whole number of at least 1`},
+		{"IDEMPOTENCY_MAX_RESPONSE_BYTES", "64KiB", `"64KiB" is not a whole number of at least 1`},
 		{"HTTP_READ_TIMEOUT", "soon", `"soon" is not a positive duration`},
 		{"JWT_SECRET", "short", "must be at least 32 characters"},
 		{"SECRET_KEY", strings.Repeat("k", 31), "must be at least 32 characters"},

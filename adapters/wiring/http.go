@@ -1,7 +1,6 @@
 package wiring
 
 import (
-	"log/slog"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,7 +11,6 @@ import (
 	"github.com/profilesvc/profilesvc/application/auth"
 	"github.com/profilesvc/profilesvc/application/idempotency"
 	"github.com/profilesvc/profilesvc/config"
-	"github.com/profilesvc/profilesvc/ports"
 )
 
 // Checker is a readiness check contributed to /readyz.
@@ -35,9 +33,6 @@ var HTTP = fx.Module("http",
 		}, fx.ParamTags(`group:"checkers"`), fx.ResultTags(`group:"routes"`)),
 		fx.Annotate(newHandler, fx.ParamTags(`group:"routes"`)),
 		newServer,
-		func(store ports.IdempotencyStore, log *slog.Logger) *idempotency.Service {
-			return idempotency.New(store, log)
-		},
 	),
 	// The server is invoked so that fx builds it even though nothing else
 	// depends on it.

@@ -13,7 +13,6 @@ import (
 
 	"github.com/profilesvc/profilesvc/adapters/cache"
 	"github.com/profilesvc/profilesvc/adapters/clock"
-	"github.com/profilesvc/profilesvc/adapters/idempotency"
 	"github.com/profilesvc/profilesvc/adapters/ids"
 	"github.com/profilesvc/profilesvc/adapters/mail"
 	"github.com/profilesvc/profilesvc/adapters/ratelimit"
@@ -111,11 +110,10 @@ func openSQLStore(ctx context.Context, db config.Database) (*bunstore.Store, err
 	return s, nil
 }
 
-// Cache provides the cache, the rate limiter and the idempotency keys:
-// in-process without REDIS_URL, Redis with it, so that several instances
-// share one budget and see each other's keys.
+// Cache provides the cache and the rate limiter: in-process without
+// REDIS_URL, Redis with it, so that several instances share one budget.
 var Cache = fx.Module("cache",
-	fx.Provide(newRedis, newCache, newRateLimiter, newIdempotencyStore),
+	fx.Provide(newRedis, newCache, newRateLimiter),
 	fx.Provide(fx.Annotate(func(c ports.Cache) Checker {
 		return Checker{Name: "cache", Check: c.Ping}
 	}, fx.ResultTags(`group:"checkers"`))),
@@ -149,13 +147,6 @@ func newRateLimiter(r redisClient, c ports.Clock, cfg config.Config) ports.RateL
 		return ratelimit.NewLocal(c)
 	}
 	return ratelimit.NewRedis(r.Client, c, cfg.RedisKeyPrefix+"rl:")
-}
-
-func newIdempotencyStore(r redisClient, c ports.Clock, cfg config.Config) ports.IdempotencyStore {
-	if r.Client == nil {
-		return idempotency.NewLocal(c)
-	}
-	return idempotency.NewRedis(r.Client, cfg.RedisKeyPrefix+"idem:")
 }
 
 // Mail provides the mailer of MAIL_TRANSPORT.
