@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/gorilla/mux"
@@ -218,9 +219,16 @@ func decodedBy(t reflect.Type) reflect.Type {
 	return nil
 }
 
+// fieldsByType caches jsonFields: a DTO's fields are the same on every
+// request.
+var fieldsByType sync.Map // reflect.Type -> map[string]reflect.Type
+
 // jsonFields maps the JSON names encoding/json gives the fields of struct
 // t to their types, embedded structs' promoted fields included.
 func jsonFields(t reflect.Type) map[string]reflect.Type {
+	if cached, ok := fieldsByType.Load(t); ok {
+		return cached.(map[string]reflect.Type)
+	}
 	out := map[string]reflect.Type{}
 	for _, f := range reflect.VisibleFields(t) {
 		if f.Anonymous || !f.IsExported() {
@@ -238,6 +246,7 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 			out[name] = f.Type
 		}
 	}
+	fieldsByType.Store(t, out)
 	return out
 }
 
