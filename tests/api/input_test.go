@@ -152,6 +152,9 @@ type badInput struct {
 	body         string // raw JSON, or "" for none
 	field        string
 	auth         bool
+	// idempotencyKey, when set, sends the request with that key, so the
+	// body goes through the idempotency middleware and its store first.
+	idempotencyKey string
 }
 
 func badInputs(ids map[string]string) map[string]badInput {
@@ -188,9 +191,11 @@ func badInputs(ids map[string]string) map[string]badInput {
 		"reset token":         {method: "POST", path: "/api/v1/auth/reset-password", body: `{"token":"\u0000","password":"a long enough password"}`, field: "token"},
 		"name with NUL":       {method: "POST", path: "/api/v1/auth/login", body: "{\"email\\u0000\":\"a@example.com\",\"password\":\"whatever-it-is\"}", field: `email\x00`},
 		// Invalid UTF-8, raw and as a lone surrogate escape.
-		"login raw utf-8":   {method: "POST", path: "/api/v1/auth/login", body: "{\"email\":\"a\xff@example.com\",\"password\":\"whatever-it-is\"}", field: "email"},
-		"profile surrogate": {method: "POST", path: "/api/v1/profiles", body: `{"name":"a\ud800b","templateId":"tpl_chrome_win_us"}`, field: "name", auth: true},
-		"webhook raw utf-8": {method: "POST", path: "/v1/webhooks", body: "{\"url\":\"http://127.0.0.1:1/\xc3\x28\",\"events\":[\"*\"],\"secret\":\"0123456789abcdef0123\"}", field: "url", auth: true},
+		"login raw utf-8":      {method: "POST", path: "/api/v1/auth/login", body: "{\"email\":\"a\xff@example.com\",\"password\":\"whatever-it-is\"}", field: "email"},
+		"profile surrogate":    {method: "POST", path: "/api/v1/profiles", body: `{"name":"a\ud800b","templateId":"tpl_chrome_win_us"}`, field: "name", auth: true},
+		"idempotent raw utf-8": {method: "POST", path: "/api/v1/profiles", body: "{\"name\":\"a\xffb\",\"templateId\":\"tpl_chrome_win_us\"}", field: "name", auth: true, idempotencyKey: "bad-utf8"},
+		"idempotent NUL":       {method: "POST", path: "/api/v1/profiles", body: `{"name":"a\u0000","templateId":"tpl_chrome_win_us"}`, field: "name", auth: true, idempotencyKey: "bad-nul"},
+		"webhook raw utf-8":    {method: "POST", path: "/v1/webhooks", body: "{\"url\":\"http://127.0.0.1:1/\xc3\x28\",\"events\":[\"*\"],\"secret\":\"0123456789abcdef0123\"}", field: "url", auth: true},
 		// Names match exactly, once.
 		"name in another case": {method: "POST", path: "/api/v1/auth/login", body: `{"Email":"a@example.com","password":"whatever-it-is"}`, field: "Email"},
 		"nested name case":     {method: "PATCH", path: "/api/v1/profiles/" + ids["profile"], body: `{"fingerprint":{"Locale":"en-GB"}}`, field: "fingerprint.Locale", auth: true},
@@ -224,6 +229,9 @@ func badInputOn(t *testing.T, h *harness) {
 			}
 			if c.auth {
 				r.headers["Authorization"] = "Bearer " + a.access
+			}
+			if c.idempotencyKey != "" {
+				r.headers["Idempotency-Key"] = c.idempotencyKey
 			}
 			got := h.do(r)
 			if got.status != http.StatusBadRequest && got.status != http.StatusUnprocessableEntity {
