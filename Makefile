@@ -1,17 +1,30 @@
 GO          ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        := ./...
+FUZZTIME    ?= 5s
+# package:target pairs that `make test` fuzzes for FUZZTIME each after the
+# unit tests; their seed corpora live in each package's testdata/fuzz.
+FUZZ        := ./adapters/http:FuzzDecodeJSON ./application/paging:FuzzCheckCursor \
+               ./adapters/webhook:FuzzCheckTarget ./adapters/webhook:FuzzGuard
 
-.PHONY: run test lint migrate bench build
+.PHONY: run test fuzz lint migrate bench build
 
 ## run: the service on its embedded default (SQLite and keys in ./data), no setup
 run:
 	$(GO) run ./cmd/profilesvc serve
 
 ## test: every suite with the race detector; the PostgreSQL and Redis suites
-## run when TEST_DATABASE_URL / TEST_REDIS_URL are set
+## run when TEST_DATABASE_URL / TEST_REDIS_URL are set; then a short fuzz run
 test:
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	$(MAKE) fuzz
+
+## fuzz: each fuzz target for FUZZTIME (make fuzz FUZZTIME=5m for longer)
+fuzz:
+	@set -e; for t in $(FUZZ); do \
+		echo "fuzz $${t#*:} in $${t%%:*} for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) "$${t%%:*}"; \
+	done
 
 ## lint: gofmt, go vet and staticcheck
 lint:

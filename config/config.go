@@ -41,6 +41,20 @@ type Config struct {
 	LogFormat            string
 	// ShutdownTimeout bounds how long in-flight requests may run after SIGTERM.
 	ShutdownTimeout time.Duration
+	// IdempotencyKeysPerTeam bounds the Idempotency-Key records a team holds
+	// (24 h each); IdempotencyMaxResponseBytes is the largest response kept
+	// for replays.
+	IdempotencyKeysPerTeam      int
+	IdempotencyMaxResponseBytes int
+
+	// HTTPReadHeaderTimeout bounds reading a request's headers,
+	// HTTPReadTimeout the whole request, body included, from its first
+	// byte, whether or not a handler reads the body; HTTPIdleTimeout how
+	// long a kept-alive connection waits for its next request.
+	HTTPReadHeaderTimeout time.Duration
+	HTTPReadTimeout       time.Duration
+	HTTPIdleTimeout       time.Duration
+
 	// RedisTimeout bounds dialing Redis, each read and write, and the wait
 	// for a pooled connection, unless REDIS_URL sets one of them itself.
 	RedisTimeout time.Duration
@@ -96,6 +110,11 @@ func Load(getenv func(string) string) (Config, error) {
 		c.SMTP = l.smtp("SMTP_URL")
 	}
 	c.WebhookRetrySchedule = l.schedule("WEBHOOK_RETRY_SCHEDULE", "0s,5s,25s,125s")
+	c.IdempotencyKeysPerTeam = l.atLeastOne("IDEMPOTENCY_KEYS_PER_TEAM", 10_000)
+	c.IdempotencyMaxResponseBytes = l.atLeastOne("IDEMPOTENCY_MAX_RESPONSE_BYTES", 64<<10)
+	c.HTTPReadHeaderTimeout = l.duration("HTTP_READ_HEADER_TIMEOUT", 10*time.Second)
+	c.HTTPReadTimeout = l.duration("HTTP_READ_TIMEOUT", 30*time.Second)
+	c.HTTPIdleTimeout = l.duration("HTTP_IDLE_TIMEOUT", 60*time.Second)
 	l.check(c)
 	if l.err != nil {
 		return Config{}, l.err
@@ -150,6 +169,19 @@ func (l *loader) duration(name string, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+func (l *loader) atLeastOne(name string, def int) int {
+	v := l.str(name, "")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		l.fail(name, fmt.Sprintf("%q is not a whole number of at least 1", v))
+		return def
+	}
+	return n
 }
 
 func (l *loader) boolean(name string, def bool) bool {

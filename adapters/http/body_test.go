@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -12,20 +13,25 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/profilesvc/profilesvc/domain"
 )
 
-// patience bounds every wait in these tests. It is far beyond the readers'
-// timeouts, so a reader that never gives up fails the test instead of
-// hanging the suite.
+// patience bounds every wait in these tests. It is far beyond the read
+// timeouts they configure, so a server that never gives up fails the test
+// instead of hanging the suite.
 const patience = 10 * time.Second
 
-// bodyServer serves one handler that reads the body with reader, on
-// loopback, and reports what the read returned.
-func bodyServer(t *testing.T, reader bodyReader, afterRead func(*http.Request) error) (addr string, results <-chan error) {
+// bodyServer serves, through NewServer with the read timeout given, one
+// handler that reads the body with readBody, on loopback, and reports what
+// the read returned.
+func bodyServer(t *testing.T, readTimeout time.Duration, afterRead func(*http.Request) error) (addr string, results <-chan error) {
 	t.Helper()
 	reads := make(chan error, 1)
-	srv := httptest.NewServer(HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-		_, err := reader.read(w, r)
+	srv := NewServer("127.0.0.1:0", HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		_, err := readBody(w, r)
 		reads <- err
 		if err != nil {
 			return err
@@ -35,9 +41,12 @@ func bodyServer(t *testing.T, reader bodyReader, afterRead func(*http.Request) e
 		}
 		writeNoContent(w)
 		return nil
-	}))
-	t.Cleanup(srv.Close)
-	return srv.Listener.Addr().String(), reads
+	}), zap.NewNop(), time.Second, Timeouts{Read: readTimeout})
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+	return srv.Addr(), reads
 }
 
 func dial(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
@@ -65,7 +74,7 @@ func waitForRead(t *testing.T, reads <-chan error) error {
 }
 
 func TestStalledBodyIsCutOffAtTheDeadline(t *testing.T) {
-	addr, reads := bodyServer(t, bodyReader{timeout: 100 * time.Millisecond}, func(*http.Request) error { return nil })
+	addr, reads := bodyServer(t, 100*time.Millisecond, func(*http.Request) error { return nil })
 	conn, in := dial(t, addr)
 	// The headers promise 100 bytes; 10 arrive, then nothing.
 	if _, err := io.WriteString(conn, "POST /profiles HTTP/1.1\r\nHost: api\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"name\":\"a"); err != nil {
@@ -105,7 +114,7 @@ func TestLongHandlerOutlivesTheBodyDeadline(t *testing.T) {
 		"no body": "POST /profiles/prf_1/release HTTP/1.1\r\nHost: api\r\nContent-Length: 0\r\n\r\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			addr, reads := bodyServer(t, bodyReader{timeout: timeout}, func(r *http.Request) error {
+			addr, reads := bodyServer(t, timeout, func(r *http.Request) error {
 				select {
 				case <-r.Context().Done():
 					return errors.New("request cancelled after its body was read")
@@ -156,5 +165,34 @@ func TestJSONAndIdempotencyRefuseTheSameBodies(t *testing.T) {
 				t.Errorf("%s, length %d: message %q", name, length, env.Error.Message)
 			}
 		}
+	}
+}
+
+func TestStalledBodyNobodyReadsIsCutOff(t *testing.T) {
+	// The answer goes out without reading the body, as authentication's
+	// 401 does; net/http then waits for the rest of the body, and only the
+	// server's read timeout ends that wait.
+	srv := NewServer("127.0.0.1:0", HandlerFunc(func(http.ResponseWriter, *http.Request) error {
+		return &domain.Error{Kind: domain.KindUnauthorized, Message: "authentication required"}
+	}), zap.NewNop(), time.Second, Timeouts{Read: 100 * time.Millisecond})
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+	conn, in := dial(t, srv.Addr())
+	if _, err := io.WriteString(conn, "POST /profiles HTTP/1.1\r\nHost: api\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"name\":\"a"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(in, nil)
+	if err != nil {
+		t.Fatalf("no response: %v", err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("status %d, want 401", resp.StatusCode)
+	}
+	if _, err := in.ReadByte(); err != io.EOF {
+		t.Fatalf("connection kept open after a stalled body nobody read: %v", err)
 	}
 }

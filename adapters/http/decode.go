@@ -29,8 +29,9 @@ type readOnlyFielder interface {
 // decodeJSON reads the request body into dst (a pointer to a DTO) and
 // returns an error for writeError: 415 for another content type, 413 over
 // 1 MiB, 400 for malformed, empty or trailing data, 422 for an unknown,
-// read-only or mistyped field. Only fields the DTO declares can be set, which
-// is what prevents mass assignment.
+// read-only or mistyped field and for what checkStrictJSON refuses (a name
+// given twice or in another case, invalid UTF-8, NUL). Only fields the DTO
+// declares can be set, which is what prevents mass assignment.
 func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
 	if err := checkJSONContentType(r.Header.Get("Content-Type")); err != nil {
 		return err
@@ -47,6 +48,9 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
 	}
 	if bytes.Equal(trimmed, []byte("null")) {
 		return domain.BadRequest("request body must be a JSON object, not null")
+	}
+	if err := checkStrictJSON(trimmed, dst); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.DisallowUnknownFields()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/profilesvc/profilesvc/application/idempotency"
 )
@@ -13,9 +14,13 @@ import (
 var replayedHeaders = []string{"Content-Type", "ETag", "Location", "Retry-After"}
 
 // Idempotent applies API.md's Idempotency-Key to POST requests: it runs
-// after authentication, since a key belongs to one user in one team. The
-// same key and body get the first response again (marked with the header
-// Idempotent-Replayed: true) without running the handler.
+// after authentication, since a key belongs to one user in one team, and so
+// does not apply to the public /auth endpoints. The same key and body get
+// the first response again (marked with the header Idempotent-Replayed:
+// true) without running the handler. The request carries its claim of the
+// key to the units of work it runs, which keep the claim with the effect;
+// the response is kept on the claim afterwards, unless it carries
+// credentials (Cache-Control: no-store) or is too large.
 func Idempotent(svc *idempotency.Service) Middleware {
 	return func(next http.Handler) http.Handler {
 		return HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
@@ -34,26 +39,12 @@ func Idempotent(svc *idempotency.Service) Middleware {
 			if err != nil {
 				return err
 			}
-			if rec := begun.Replay; rec != nil {
-				for k, v := range rec.Headers {
-					w.Header().Set(k, v)
-				}
-				w.Header().Set("Idempotent-Replayed", "true")
-				w.WriteHeader(rec.Status)
-				_, _ = w.Write(rec.Body)
+			if begun.Replay != nil {
+				replay(w, begun.Replay.Status, begun.Replay.Headers, begun.Replay.Body)
 				return nil
 			}
 			buf := &bufferedResponse{header: http.Header{}}
-			finished := false
-			defer func() {
-				if !finished {
-					// The handler panicked: free the key so a retry runs,
-					// and let the recovery middleware answer.
-					svc.Finish(ctx, begun, http.StatusInternalServerError, nil, nil)
-				}
-			}()
-			next.ServeHTTP(buf, r)
-			finished = true
+			next.ServeHTTP(buf, r.WithContext(idempotency.WithClaim(ctx, begun.Claim)))
 			status := buf.statusCode()
 			kept := map[string]string{}
 			for _, k := range replayedHeaders {
@@ -61,7 +52,17 @@ func Idempotent(svc *idempotency.Service) Middleware {
 					kept[k] = v
 				}
 			}
-			svc.Finish(ctx, begun, status, kept, buf.body.Bytes())
+			first, err := svc.Finish(ctx, begun.Claim, idempotency.Response{
+				Status: status, Headers: kept, Body: buf.body.Bytes(),
+				Credentials: strings.Contains(buf.header.Get("Cache-Control"), "no-store"),
+			})
+			if err != nil {
+				return err
+			}
+			if first != nil {
+				replay(w, first.Status, first.Headers, first.Body)
+				return nil
+			}
 			for k, vs := range buf.header {
 				w.Header()[k] = vs
 			}
@@ -70,6 +71,16 @@ func Idempotent(svc *idempotency.Service) Middleware {
 			return nil
 		})
 	}
+}
+
+// replay answers with a kept response.
+func replay(w http.ResponseWriter, status int, headers map[string]string, body []byte) {
+	for k, v := range headers {
+		w.Header().Set(k, v)
+	}
+	w.Header().Set("Idempotent-Replayed", "true")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
 }
 
 // bufferedResponse holds a handler's response until it has been kept for

@@ -85,6 +85,8 @@ func NewRouter(routes []Route, authenticate Middleware, log *zap.Logger, metrics
 			}
 			h = authenticate(h)
 		}
+		// Parameters are checked before authentication looks anything up.
+		h = checkParams(h)
 		// Tagged outside authentication, so a refused request is still
 		// counted under its route.
 		h = tagRoute(rt.Path, h)

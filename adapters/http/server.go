@@ -24,18 +24,58 @@ type Server struct {
 	done     chan struct{}
 }
 
+// Timeouts bound how long a client may take to send a request. A zero
+// field takes the default below.
+type Timeouts struct {
+	// ReadHeader bounds the request line and headers.
+	ReadHeader time.Duration
+	// Read bounds the whole request, body included, from its first byte.
+	// It holds whether or not a handler reads the body: an answer given
+	// without reading it (a 401, a 404) is followed by net/http draining
+	// what is left of the body, and a client that stalls there would hold
+	// the connection forever without it.
+	Read time.Duration
+	// Idle bounds the wait for the next request on a kept-alive
+	// connection.
+	Idle time.Duration
+}
+
+// Default timeouts: a JSON body is at most 1 MiB, which 30 s carry at
+// 35 KB/s.
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultIdleTimeout       = 60 * time.Second
+)
+
+func (t Timeouts) orDefaults() Timeouts {
+	if t.ReadHeader <= 0 {
+		t.ReadHeader = DefaultReadHeaderTimeout
+	}
+	if t.Read <= 0 {
+		t.Read = DefaultReadTimeout
+	}
+	if t.Idle <= 0 {
+		t.Idle = DefaultIdleTimeout
+	}
+	return t
+}
+
 // NewServer prepares a server for addr; Start binds it.
-func NewServer(addr string, handler http.Handler, log *zap.Logger, shutdownTimeout time.Duration) *Server {
+func NewServer(addr string, handler http.Handler, log *zap.Logger, shutdownTimeout time.Duration, timeouts Timeouts) *Server {
+	timeouts = timeouts.orDefaults()
 	return &Server{
 		addr: addr,
 		srv: &http.Server{
 			Handler: handler,
-			// Headers are bounded in time here and bodies by readBody.
-			// There is no ReadTimeout or short WriteTimeout: net/http cancels
-			// the request context when ReadTimeout passes, which would cut
-			// long-running requests short.
-			ReadHeaderTimeout: 10 * time.Second,
-			IdleTimeout:       2 * time.Minute,
+			// ReadTimeout does not cut long-running handlers short: net/http
+			// clears the connection's read deadline once the body has been
+			// read to its end (or at once for a request without a body),
+			// before it watches the connection for a client that goes away.
+			// There is no WriteTimeout, which would.
+			ReadHeaderTimeout: min(timeouts.ReadHeader, timeouts.Read),
+			ReadTimeout:       timeouts.Read,
+			IdleTimeout:       timeouts.Idle,
 			ErrorLog:          zap.NewStdLog(log.Named("http")),
 		},
 		log:             log,

@@ -49,7 +49,7 @@ func get(url string) <-chan result {
 
 func TestServerStartFailsOnABadAddress(t *testing.T) {
 	for _, addr := range []string{"256.0.0.1:0", "127.0.0.1:99999", "not an address"} {
-		s := NewServer(addr, http.NotFoundHandler(), zap.NewNop(), time.Second)
+		s := NewServer(addr, http.NotFoundHandler(), zap.NewNop(), time.Second, Timeouts{})
 		if err := s.Start(context.Background()); err == nil {
 			_ = s.Stop(context.Background())
 			t.Fatalf("Start(%q) succeeded", addr)
@@ -58,12 +58,12 @@ func TestServerStartFailsOnABadAddress(t *testing.T) {
 }
 
 func TestServerStartFailsOnABusyAddress(t *testing.T) {
-	first := NewServer("127.0.0.1:0", http.NotFoundHandler(), zap.NewNop(), time.Second)
+	first := NewServer("127.0.0.1:0", http.NotFoundHandler(), zap.NewNop(), time.Second, Timeouts{})
 	if err := first.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = first.Stop(context.Background()) }()
-	second := NewServer(first.Addr(), http.NotFoundHandler(), zap.NewNop(), time.Second)
+	second := NewServer(first.Addr(), http.NotFoundHandler(), zap.NewNop(), time.Second, Timeouts{})
 	if err := second.Start(context.Background()); err == nil {
 		_ = second.Stop(context.Background())
 		t.Fatal("two servers bound one address")
@@ -71,7 +71,7 @@ func TestServerStartFailsOnABusyAddress(t *testing.T) {
 }
 
 func TestServerStopBeforeStartIsHarmless(t *testing.T) {
-	s := NewServer("127.0.0.1:0", http.NotFoundHandler(), zap.NewNop(), time.Second)
+	s := NewServer("127.0.0.1:0", http.NotFoundHandler(), zap.NewNop(), time.Second, Timeouts{})
 	if s.Addr() != "" {
 		t.Fatalf("Addr before Start: %q", s.Addr())
 	}
@@ -82,7 +82,7 @@ func TestServerStopBeforeStartIsHarmless(t *testing.T) {
 
 func TestServerStopLetsInFlightRequestsFinish(t *testing.T) {
 	h := newSlowHandler()
-	s := NewServer("127.0.0.1:0", h, zap.NewNop(), time.Minute)
+	s := NewServer("127.0.0.1:0", h, zap.NewNop(), time.Minute, Timeouts{})
 	shuttingDown := make(chan struct{})
 	s.srv.RegisterOnShutdown(func() { close(shuttingDown) })
 	if err := s.Start(context.Background()); err != nil {
@@ -130,7 +130,7 @@ func TestServerStopLetsInFlightRequestsFinish(t *testing.T) {
 func TestServerStopForcesCloseAfterTheTimeout(t *testing.T) {
 	h := newSlowHandler()
 	defer close(h.release)
-	s := NewServer("127.0.0.1:0", h, zap.NewNop(), 20*time.Millisecond)
+	s := NewServer("127.0.0.1:0", h, zap.NewNop(), 20*time.Millisecond, Timeouts{})
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -141,5 +141,18 @@ func TestServerStopForcesCloseAfterTheTimeout(t *testing.T) {
 	}
 	if r := <-inFlight; r.err == nil {
 		t.Fatalf("the cut-off request got a full answer: %q", r.body)
+	}
+}
+
+func TestServerTimeouts(t *testing.T) {
+	s := NewServer("127.0.0.1:0", http.NotFoundHandler(), zap.NewNop(), time.Second, Timeouts{})
+	if s.srv.ReadHeaderTimeout != 10*time.Second || s.srv.ReadTimeout != 30*time.Second || s.srv.IdleTimeout != time.Minute {
+		t.Fatalf("defaults: header %v, read %v, idle %v", s.srv.ReadHeaderTimeout, s.srv.ReadTimeout, s.srv.IdleTimeout)
+	}
+	// The headers are part of the request: their bound never exceeds the
+	// whole request's.
+	s = NewServer("127.0.0.1:0", http.NotFoundHandler(), zap.NewNop(), time.Second, Timeouts{ReadHeader: 5 * time.Second, Read: 2 * time.Second, Idle: 3 * time.Second})
+	if s.srv.ReadHeaderTimeout != 2*time.Second || s.srv.ReadTimeout != 2*time.Second || s.srv.IdleTimeout != 3*time.Second {
+		t.Fatalf("configured: header %v, read %v, idle %v", s.srv.ReadHeaderTimeout, s.srv.ReadTimeout, s.srv.IdleTimeout)
 	}
 }

@@ -14,7 +14,7 @@ import (
 // queries from records (keyed by name without the trailing dot) and
 // NXDOMAIN for any other name, so tests can make a public-looking name
 // resolve to a forbidden address without touching real DNS.
-func fakeResolver(t *testing.T, records map[string][]netip.Addr) *net.Resolver {
+func fakeResolver(t testing.TB, records map[string][]netip.Addr) *net.Resolver {
 	t.Helper()
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {

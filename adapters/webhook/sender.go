@@ -158,8 +158,8 @@ func (s *Sender) CheckTarget(ctx context.Context, rawURL string) error {
 		if s.allowPrivate {
 			return nil
 		}
-		if reason := forbidden(ip); reason != "" {
-			return &refusedError{addr: ip.WithZone(""), reason: reason}
+		if !allowedAddr(ip) {
+			return errRefused
 		}
 		return nil
 	}
@@ -174,8 +174,8 @@ func (s *Sender) CheckTarget(ctx context.Context, rawURL string) error {
 		return nil
 	}
 	for _, ip := range addrs {
-		if reason := forbidden(ip); reason != "" {
-			return &refusedError{host: host, addr: ip.WithZone(""), reason: reason}
+		if !allowedAddr(ip) {
+			return &refusedHostError{host: host}
 		}
 	}
 	return nil
@@ -210,12 +210,11 @@ func (s *Sender) parseURL(rawURL string) (*url.URL, error) {
 // which may carry a token); net/http's own errors name neither header
 // values nor the body.
 func (s *Sender) describe(ctx context.Context, err error) error {
-	var refused *refusedError
 	var dnsErr *net.DNSError
 	var certErr *tls.CertificateVerificationError
 	switch {
-	case errors.As(err, &refused):
-		return refused
+	case errors.Is(err, errRefused):
+		return errRefused
 	case ctx.Err() != nil:
 		// The caller gave up (shutdown, its own deadline): not the
 		// receiver's fault, and errors.Is still tells the caller why.

@@ -36,9 +36,6 @@ var HTTP = fx.Module("http",
 		}, fx.ParamTags(`group:"checkers"`), fx.ResultTags(`group:"routes"`)),
 		fx.Annotate(newHandler, fx.ParamTags(`group:"routes"`)),
 		newServer,
-		func(store ports.IdempotencyStore, log *slog.Logger) *idempotency.Service {
-			return idempotency.New(store, log)
-		},
 		func(limiter ports.RateLimiter, cfg config.Config, log *slog.Logger) *ratelimit.Service {
 			return ratelimit.New(limiter, cfg.RateLimit.Requests, cfg.RateLimit.Window, log)
 		},
@@ -70,7 +67,9 @@ func newHandler(groups []Routes, svc *auth.Service, idem *idempotency.Service, l
 }
 
 func newServer(lc fx.Lifecycle, cfg config.Config, h http.Handler, log *zap.Logger) *httpapi.Server {
-	s := httpapi.NewServer(cfg.HTTPAddr, h, log, cfg.ShutdownTimeout)
+	s := httpapi.NewServer(cfg.HTTPAddr, h, log, cfg.ShutdownTimeout, httpapi.Timeouts{
+		ReadHeader: cfg.HTTPReadHeaderTimeout, Read: cfg.HTTPReadTimeout, Idle: cfg.HTTPIdleTimeout,
+	})
 	lc.Append(fx.Hook{OnStart: s.Start, OnStop: s.Stop})
 	return s
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/profilesvc/profilesvc/adapters/cache"
 	"github.com/profilesvc/profilesvc/adapters/clock"
-	"github.com/profilesvc/profilesvc/adapters/idempotency"
 	"github.com/profilesvc/profilesvc/adapters/ids"
 	"github.com/profilesvc/profilesvc/adapters/mail"
 	"github.com/profilesvc/profilesvc/adapters/ratelimit"
@@ -115,15 +114,14 @@ func openSQLStore(ctx context.Context, cfg config.Config) (*bunstore.Store, erro
 	return s, nil
 }
 
-// Cache provides the cache, the rate limiter and the idempotency keys:
-// in-process without REDIS_URL, Redis with it, so that several instances
-// share one budget and see each other's keys.
+// Cache provides the cache and the rate limiter: in-process without
+// REDIS_URL, Redis with it, so that several instances share one budget.
 //
-// The cache and the rate limiter go through one redisguard.Guard: when Redis
-// does not answer they do without it (the cache is bypassed, limits are
-// counted in process) and /readyz calls the cache "degraded" but stays 200.
+// Both go through one redisguard.Guard: when Redis does not answer they do
+// without it (the cache is bypassed, limits are counted in process) and
+// /readyz calls the cache "degraded" but stays 200.
 var Cache = fx.Module("cache",
-	fx.Provide(newRedis, newRedisGuard, newCache, newRateLimiter, newIdempotencyStore),
+	fx.Provide(newRedis, newRedisGuard, newCache, newRateLimiter),
 	fx.Provide(fx.Annotate(func(c ports.Cache) Checker {
 		return Checker{Name: "cache", Check: c.Ping, Degrades: true}
 	}, fx.ResultTags(`group:"checkers"`))),
@@ -192,13 +190,6 @@ func newRateLimiter(r redisClient, g *redisguard.Guard, c ports.Clock, cfg confi
 		return ratelimit.NewLocal(c)
 	}
 	return ratelimit.NewGuarded(ratelimit.NewRedis(r.Client, c, cfg.RedisKeyPrefix+"rl:"), ratelimit.NewLocal(c), g)
-}
-
-func newIdempotencyStore(r redisClient, c ports.Clock, cfg config.Config) ports.IdempotencyStore {
-	if r.Client == nil {
-		return idempotency.NewLocal(c)
-	}
-	return idempotency.NewRedis(r.Client, cfg.RedisKeyPrefix+"idem:")
 }
 
 // Mail provides the mailer of MAIL_TRANSPORT.

@@ -3,7 +3,6 @@ package idempotency_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -16,276 +15,560 @@ import (
 	"github.com/profilesvc/profilesvc/ports"
 )
 
-// store keeps records in a map, records the lifetime each write asked
-// for, and fails on demand. Of concurrent reservations of a key exactly one
-// wins, as the port requires.
-type store struct {
-	mu          sync.Mutex
-	recs        map[string]ports.IdempotencyRecord
-	ttls        map[string]time.Duration
-	reserveErr  error
-	completeErr error
-	releaseErr  error
+// world is a primary store in miniature: idempotency records and a count of
+// effects (say, created profiles), changed by units of work that run one at
+// a time and roll back on error, as the memory store's do.
+type world struct {
+	mu      sync.Mutex // held by a unit from start to end
+	recs    map[ports.IdempotencyKey]ports.IdempotencyRecord
+	effects int
+	// staged is the effect count and records of the running unit.
+	staged *stage
+
+	findErr, completeErr error
+	completed            []ports.IdempotencyRecord
 }
 
-func newStore() *store {
-	return &store{recs: map[string]ports.IdempotencyRecord{}, ttls: map[string]time.Duration{}}
+type stage struct {
+	effects int
+	recs    map[ports.IdempotencyKey]ports.IdempotencyRecord
 }
 
-func (s *store) Reserve(_ context.Context, key string, fp []byte, ttl time.Duration) (ports.IdempotencyRecord, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.reserveErr != nil {
-		return ports.IdempotencyRecord{}, false, s.reserveErr
-	}
-	if rec, ok := s.recs[key]; ok {
-		return rec, false, nil
-	}
-	s.recs[key] = ports.IdempotencyRecord{Fingerprint: fp}
-	s.ttls[key] = ttl
-	return s.recs[key], true, nil
-}
+type inUnit struct{}
 
-// Complete keeps rec itself, not a copy, so that a caller that reuses its
-// maps afterwards would show in the record.
-func (s *store) Complete(_ context.Context, key string, rec ports.IdempotencyRecord, ttl time.Duration) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.completeErr != nil {
-		return s.completeErr
+func newWorld() *world { return &world{recs: map[ports.IdempotencyKey]ports.IdempotencyRecord{}} }
+
+// Do is the bare unit of work the claiming decorator wraps.
+func (w *world) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.staged = &stage{recs: map[ports.IdempotencyKey]ports.IdempotencyRecord{}}
+	defer func() { w.staged = nil }()
+	if err := fn(context.WithValue(ctx, inUnit{}, true)); err != nil {
+		return err
 	}
-	s.recs[key] = rec
-	s.ttls[key] = ttl
+	w.effects += w.staged.effects
+	for k, rec := range w.staged.recs {
+		w.recs[k] = rec
+	}
 	return nil
 }
 
-func (s *store) Release(_ context.Context, key string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.releaseErr != nil {
-		return s.releaseErr
+// effect is the work of a use case, inside the unit ctx carries or alone.
+func (w *world) effect(ctx context.Context) {
+	if ctx.Value(inUnit{}) != nil {
+		w.staged.effects++
+		return
 	}
-	delete(s.recs, key)
-	delete(s.ttls, key)
-	return nil
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.effects++
 }
 
-func (s *store) lifetime(key string) time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.ttls[key]
+func (w *world) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.effects
 }
 
-var ada = team.Actor{UserID: "usr_ada", TeamID: "team_1", Role: team.RoleOwner}
+// records are the world's records; a call inside a unit runs under the
+// unit's lock already.
+type records struct{ w *world }
 
-// newService is a service over st whose logs no test reads.
-func newService(st ports.IdempotencyStore) *idempotency.Service {
-	return idempotency.New(st, slog.New(slog.DiscardHandler))
+func (r records) locked(ctx context.Context, fn func()) {
+	if ctx.Value(inUnit{}) == nil {
+		r.w.mu.Lock()
+		defer r.w.mu.Unlock()
+	}
+	fn()
 }
+
+func (r records) Claim(ctx context.Context, rec ports.IdempotencyRecord, now time.Time) (bool, error) {
+	if ctx.Value(inUnit{}) == nil {
+		return false, errors.New("claim outside a unit of work")
+	}
+	if old, ok := r.w.recs[rec.IdempotencyKey]; ok && old.ExpiresAt.After(now) {
+		return false, nil
+	}
+	r.w.staged.recs[rec.IdempotencyKey] = rec
+	return true, nil
+}
+
+func (r records) Find(ctx context.Context, k ports.IdempotencyKey, now time.Time) (rec ports.IdempotencyRecord, found bool, err error) {
+	r.locked(ctx, func() {
+		if r.w.findErr != nil {
+			err = r.w.findErr
+			return
+		}
+		rec, found = r.w.recs[k]
+		found = found && rec.ExpiresAt.After(now)
+	})
+	return rec, found, err
+}
+
+// Complete fails on an ended context, as a database call would.
+func (r records) Complete(ctx context.Context, rec ports.IdempotencyRecord) (err error) {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r.locked(ctx, func() {
+		if r.w.completeErr != nil {
+			err = r.w.completeErr
+			return
+		}
+		if _, ok := r.w.recs[rec.IdempotencyKey]; !ok {
+			err = domain.NotFound("idempotency record")
+			return
+		}
+		r.w.recs[rec.IdempotencyKey] = rec
+		r.w.completed = append(r.w.completed, rec)
+	})
+	return err
+}
+
+func (r records) CountLive(ctx context.Context, teamID string, now time.Time) (n int, err error) {
+	r.locked(ctx, func() {
+		for k, rec := range r.w.recs {
+			if k.TeamID == teamID && rec.ExpiresAt.After(now) {
+				n++
+			}
+		}
+	})
+	return n, nil
+}
+
+func (r records) DeleteExpired(ctx context.Context, now time.Time, limit int) (n int, err error) {
+	r.locked(ctx, func() {
+		for k, rec := range r.w.recs {
+			if n < limit && !rec.ExpiresAt.After(now) {
+				delete(r.w.recs, k)
+				n++
+			}
+		}
+	})
+	return n, nil
+}
+
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+type fixture struct {
+	w     *world
+	clock *fakeClock
+	logs  *apptest.Logs
+	svc   *idempotency.Service
+	tx    ports.UnitOfWork
+}
+
+func newFixture(limits idempotency.Limits) *fixture {
+	w := newWorld()
+	f := &fixture{w: w, clock: &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}, logs: &apptest.Logs{}}
+	f.svc = idempotency.New(idempotency.Deps{Records: records{w}, Clock: f.clock, Log: f.logs.Logger(), Limits: limits})
+	f.tx = idempotency.Units(w, records{w})
+	return f
+}
+
+var (
+	ada   = team.Actor{UserID: "usr_ada", TeamID: "team_1", Role: team.RoleOwner}
+	grace = team.Actor{UserID: "usr_grace", TeamID: "team_2", Role: team.RoleOwner}
+)
 
 func post(key, body string) idempotency.Request {
 	return idempotency.Request{Key: key, Method: "POST", Path: "/api/v1/profiles", Body: []byte(body)}
 }
 
-func begin(t *testing.T, svc *idempotency.Service, actor team.Actor, r idempotency.Request) idempotency.Begun {
+// run is one request through the middleware's steps: Begin, the handler
+// (one unit with an effect, unless noUnit) and Finish. It returns the
+// replayed record, if the request got one, and the error it answered.
+func (f *fixture) run(t *testing.T, actor team.Actor, r idempotency.Request, resp idempotency.Response) (*ports.IdempotencyRecord, error) {
 	t.Helper()
-	b, err := svc.Begin(context.Background(), actor, r)
-	if err != nil {
-		t.Fatalf("begin: %v", err)
+	ctx := context.Background()
+	b, err := f.svc.Begin(ctx, actor, r)
+	if err != nil || b.Replay != nil {
+		return b.Replay, err
 	}
-	return b
+	ctx = idempotency.WithClaim(ctx, b.Claim)
+	_ = f.tx.Do(ctx, func(ctx context.Context) error { f.w.effect(ctx); return nil })
+	return f.svc.Finish(ctx, b.Claim, resp)
 }
 
+var created = idempotency.Response{Status: 201, Headers: map[string]string{"Location": "/api/v1/profiles/prf_1"}, Body: []byte(`{"id":"prf_1"}`)}
+
 func TestSameKeyAndBodyReplaysTheFirstResponse(t *testing.T) {
-	st := newStore()
-	svc := newService(st)
-	ctx := context.Background()
-
-	first := begin(t, svc, ada, post("k1", `{"name":"a"}`))
-	if first.Replay != nil {
-		t.Fatalf("the first request replayed %+v", first.Replay)
+	f := newFixture(idempotency.Limits{})
+	resp := created
+	resp.Headers = map[string]string{"Location": "/api/v1/profiles/prf_1"}
+	if rec, err := f.run(t, ada, post("k1", `{"name":"a"}`), resp); rec != nil || err != nil {
+		t.Fatalf("first request: %+v %v", rec, err)
 	}
-	if got := st.lifetime("idem:team_1:usr_ada:k1"); got != 5*time.Minute {
-		t.Fatalf("reserved for %s, want 5m", got)
+	resp.Headers["Location"] = "changed by the handler afterwards"
+	rec, err := f.run(t, ada, post("k1", `{"name":"a"}`), created)
+	if err != nil || rec == nil {
+		t.Fatalf("replay: %+v %v", rec, err)
 	}
-	headers := map[string]string{"Location": "/api/v1/profiles/prf_1"}
-	svc.Finish(ctx, first, 201, headers, []byte(`{"id":"prf_1"}`))
-	headers["Location"] = "changed by the handler afterwards"
-	if got := st.lifetime("idem:team_1:usr_ada:k1"); got != 24*time.Hour {
-		t.Fatalf("kept for %s, want 24h", got)
+	if rec.Status != 201 || string(rec.Body) != `{"id":"prf_1"}` || rec.Headers["Location"] != "/api/v1/profiles/prf_1" {
+		t.Fatalf("replay %+v", rec)
 	}
-
-	again := begin(t, svc, ada, post("k1", `{"name":"a"}`))
-	if again.Replay == nil {
-		t.Fatal("the same request ran again")
+	if want := time.Date(2030, 1, 2, 0, 0, 0, 0, time.UTC); !rec.ExpiresAt.Equal(want) {
+		t.Fatalf("expires at %s, want %s", rec.ExpiresAt, want)
 	}
-	r := again.Replay
-	if !r.Done || r.Status != 201 || string(r.Body) != `{"id":"prf_1"}` || r.Headers["Location"] != "/api/v1/profiles/prf_1" {
-		t.Fatalf("replay %+v", r)
+	if n := f.w.count(); n != 1 {
+		t.Fatalf("%d effects, want 1", n)
 	}
 }
 
 func TestSameKeyWithAnotherRequestIsRefused(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		r    idempotency.Request
-	}{
-		{"another body", post("k1", `{"name":"b"}`)},
-		{"another path", idempotency.Request{Key: "k1", Method: "POST", Path: "/api/v1/proxies", Body: []byte(`{"name":"a"}`)}},
-		{"another method", idempotency.Request{Key: "k1", Method: "PUT", Path: "/api/v1/profiles", Body: []byte(`{"name":"a"}`)}},
-		// The parts are delimited: moving bytes from one to the next is
-		// another request.
-		{"bytes moved between parts", idempotency.Request{Key: "k1", Method: "POST/api", Path: "/v1/profiles", Body: []byte(`{"name":"a"}`)}},
+	f := newFixture(idempotency.Limits{})
+	if _, err := f.run(t, ada, post("k1", `{"name":"a"}`), created); err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range map[string]idempotency.Request{
+		"body":   post("k1", `{"name":"b"}`),
+		"path":   {Key: "k1", Method: "POST", Path: "/api/v1/api-keys", Body: []byte(`{"name":"a"}`)},
+		"method": {Key: "k1", Method: "PUT", Path: "/api/v1/profiles", Body: []byte(`{"name":"a"}`)},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			svc := newService(newStore())
-			svc.Finish(context.Background(), begin(t, svc, ada, post("k1", `{"name":"a"}`)), 201, nil, nil)
-			_, err := svc.Begin(context.Background(), ada, tc.r)
+		t.Run(name, func(t *testing.T) {
+			_, err := f.svc.Begin(context.Background(), ada, r)
 			apptest.WantKind(t, err, domain.KindValidation)
 		})
 	}
 }
 
-func TestRequestStillRunningIsAConflict(t *testing.T) {
-	svc := newService(newStore())
-	begin(t, svc, ada, post("k1", "{}"))
-	_, err := svc.Begin(context.Background(), ada, post("k1", "{}"))
-	apptest.WantKind(t, err, domain.KindConflict)
-}
-
-// Of concurrent first requests with one key exactly one runs.
-func TestConcurrentRequestsWithOneKeyRunOnce(t *testing.T) {
-	svc := newService(newStore())
-	const n = 8
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		run      int
-		conflict int
-	)
-	gate := make(chan struct{})
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-gate
-			b, err := svc.Begin(context.Background(), ada, post("k1", "{}"))
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil && b.Replay == nil:
-				run++
-			case domain.IsKind(err, domain.KindConflict):
-				conflict++
-			default:
-				t.Errorf("begin: %+v, %v", b, err)
-			}
-		}()
-	}
-	close(gate)
-	wg.Wait()
-	if run != 1 || conflict != n-1 {
-		t.Fatalf("%d ran, %d conflicts; want 1 and %d", run, conflict, n-1)
-	}
-}
-
-// A server error frees the key, so the client's retry runs.
-func TestServerErrorFreesTheKey(t *testing.T) {
-	st := newStore()
-	svc := newService(st)
-	svc.Finish(context.Background(), begin(t, svc, ada, post("k1", "{}")), 503, nil, []byte("down"))
-	if b := begin(t, svc, ada, post("k1", "{}")); b.Replay != nil {
-		t.Fatalf("a server error was replayed: %+v", b.Replay)
-	}
-}
-
-// A client error is a response like any other: it is replayed.
-func TestClientErrorIsReplayed(t *testing.T) {
-	svc := newService(newStore())
-	svc.Finish(context.Background(), begin(t, svc, ada, post("k1", "{}")), 422, nil, []byte("invalid"))
-	if b := begin(t, svc, ada, post("k1", "{}")); b.Replay == nil || b.Replay.Status != 422 {
-		t.Fatalf("replay %+v", b.Replay)
-	}
-}
-
-// A key is one user's in one team.
 func TestKeysAreScopedToUserAndTeam(t *testing.T) {
-	svc := newService(newStore())
-	svc.Finish(context.Background(), begin(t, svc, ada, post("k1", "{}")), 201, nil, nil)
-	for _, other := range []team.Actor{
-		{UserID: "usr_bob", TeamID: "team_1", Role: team.RoleOwner},
-		{UserID: "usr_ada", TeamID: "team_2", Role: team.RoleOwner},
-	} {
-		if b := begin(t, svc, other, post("k1", `{"other":true}`)); b.Replay != nil {
-			t.Fatalf("%+v saw ada's response", other)
+	f := newFixture(idempotency.Limits{})
+	if _, err := f.run(t, ada, post("k1", `{}`), created); err != nil {
+		t.Fatal(err)
+	}
+	for _, actor := range []team.Actor{grace, {UserID: "usr_ada", TeamID: "team_2"}, {UserID: "usr_bob", TeamID: "team_1"}} {
+		if rec, err := f.run(t, actor, post("k1", `{}`), created); rec != nil || err != nil {
+			t.Fatalf("%+v replayed another scope's record: %+v %v", actor, rec, err)
 		}
+	}
+	if n := f.w.count(); n != 4 {
+		t.Fatalf("%d effects, want 4", n)
+	}
+}
+
+func TestRequestWithoutACommittedUnitKeepsNothing(t *testing.T) {
+	f := newFixture(idempotency.Limits{})
+	ctx := context.Background()
+	b, err := f.svc.Begin(ctx, ada, post("k1", `{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx = idempotency.WithClaim(ctx, b.Claim)
+	refused := domain.Invalid("name", "is required")
+	if err := f.tx.Do(ctx, func(ctx context.Context) error { f.w.effect(ctx); return refused }); !errors.Is(err, refused) {
+		t.Fatalf("unit: %v", err)
+	}
+	if rec, err := f.svc.Finish(ctx, b.Claim, idempotency.Response{Status: 422, Body: []byte(`{}`)}); rec != nil || err != nil {
+		t.Fatalf("finish: %+v %v", rec, err)
+	}
+	if len(f.w.recs) != 0 || f.w.count() != 0 {
+		t.Fatalf("records %v, effects %d after a rolled-back unit", f.w.recs, f.w.count())
+	}
+	if rec, err := f.run(t, ada, post("k1", `{}`), created); rec != nil || err != nil {
+		t.Fatalf("retry did not run: %+v %v", rec, err)
+	}
+	if f.w.count() != 1 {
+		t.Fatalf("%d effects, want 1", f.w.count())
+	}
+}
+
+func TestOnlyTheFirstCommittedUnitClaims(t *testing.T) {
+	f := newFixture(idempotency.Limits{})
+	ctx := context.Background()
+	b, err := f.svc.Begin(ctx, ada, post("k1", `{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx = idempotency.WithClaim(ctx, b.Claim)
+	for range 2 { // a use case that commits two units, as a launch does
+		if err := f.tx.Do(ctx, func(ctx context.Context) error { f.w.effect(ctx); return nil }); err != nil {
+			t.Fatalf("unit: %v", err)
+		}
+	}
+	if _, err := f.svc.Finish(ctx, b.Claim, created); err != nil {
+		t.Fatal(err)
+	}
+	if f.w.count() != 2 || len(f.w.completed) != 1 {
+		t.Fatalf("effects %d, completed %d", f.w.count(), len(f.w.completed))
+	}
+}
+
+// TestTheLoserOfARaceRollsBackAndAnswersTheFirstResponse: two requests
+// with one key both pass Begin; the second to commit loses its effect.
+func TestTheLoserOfARaceRollsBackAndAnswersTheFirstResponse(t *testing.T) {
+	f := newFixture(idempotency.Limits{})
+	ctx := context.Background()
+	r := post("k1", `{}`)
+	one, err := f.svc.Begin(ctx, ada, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := f.svc.Begin(ctx, ada, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctxOne, ctxTwo := idempotency.WithClaim(ctx, one.Claim), idempotency.WithClaim(ctx, two.Claim)
+	if err := f.tx.Do(ctxOne, func(ctx context.Context) error { f.w.effect(ctx); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	err = f.tx.Do(ctxTwo, func(ctx context.Context) error { f.w.effect(ctx); return nil })
+	apptest.WantKind(t, err, domain.KindConflict)
+	if f.w.count() != 1 {
+		t.Fatalf("%d effects, want 1", f.w.count())
+	}
+	// The first has not finished yet: the loser is told to retry.
+	_, err = f.svc.Finish(ctxTwo, two.Claim, idempotency.Response{Status: 409})
+	apptest.WantKind(t, err, domain.KindConflict)
+	if _, err := f.svc.Finish(ctxOne, one.Claim, created); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := f.svc.Finish(ctxTwo, two.Claim, idempotency.Response{Status: 409})
+	if err != nil || rec == nil || string(rec.Body) != `{"id":"prf_1"}` {
+		t.Fatalf("loser after the first finished: %+v %v", rec, err)
+	}
+}
+
+func TestConcurrentRequestsWithOneKeyTakeEffectOnce(t *testing.T) {
+	f := newFixture(idempotency.Limits{})
+	const n = 20
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() { _, errs[i] = f.run(t, ada, post("race", `{}`), created) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil && !domain.IsKind(err, domain.KindConflict) {
+			t.Fatalf("error %v, want none or a conflict", err)
+		}
+	}
+	if f.w.count() != 1 {
+		t.Fatalf("%d effects from %d requests with one key", f.w.count(), n)
+	}
+}
+
+func TestRequestStillRunningAndLostResponses(t *testing.T) {
+	f := newFixture(idempotency.Limits{})
+	ctx := context.Background()
+	b, err := f.svc.Begin(ctx, ada, post("k1", `{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The effect commits, and the instance dies before Finish.
+	if err := f.tx.Do(idempotency.WithClaim(ctx, b.Claim), func(ctx context.Context) error { f.w.effect(ctx); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.svc.Begin(ctx, ada, post("k1", `{}`))
+	apptest.WantKind(t, err, domain.KindConflict)
+	if !strings.Contains(err.Error(), "in progress") {
+		t.Fatalf("err = %v", err)
+	}
+	f.clock.Advance(5 * time.Minute)
+	_, err = f.svc.Begin(ctx, ada, post("k1", `{}`))
+	apptest.WantKind(t, err, domain.KindConflict)
+	if !strings.Contains(err.Error(), "response was lost") {
+		t.Fatalf("err = %v", err)
+	}
+	if f.w.count() != 1 {
+		t.Fatalf("%d effects, want 1", f.w.count())
+	}
+}
+
+func TestCredentialsAreNeverKept(t *testing.T) {
+	f := newFixture(idempotency.Limits{})
+	secret := `{"key":"psvc_abc_0123456789"}`
+	resp := idempotency.Response{Status: 201, Headers: map[string]string{"Content-Type": "application/json"}, Body: []byte(secret), Credentials: true}
+	if _, err := f.run(t, ada, post("k1", `{"name":"ci"}`), resp); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.w.completed) != 1 {
+		t.Fatalf("completed %d", len(f.w.completed))
+	}
+	kept := f.w.completed[0]
+	if kept.Body != nil || kept.Headers != nil || kept.Withheld != ports.IdempotencyWithheldCredentials || kept.Status != 201 {
+		t.Fatalf("kept %+v", kept)
+	}
+	_, err := f.run(t, ada, post("k1", `{"name":"ci"}`), resp)
+	apptest.WantKind(t, err, domain.KindConflict)
+	if !strings.Contains(err.Error(), "shown once") || strings.Contains(err.Error(), "psvc_") {
+		t.Fatalf("err = %v", err)
+	}
+	if f.w.count() != 1 {
+		t.Fatalf("%d effects, want 1", f.w.count())
+	}
+}
+
+func TestResponsesOverTheLimitAreNotKept(t *testing.T) {
+	f := newFixture(idempotency.Limits{MaxResponseBytes: 10})
+	if _, err := f.run(t, ada, post("small", `{}`), idempotency.Response{Status: 200, Body: []byte("0123456789")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.run(t, ada, post("large", `{}`), idempotency.Response{Status: 201, Body: []byte("0123456789a")}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := f.run(t, ada, post("small", `{}`), created)
+	if err != nil || rec == nil || string(rec.Body) != "0123456789" {
+		t.Fatalf("a response at the limit: %+v %v", rec, err)
+	}
+	_, err = f.run(t, ada, post("large", `{}`), created)
+	apptest.WantKind(t, err, domain.KindConflict)
+	if !strings.Contains(err.Error(), "succeeded (status 201)") || !strings.Contains(err.Error(), "not kept") {
+		t.Fatalf("err = %v", err)
+	}
+	if f.w.completed[1].Body != nil || f.w.completed[1].Withheld != ports.IdempotencyWithheldTooLarge {
+		t.Fatalf("kept %+v", f.w.completed[1])
+	}
+}
+
+func TestTeamsAreBoundedAlone(t *testing.T) {
+	f := newFixture(idempotency.Limits{KeysPerTeam: 2})
+	for _, k := range []string{"k1", "k2"} {
+		if _, err := f.run(t, ada, post(k, `{}`), created); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := f.run(t, ada, post("k3", `{}`), created)
+	apptest.WantKind(t, err, domain.KindRateLimited)
+	var de *domain.Error
+	if !errors.As(err, &de) || de.RetryAfter <= 0 || !strings.Contains(de.Message, "Idempotency-Key") {
+		t.Fatalf("err = %#v", err)
+	}
+	// Another user of the team shares its bound; another team does not.
+	_, err = f.run(t, team.Actor{UserID: "usr_bob", TeamID: "team_1"}, post("k1", `{}`), created)
+	apptest.WantKind(t, err, domain.KindRateLimited)
+	if _, err := f.run(t, grace, post("k3", `{}`), created); err != nil {
+		t.Fatalf("another team: %v", err)
+	}
+	// A replay within the bound still answers.
+	if rec, err := f.run(t, ada, post("k1", `{}`), created); err != nil || rec == nil {
+		t.Fatalf("replay: %+v %v", rec, err)
+	}
+	f.clock.Advance(24 * time.Hour)
+	if rec, err := f.run(t, ada, post("k3", `{}`), created); rec != nil || err != nil {
+		t.Fatalf("after the records expired: %+v %v", rec, err)
+	}
+}
+
+func TestRecordsExpireAndAreSwept(t *testing.T) {
+	f := newFixture(idempotency.Limits{})
+	if _, err := f.run(t, ada, post("k1", `{}`), created); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(24*time.Hour - time.Second)
+	if rec, _ := f.run(t, ada, post("k1", `{}`), created); rec == nil {
+		t.Fatal("not replayed within 24 h")
+	}
+	f.clock.Advance(time.Second)
+	if rec, err := f.run(t, ada, post("k1", `{}`), created); rec != nil || err != nil {
+		t.Fatalf("replayed after 24 h: %+v %v", rec, err)
+	}
+	f.clock.Advance(24 * time.Hour)
+	if _, err := f.run(t, grace, post("k9", `{}`), created); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.w.recs) != 1 {
+		t.Fatalf("%d records left, want the new one alone", len(f.w.recs))
+	}
+	if f.w.count() != 3 {
+		t.Fatalf("%d effects, want 3", f.w.count())
+	}
+}
+
+func TestEffectOutsideAUnitRunsInOneWhenClaimed(t *testing.T) {
+	f := newFixture(idempotency.Limits{})
+	ctx := context.Background()
+	write := func(ctx context.Context) error { f.w.effect(ctx); return nil }
+	// Without a claim: as it is.
+	if err := idempotency.Effect(ctx, f.tx, write); err != nil || f.w.count() != 1 {
+		t.Fatalf("%v, %d effects", err, f.w.count())
+	}
+	b, err := f.svc.Begin(ctx, ada, post("k1", `{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed := idempotency.WithClaim(ctx, b.Claim)
+	if err := idempotency.Effect(claimed, f.tx, write); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.w.recs[ports.IdempotencyKey{TeamID: "team_1", Scope: "usr_ada", Key: "k1"}]; !ok {
+		t.Fatal("the write outside a unit left no claim")
+	}
+	// Inside a unit, Effect joins it rather than nesting.
+	if err := f.tx.Do(claimed, func(ctx context.Context) error { return idempotency.Effect(ctx, f.tx, write) }); err != nil {
+		t.Fatal(err)
+	}
+	if f.w.count() != 3 {
+		t.Fatalf("%d effects, want 3", f.w.count())
 	}
 }
 
 func TestBeginRefusesMalformedKeys(t *testing.T) {
-	svc := newService(newStore())
-	for _, key := range []string{"", strings.Repeat("k", 256), "tab\there", "é"} {
-		_, err := svc.Begin(context.Background(), ada, post(key, "{}"))
+	f := newFixture(idempotency.Limits{})
+	for _, k := range []string{"", strings.Repeat("k", 256), "tab\tkey", "é"} {
+		_, err := f.svc.Begin(context.Background(), ada, post(k, `{}`))
 		apptest.WantKind(t, err, domain.KindBadRequest)
 	}
-	begin(t, svc, ada, post(strings.Repeat("k", 255), "{}"))
-	begin(t, svc, ada, post(" ~", "{}"))
-}
-
-func TestBeginStoreError(t *testing.T) {
-	st := newStore()
-	st.reserveErr = apptest.ErrDown
-	_, err := newService(st).Begin(context.Background(), ada, post("k1", "{}"))
-	if !errors.Is(err, apptest.ErrDown) {
-		t.Fatalf("err = %v, want %v", err, apptest.ErrDown)
+	if _, err := f.svc.Begin(context.Background(), ada, post(strings.Repeat("k", 255), `{}`)); err != nil {
+		t.Fatalf("a 255-character key: %v", err)
 	}
 }
 
-// The response still goes out when it cannot be kept; the failure is
-// logged.
-func TestFinishStoreErrorIsLogged(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		status int
-		fail   func(st *store)
-	}{
-		{"complete", 201, func(st *store) { st.completeErr = apptest.ErrDown }},
-		{"release", 500, func(st *store) { st.releaseErr = apptest.ErrDown }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			st := newStore()
-			logs := &apptest.Logs{}
-			svc := idempotency.New(st, logs.Logger())
-			b := begin(t, svc, ada, post("k1", "{}"))
-			tc.fail(st)
-			svc.Finish(context.Background(), b, tc.status, nil, nil)
-			if got := logs.Lines(); len(got) != 1 || got[0] != "ERROR keeping an idempotent response failed error=backend is down" {
-				t.Fatalf("logged %v", got)
-			}
-		})
+func TestStoreErrors(t *testing.T) {
+	f := newFixture(idempotency.Limits{})
+	f.w.findErr = apptest.ErrDown
+	_, err := f.svc.Begin(context.Background(), ada, post("k1", `{}`))
+	apptest.WantDown(t, err)
+
+	f.w.findErr, f.w.completeErr = nil, apptest.ErrDown
+	rec, err := f.run(t, ada, post("k1", `{}`), created)
+	if rec != nil || err != nil {
+		t.Fatalf("a failed Complete changes the response: %+v %v", rec, err)
+	}
+	if !f.logs.Has("ERROR keeping an idempotent response failed") {
+		t.Fatalf("logs %v", f.logs.Lines())
+	}
+	// The claim committed with the effect: a replay does not run it again.
+	f.w.completeErr = nil
+	_, err = f.run(t, ada, post("k1", `{}`), created)
+	apptest.WantKind(t, err, domain.KindConflict)
+	if f.w.count() != 1 {
+		t.Fatalf("%d effects, want 1", f.w.count())
 	}
 }
 
-// cancelAware fails writes whose context has ended, as a network client
-// does.
-type cancelAware struct{ *store }
-
-func (c cancelAware) Complete(ctx context.Context, key string, rec ports.IdempotencyRecord, ttl time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return c.store.Complete(ctx, key, rec, ttl)
-}
-
-// The client hanging up after the work was done still keeps the response.
 func TestFinishAfterTheClientLeftKeepsTheResponse(t *testing.T) {
-	st := newStore()
-	svc := newService(cancelAware{st})
+	f := newFixture(idempotency.Limits{})
 	ctx, cancel := context.WithCancel(context.Background())
-	b := begin(t, svc, ada, post("k1", "{}"))
+	b, err := f.svc.Begin(ctx, ada, post("k1", `{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx = idempotency.WithClaim(ctx, b.Claim)
+	if err := f.tx.Do(ctx, func(ctx context.Context) error { f.w.effect(ctx); return nil }); err != nil {
+		t.Fatal(err)
+	}
 	cancel()
-	svc.Finish(ctx, b, 201, nil, []byte("made"))
-	if again := begin(t, svc, ada, post("k1", "{}")); again.Replay == nil || string(again.Replay.Body) != "made" {
-		t.Fatalf("replay %+v", again.Replay)
+	if _, err := f.svc.Finish(ctx, b.Claim, created); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.w.completed) != 1 {
+		t.Fatal("the response was not kept")
 	}
 }

@@ -38,13 +38,28 @@ type Page[T any] struct {
 	Limit      int
 }
 
+// maxCursorLength bounds a cursor: an id is a prefix and a 26-character
+// ULID.
+const maxCursorLength = 64
+
 // CheckCursor refuses a cursor that is not an id with the resource's
-// prefix ("prf_", "mem_", ...), before it reaches a query.
+// prefix ("prf_", "mem_", ...), before it reaches a query: after the
+// prefix, only ASCII letters, digits and underscores, as in every id the
+// service issues, so nothing a store would refuse (a NUL, invalid UTF-8)
+// or read as something else gets that far.
 func CheckCursor(cursor, prefix string) error {
-	if cursor != "" && (!strings.HasPrefix(cursor, prefix) || len(cursor) > 64) {
+	if cursor == "" {
+		return nil
+	}
+	rest, ok := strings.CutPrefix(cursor, prefix)
+	if !ok || rest == "" || len(cursor) > maxCursorLength || strings.ContainsFunc(rest, notIDChar) {
 		return domain.BadRequest("cursor is not one this service issued")
 	}
 	return nil
+}
+
+func notIDChar(r rune) bool {
+	return !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '_')
 }
 
 // Cut makes the page of items read with limit+1: the extra item, when

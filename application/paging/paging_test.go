@@ -47,6 +47,13 @@ func TestCheckCursor(t *testing.T) {
 		{"another resource's id", "prf_01j0000000000000000000000", false},
 		{"the prefix without its underscore", "mem01j", false},
 		{"anything else", "' OR 1=1 --", false},
+		{"a NUL after the prefix", "mem_\x00", false},
+		{"SQL after the prefix", "mem_1' OR '1'='1", false},
+		{"invalid UTF-8 after the prefix", "mem_\xc3\x28", false},
+		{"other letters after the prefix", "mem_é", false},
+		{"a space after the prefix", "mem_01j 0", false},
+		{"the prefix alone", "mem_", false},
+		{"an id with underscores", "mem_team_1_user_2", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := paging.CheckCursor(tc.cursor, "mem_")

@@ -50,6 +50,8 @@ type Store interface {
 
 	Outbox() Outbox
 
+	IdempotencyRecords() ports.IdempotencyRecords
+
 	// Ping reports whether the storage answers.
 	Ping(ctx context.Context) error
 }

@@ -14,15 +14,17 @@ import (
 type NewStore func(t *testing.T) storage.Store
 
 // RunStore checks that a storage.Store honours the contracts of the storage
-// ports (ports/*store, ports.UnitOfWork, ports.Outbox):
+// ports (ports/*store, ports.UnitOfWork, ports.Outbox,
+// ports.IdempotencyRecords):
 // every repository method, the not-found and conflict kinds, single-use
 // consumption of tokens and invitations, membership and profile paging,
 // profile filters, a team lock that serialises units counting the team's
 // owners, session swaps with one winner among concurrent callers, outbox
 // ordering, outbox events claimed by one of concurrent units until marked
 // dispatched, webhook endpoints and their deliveries, delivery leases that
-// concurrent claims never share, and a unit of work that commits all of its
-// writes or none of them, even under concurrency.
+// concurrent claims never share, a unit of work that commits all of its
+// writes or none of them, even under concurrency, and idempotency records
+// claimed in the unit of their request's effect.
 //
 // Every field of an entity read back is compared with what was written,
 // unexported ones included. Times: the suite writes times with nanoseconds,
@@ -56,6 +58,7 @@ func RunStore(t *testing.T, newStore NewStore) {
 	t.Run("webhook endpoints", func(t *testing.T) { runWebhookEndpoints(t, newStore) })
 	t.Run("deliveries", func(t *testing.T) { runDeliveries(t, newStore) })
 	t.Run("unit of work", func(t *testing.T) { runUnitOfWork(t, newStore) })
+	t.Run("idempotency records", func(t *testing.T) { runIdempotencyRecords(t, newStore) })
 }
 
 // inUnit runs fn in a unit of work of s. fn gets the store itself: its

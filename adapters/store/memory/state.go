@@ -9,6 +9,7 @@ import (
 	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/domain/webhook"
+	"github.com/profilesvc/profilesvc/ports"
 )
 
 // state is every table of the store. Stored values are never changed in
@@ -26,6 +27,7 @@ type state struct {
 	endpoints   table[webhook.Endpoint]
 	deliveries  table[deliveryRow]
 	outbox      table[outboxRow]
+	idempotency table[ports.IdempotencyRecord]
 }
 
 // deliveryRow is a delivery with the lease a dispatcher holds on it, which
@@ -61,6 +63,7 @@ func newState() state {
 		endpoints:   newTable("webhook endpoint", func(e *webhook.Endpoint) rowKey { return rowKey{e.ID, e.TeamID} }, cloneEndpoint),
 		deliveries:  newTable("delivery", func(r *deliveryRow) rowKey { return rowKey{r.d.ID, r.d.TeamID} }, cloneDeliveryRow).withBacklog(pending),
 		outbox:      newTable("event", func(r *outboxRow) rowKey { return rowKey{r.e.ID, r.e.TeamID} }, cloneOutboxRow).withBacklog(undispatched),
+		idempotency: newTable("idempotency record", idempotencyRowKey, cloneIdempotencyRecord),
 	}
 }
 
