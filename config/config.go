@@ -54,6 +54,11 @@ type Config struct {
 	HTTPReadHeaderTimeout time.Duration
 	HTTPReadTimeout       time.Duration
 	HTTPIdleTimeout       time.Duration
+
+	// APIKeysPerUser bounds the API keys one user holds in one team.
+	APIKeysPerUser int
+	// RegistrationsPerAddr bounds registrations per client address per hour.
+	RegistrationsPerAddr int
 }
 
 // Error names the variable whose value is unusable.
@@ -88,6 +93,8 @@ func Load(getenv func(string) string) (Config, error) {
 		LogFormat:           l.oneOf("LOG_FORMAT", "json", "json", "console"),
 		ShutdownTimeout:     l.duration("SHUTDOWN_TIMEOUT", 25*time.Second),
 	}
+	c.APIKeysPerUser = l.atLeastOne("API_KEYS_PER_USER", 20)
+	c.RegistrationsPerAddr = l.atLeastOne("REGISTRATIONS_PER_ADDR", 20)
 	c.Database = l.database("DATABASE_URL", Database{Kind: DatabaseSQLite, Path: filepath.Join(c.DataDir, "profilesvc.db")})
 	if c.MailTransport == "smtp" {
 		c.SMTP = l.smtp("SMTP_URL")

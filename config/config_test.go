@@ -42,6 +42,9 @@ func TestLoadDefaults(t *testing.T) {
 		HTTPReadHeaderTimeout: 10 * time.Second,
 		HTTPReadTimeout:       30 * time.Second,
 		HTTPIdleTimeout:       time.Minute,
+
+		APIKeysPerUser:       20,
+		RegistrationsPerAddr: 20,
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("Load with nothing set =\n%+v\nwant\n%+v", cfg, want)
@@ -118,6 +121,8 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		{map[string]string{"HTTP_READ_HEADER_TIMEOUT": "3s"}, func(c config.Config) any { return c.HTTPReadHeaderTimeout }, 3 * time.Second},
 		{map[string]string{"HTTP_READ_TIMEOUT": "750ms"}, func(c config.Config) any { return c.HTTPReadTimeout }, 750 * time.Millisecond},
 		{map[string]string{"HTTP_IDLE_TIMEOUT": "5m"}, func(c config.Config) any { return c.HTTPIdleTimeout }, 5 * time.Minute},
+		{map[string]string{"API_KEYS_PER_USER": "5"}, func(c config.Config) any { return c.APIKeysPerUser }, 5},
+		{map[string]string{"REGISTRATIONS_PER_ADDR": "100"}, func(c config.Config) any { return c.RegistrationsPerAddr }, 100},
 	} {
 		cfg, err := load(c.env)
 		if err != nil {
@@ -150,6 +155,8 @@ func TestLoadRefusesBadValues(t *testing.T) {
 		{"WEBHOOK_RETRY_SCHEDULE", "5s,-1s", `"5s,-1s" is not a comma-separated list of durations`},
 		{"WEBHOOK_RETRY_SCHEDULE", "5s,", `"5s," is not a comma-separated list of durations`},
 		{"WEBHOOK_TIMEOUT", "5", `"5" is not a positive duration`},
+		{"API_KEYS_PER_USER", "0", `"0" is not a whole number of at least 1`},
+		{"REGISTRATIONS_PER_ADDR", "many", `"many" is not a whole number of at least 1`},
 		{"ALLOW_PRIVATE_TARGETS", "yes", `"yes" is not true or false`},
 		{"LOG_LEVEL", "loud", `"loud" is not one of debug, info, warn, error`},
 		{"LOG_FORMAT", "xml", `"xml" is not one of json, console`},
