@@ -29,8 +29,11 @@ type User struct {
 	UpdatedAt      time.Time
 }
 
-// NormalizeEmail returns the form under which emails are compared.
-func NormalizeEmail(email string) string { return strings.ToLower(strings.TrimSpace(email)) }
+// NormalizeEmail returns the form under which emails are stored and
+// compared: trimmed, in Unicode NFC (so that "é" typed as one character or
+// as "e" and a combining accent is one address), in lower case. Every path
+// that takes an email calls it.
+func NormalizeEmail(email string) string { return NFC(strings.ToLower(strings.TrimSpace(email))) }
 
 // ValidateEmail checks that email is a bare address.
 func ValidateEmail(email string) error {
