@@ -1,14 +1,93 @@
 package api_test
 
 import (
+	"context"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
+	"go.uber.org/fx"
+
+	"github.com/profilesvc/profilesvc/application/auth"
 	"github.com/profilesvc/profilesvc/domain/team"
+	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/tests/testenv"
 )
+
+// countingHasher counts the passwords verified by every instance it is
+// given to.
+type countingHasher struct {
+	ports.PasswordHasher
+	verified *atomic.Int64
+}
+
+func (c countingHasher) Verify(ctx context.Context, hash, password string) (bool, error) {
+	c.verified.Add(1)
+	return c.PasswordHasher.Verify(ctx, hash, password)
+}
+
+// 100 logins at once for one email, spread over two instances when they
+// share Redis: at most the email's budget of passwords is verified, the
+// rest answer 429.
+func TestConcurrentLoginsVerifyAtMostTheBudget(t *testing.T) {
+	for _, limiter := range []string{"local", "redis"} {
+		t.Run(limiter, func(t *testing.T) {
+			var verified atomic.Int64
+			o := options{databaseURL: "memory://", extra: []fx.Option{
+				fx.Decorate(func(h ports.PasswordHasher) ports.PasswordHasher {
+					return countingHasher{PasswordHasher: h, verified: &verified}
+				}),
+			}}
+			instances := 1
+			if limiter == "redis" {
+				redisURL := os.Getenv(testenv.RedisURLVariable)
+				if redisURL == "" {
+					t.Skip(testenv.RedisURLVariable + " is not set")
+				}
+				o.databaseURL, o.redisURL = testenv.PostgresURL(t), redisURL
+				o.env = map[string]string{"REDIS_KEY_PREFIX": testenv.RedisKeyPrefix(t, testenv.RedisClient(t), "api-login")}
+				instances = 2
+			}
+			hs := make([]*harness, instances)
+			for i := range hs {
+				hs[i] = start(t, o)
+			}
+			a := hs[0].register(t)
+			before := verified.Load()
+			const n = 100
+			codes := make([]int, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					pw := "wrong password " + a.password
+					if i == n-1 {
+						pw = a.password
+					}
+					codes[i] = hs[i%instances].rawDo(http.MethodPost, "/api/v1/auth/login", `{"email":"`+a.email+`","password":"`+pw+`"}`)
+				})
+			}
+			wg.Wait()
+			budget := auth.DefaultPolicy().LoginFailuresPerEmail
+			limited := 0
+			for _, c := range codes {
+				switch c {
+				case http.StatusTooManyRequests:
+					limited++
+				case http.StatusUnauthorized, http.StatusOK:
+				default:
+					t.Fatalf("a login answered %d", c)
+				}
+			}
+			if got := verified.Load() - before; got > int64(budget) || limited < n-budget {
+				t.Fatalf("%d passwords verified and %d answered 429; want at most %d and at least %d", got, limited, budget, n-budget)
+			}
+		})
+	}
+}
 
 var passwordChangedPattern = regexp.MustCompile(`All API keys of this account were (revoked)`)
 
@@ -154,4 +233,12 @@ func TestAPIKeyQuotaPerUser(t *testing.T) {
 	if !strings.Contains(string(r.raw), "at most 2 API keys") {
 		t.Fatalf("quota answer does not name the quota: %s", r.raw)
 	}
+}
+
+// login signs in and returns the access token.
+func (h *harness) login(t *testing.T, email, password string) string {
+	t.Helper()
+	r := h.post("/api/v1/auth/login", map[string]any{"email": email, "password": password})
+	expect(t, r, http.StatusOK)
+	return str(r.data()["accessToken"])
 }
