@@ -44,7 +44,7 @@ func ValidatePassword(password string, maxBytes int) error {
 	if singleRepeat(password) {
 		return domain.Invalid("password", "must not be one character repeated")
 	}
-	if IsCommonPassword(password) {
+	if isCommonPassword(password) {
 		return domain.Invalid("password", "is too common: it is on a list of the passwords people choose most (perhaps with digits or symbols added); choose another")
 	}
 	return nil
@@ -55,10 +55,10 @@ func singleRepeat(s string) bool {
 	return strings.Trim(s, string(first)) == ""
 }
 
-// IsCommonPassword reports whether password, ignoring case, is on the list
+// isCommonPassword reports whether password, ignoring case, is on the list
 // of common passwords, or is such a password followed only by digits and
 // symbols ("Password123!"): the first guesses of anyone who tries.
-func IsCommonPassword(password string) bool {
+func isCommonPassword(password string) bool {
 	p := strings.ToLower(password)
 	if _, ok := commonPasswords[p]; ok {
 		return true
