@@ -80,7 +80,7 @@ func TestConcurrentLoginsVerifyAtMostTheBudget(t *testing.T) {
 			close(release)
 			wg.Wait()
 
-			budget := auth.DefaultPolicy().LoginFailuresPerEmail
+			budget := auth.DefaultPolicy().LoginAttemptsPerEmail
 			if got := e.hasher.verifies.Load() - before; got > int64(budget) {
 				t.Fatalf("%d passwords verified, want at most the budget of %d", got, budget)
 			}

@@ -22,13 +22,13 @@ import (
 type Policy struct {
 	RefreshTTL time.Duration
 	ResetTTL   time.Duration
-	// LoginFailuresPerEmail and LoginFailuresPerAddr are the login attempts
+	// LoginAttemptsPerEmail and LoginAttemptsPerAddr are the login attempts
 	// allowed per LoginWindow before further attempts answer 429. Every
 	// attempt is counted before its password is verified, so no more than
 	// these ever reach the hasher; a successful login forgets its email's
 	// count (not its address's, or one's own account could reset it).
-	LoginFailuresPerEmail int
-	LoginFailuresPerAddr  int
+	LoginAttemptsPerEmail int
+	LoginAttemptsPerAddr  int
 	LoginWindow           time.Duration
 	// ResetMailsPerEmail bounds reset mails per LoginWindow, so that the
 	// forgot-password endpoint cannot be used to flood an inbox.
@@ -50,8 +50,8 @@ func DefaultPolicy() Policy {
 	return Policy{
 		RefreshTTL:            30 * 24 * time.Hour,
 		ResetTTL:              time.Hour,
-		LoginFailuresPerEmail: 5,
-		LoginFailuresPerAddr:  20,
+		LoginAttemptsPerEmail: 5,
+		LoginAttemptsPerAddr:  20,
 		LoginWindow:           15 * time.Minute,
 		ResetMailsPerEmail:    5,
 		APIKeyCacheTTL:        time.Minute,
@@ -245,8 +245,8 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (SignIn, error) {
 	}
 	emailKey := "login:email:" + email
 	if err := s.throttle(ctx, "too many login attempts; try again later", s.d.Policy.LoginWindow,
-		budget{emailKey, s.d.Policy.LoginFailuresPerEmail},
-		budget{"login:addr:" + in.ClientAddr, s.d.Policy.LoginFailuresPerAddr}); err != nil {
+		budget{emailKey, s.d.Policy.LoginAttemptsPerEmail},
+		budget{"login:addr:" + in.ClientAddr, s.d.Policy.LoginAttemptsPerAddr}); err != nil {
 		return SignIn{}, err
 	}
 	u, err := s.d.Users.ByEmail(ctx, email)

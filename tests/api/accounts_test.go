@@ -71,7 +71,7 @@ func TestConcurrentLoginsVerifyAtMostTheBudget(t *testing.T) {
 				})
 			}
 			wg.Wait()
-			budget := auth.DefaultPolicy().LoginFailuresPerEmail
+			budget := auth.DefaultPolicy().LoginAttemptsPerEmail
 			limited := 0
 			for _, c := range codes {
 				switch c {

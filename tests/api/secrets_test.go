@@ -105,7 +105,7 @@ func TestConcurrentLoginsAreBounded(t *testing.T) {
 		// what is under test here is the hasher's bound, so the budgets
 		// let all n through.
 		fx.Decorate(func(p auth.Policy) auth.Policy {
-			p.LoginFailuresPerEmail, p.LoginFailuresPerAddr = 1000, 1000
+			p.LoginAttemptsPerEmail, p.LoginAttemptsPerAddr = 1000, 1000
 			return p
 		}),
 	}})
