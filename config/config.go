@@ -55,6 +55,11 @@ type Config struct {
 	HTTPReadTimeout       time.Duration
 	HTTPIdleTimeout       time.Duration
 
+	// APIKeysPerUser bounds the API keys one user holds in one team.
+	APIKeysPerUser int
+	// RegistrationsPerAddr bounds registrations per client address per hour.
+	RegistrationsPerAddr int
+
 	// RedisTimeout bounds dialing Redis, each read and write, and the wait
 	// for a pooled connection, unless REDIS_URL sets one of them itself.
 	RedisTimeout time.Duration
@@ -103,6 +108,8 @@ func Load(getenv func(string) string) (Config, error) {
 		LogFormat:           l.oneOf("LOG_FORMAT", "json", "json", "console"),
 		ShutdownTimeout:     l.duration("SHUTDOWN_TIMEOUT", 25*time.Second),
 	}
+	c.APIKeysPerUser = l.atLeastOne("API_KEYS_PER_USER", 20)
+	c.RegistrationsPerAddr = l.atLeastOne("REGISTRATIONS_PER_ADDR", 20)
 	c.Database = l.database("DATABASE_URL", Database{Kind: DatabaseSQLite, Path: filepath.Join(c.DataDir, "profilesvc.db")})
 	c.DatabaseQueryTimeout = l.duration("DATABASE_QUERY_TIMEOUT", 5*time.Second)
 	c.RateLimit = l.rateLimit("RATE_LIMIT", "600/1m")

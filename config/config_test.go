@@ -43,6 +43,9 @@ func TestLoadDefaults(t *testing.T) {
 		HTTPReadTimeout:       30 * time.Second,
 		HTTPIdleTimeout:       time.Minute,
 
+		APIKeysPerUser:       20,
+		RegistrationsPerAddr: 20,
+
 		RedisTimeout:         250 * time.Millisecond,
 		RedisRetryInterval:   time.Second,
 		DatabaseQueryTimeout: 5 * time.Second,
@@ -123,6 +126,9 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		{map[string]string{"HTTP_READ_HEADER_TIMEOUT": "3s"}, func(c config.Config) any { return c.HTTPReadHeaderTimeout }, 3 * time.Second},
 		{map[string]string{"HTTP_READ_TIMEOUT": "750ms"}, func(c config.Config) any { return c.HTTPReadTimeout }, 750 * time.Millisecond},
 		{map[string]string{"HTTP_IDLE_TIMEOUT": "5m"}, func(c config.Config) any { return c.HTTPIdleTimeout }, 5 * time.Minute},
+		{map[string]string{"API_KEYS_PER_USER": "5"}, func(c config.Config) any { return c.APIKeysPerUser }, 5},
+		{map[string]string{"REGISTRATIONS_PER_ADDR": "100"}, func(c config.Config) any { return c.RegistrationsPerAddr }, 100},
+
 		{map[string]string{"REDIS_TIMEOUT": "100ms"}, func(c config.Config) any { return c.RedisTimeout }, 100 * time.Millisecond},
 		{map[string]string{"REDIS_RETRY_INTERVAL": "5s"}, func(c config.Config) any { return c.RedisRetryInterval }, 5 * time.Second},
 		{map[string]string{"DATABASE_QUERY_TIMEOUT": "2s"}, func(c config.Config) any { return c.DatabaseQueryTimeout }, 2 * time.Second},
@@ -161,6 +167,8 @@ func TestLoadRefusesBadValues(t *testing.T) {
 		{"WEBHOOK_RETRY_SCHEDULE", "5s,-1s", `"5s,-1s" is not a comma-separated list of durations`},
 		{"WEBHOOK_RETRY_SCHEDULE", "5s,", `"5s," is not a comma-separated list of durations`},
 		{"WEBHOOK_TIMEOUT", "5", `"5" is not a positive duration`},
+		{"API_KEYS_PER_USER", "0", `"0" is not a whole number of at least 1`},
+		{"REGISTRATIONS_PER_ADDR", "many", `"many" is not a whole number of at least 1`},
 		{"ALLOW_PRIVATE_TARGETS", "yes", `"yes" is not true or false`},
 		{"LOG_LEVEL", "loud", `"loud" is not one of debug, info, warn, error`},
 		{"LOG_FORMAT", "xml", `"xml" is not one of json, console`},

@@ -9,6 +9,9 @@ type AccessClaims struct {
 	ID        string
 	IssuedAt  time.Time
 	ExpiresAt time.Time
+	// SessionVersion is the user's session version when the token was
+	// issued; a token of an older version than the user's is revoked.
+	SessionVersion int
 }
 
 // TokenIssuer signs and verifies access tokens.

@@ -116,7 +116,7 @@ func (h *AuthHandlers) register(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &in); err != nil {
 		return err
 	}
-	s, err := h.svc.Register(r.Context(), auth.RegisterInput(in))
+	s, err := h.svc.Register(r.Context(), auth.RegisterInput{Email: in.Email, Password: in.Password, Name: in.Name, ClientAddr: clientAddr(r)})
 	if err != nil {
 		return err
 	}
@@ -205,7 +205,7 @@ func (h *AuthHandlers) resetPassword(w http.ResponseWriter, r *http.Request) err
 	if err := h.svc.ResetPassword(r.Context(), in.Token, in.Password); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, acceptedDTO{Message: "password changed; every session of this account was signed out"})
+	writeJSON(w, http.StatusOK, acceptedDTO{Message: "password changed; every session of this account was signed out (access and refresh tokens issued before no longer work), its other reset tokens are void and all its API keys were revoked"})
 	return nil
 }
 

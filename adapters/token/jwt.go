@@ -28,6 +28,9 @@ const invalidMessage = "invalid or expired access token"
 type claims struct {
 	jwt.RegisteredClaims
 	TeamID string `json:"tid"`
+	// SessionVersion ("ver") is the user's session version at issue; a
+	// token without it is of version 0.
+	SessionVersion int `json:"ver,omitempty"`
 }
 
 // JWT issues and verifies HS256 access tokens.
@@ -81,7 +84,8 @@ func (j *JWT) Issue(c ports.AccessClaims) (string, ports.AccessClaims, error) {
 			IssuedAt:  jwt.NewNumericDate(c.IssuedAt),
 			ExpiresAt: jwt.NewNumericDate(c.ExpiresAt),
 		},
-		TeamID: c.TeamID,
+		TeamID:         c.TeamID,
+		SessionVersion: c.SessionVersion,
 	})
 	signed, err := t.SignedString(j.secret)
 	if err != nil {
@@ -112,6 +116,8 @@ func (j *JWT) Verify(token string) (ports.AccessClaims, error) {
 			err = errors.New("token has no id")
 		case cl.IssuedAt == nil:
 			err = errors.New("token has no issue time")
+		case cl.SessionVersion < 0:
+			err = errors.New("token has a negative session version")
 		}
 	}
 	if err != nil {
@@ -120,10 +126,11 @@ func (j *JWT) Verify(token string) (ports.AccessClaims, error) {
 		return ports.AccessClaims{}, e
 	}
 	return ports.AccessClaims{
-		UserID:    cl.Subject,
-		TeamID:    cl.TeamID,
-		ID:        cl.ID,
-		IssuedAt:  cl.IssuedAt.UTC(),
-		ExpiresAt: cl.ExpiresAt.UTC(),
+		UserID:         cl.Subject,
+		TeamID:         cl.TeamID,
+		ID:             cl.ID,
+		IssuedAt:       cl.IssuedAt.UTC(),
+		ExpiresAt:      cl.ExpiresAt.UTC(),
+		SessionVersion: cl.SessionVersion,
 	}, nil
 }

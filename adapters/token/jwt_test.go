@@ -213,3 +213,28 @@ func TestToleratesSmallClockSkewBetweenInstances(t *testing.T) {
 		t.Fatalf("token from an instance 3s ahead refused: %v", err)
 	}
 }
+
+func TestSessionVersionRoundTrips(t *testing.T) {
+	j, _ := newIssuer(t)
+	signed, _, err := j.Issue(ports.AccessClaims{UserID: "usr_1", TeamID: "tea_1", SessionVersion: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := decodePayload(t, signed)["ver"]; v != float64(3) {
+		t.Fatalf("ver claim = %v, want 3", v)
+	}
+	got, err := j.Verify(signed)
+	if err != nil || got.SessionVersion != 3 {
+		t.Fatalf("Verify = %+v, %v; want session version 3", got, err)
+	}
+	first, _, err := j.Issue(ports.AccessClaims{UserID: "usr_1", TeamID: "tea_1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := decodePayload(t, first)["ver"]; ok {
+		t.Fatal("version 0 is written as a claim; tokens of before the claim existed must read the same")
+	}
+	if got, err := j.Verify(first); err != nil || got.SessionVersion != 0 {
+		t.Fatalf("Verify = %+v, %v; want version 0", got, err)
+	}
+}

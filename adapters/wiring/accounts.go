@@ -28,7 +28,12 @@ var Security = fx.Module("security",
 		fx.Annotate(func(cfg config.Config, c ports.Clock, ids ports.IDs) *token.JWT {
 			return token.NewJWT(cfg.JWTSecret, tokenIssuer, accessTokenTTL, c, ids)
 		}, fx.As(new(ports.TokenIssuer))),
-		func() auth.Policy { return auth.DefaultPolicy() },
+		func(cfg config.Config) auth.Policy {
+			p := auth.DefaultPolicy()
+			p.APIKeysPerUser = cfg.APIKeysPerUser
+			p.RegistrationsPerAddr = cfg.RegistrationsPerAddr
+			return p
+		},
 	),
 )
 

@@ -6,6 +6,7 @@ import (
 	"go.uber.org/fx"
 
 	httpapi "github.com/profilesvc/profilesvc/adapters/http"
+	"github.com/profilesvc/profilesvc/application/auth"
 	"github.com/profilesvc/profilesvc/application/teams"
 	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/ports/storage"
@@ -21,6 +22,7 @@ type TeamDeps struct {
 	Clock  ports.Clock
 	IDs    ports.IDs
 	Log    *slog.Logger
+	Auth   *auth.Service
 }
 
 // Teams provides the team use cases and their routes.
@@ -29,7 +31,7 @@ var Teams = fx.Module("teams",
 		func(d TeamDeps) *teams.Service {
 			return teams.New(teams.Deps{
 				Tx: d.Tx, Teams: d.Store.Teams(), Memberships: d.Store.Memberships(), Invitations: d.Store.Invitations(),
-				Users: d.Store.Users(), Outbox: d.Outbox,
+				Users: d.Store.Users(), Keys: d.Auth, Outbox: d.Outbox,
 				Mailer: d.Mailer, Clock: d.Clock, IDs: d.IDs, Log: d.Log, Policy: teams.DefaultPolicy(),
 			})
 		},

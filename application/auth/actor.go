@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/profilesvc/profilesvc/application/paging"
@@ -21,6 +22,35 @@ type Credentials struct {
 
 var errNoCredentials = domain.Unauthorized("authentication required: send Authorization: Bearer <token> or X-API-Key")
 var errBadAPIKey = domain.Unauthorized("invalid API key")
+var errRevokedToken = domain.Unauthorized("access token was revoked (password reset or sign-out of every session); sign in again")
+
+// sessionVersion is the user's current session version. It is read on
+// every bearer request, so it is cached (in Redis when configured, shared by
+// every instance); ending the user's sessions evicts it.
+func (s *Service) sessionVersion(ctx context.Context, userID string) (int, error) {
+	raw, hit, err := s.d.Cache.Get(ctx, sessionCacheKey(userID))
+	if err != nil {
+		s.d.Log.WarnContext(ctx, "session version cache read failed", "error", err.Error())
+	}
+	if hit {
+		if v, err := strconv.Atoi(string(raw)); err == nil {
+			return v, nil
+		}
+	}
+	u, err := s.d.Users.ByID(ctx, userID)
+	if domain.IsKind(err, domain.KindNotFound) {
+		return 0, errRevokedToken
+	}
+	if err != nil {
+		return 0, err
+	}
+	if err := s.d.Cache.Set(ctx, sessionCacheKey(userID), []byte(strconv.Itoa(u.SessionVersion)), s.d.Policy.APIKeyCacheTTL); err != nil {
+		s.d.Log.WarnContext(ctx, "session version cache write failed", "error", err.Error())
+	}
+	return u.SessionVersion, nil
+}
+
+func sessionCacheKey(userID string) string { return "sessver:" + userID }
 
 // Authenticate turns credentials into the actor of a request: the user, the
 // team they act in (the token's default team, the key's team, or X-Team-ID)
@@ -35,6 +65,13 @@ func (s *Service) Authenticate(ctx context.Context, c Credentials) (team.Actor, 
 		claims, err := s.d.Tokens.Verify(c.BearerToken)
 		if err != nil {
 			return team.Actor{}, err
+		}
+		current, err := s.sessionVersion(ctx, claims.UserID)
+		if err != nil {
+			return team.Actor{}, err
+		}
+		if claims.SessionVersion < current {
+			return team.Actor{}, errRevokedToken
 		}
 		userID, teamID = claims.UserID, claims.TeamID
 		if c.TeamID != "" {
@@ -55,6 +92,12 @@ func (s *Service) Authenticate(ctx context.Context, c Credentials) (team.Actor, 
 	}
 	m, err := s.d.Memberships.ByUser(ctx, teamID, userID)
 	if domain.IsKind(err, domain.KindNotFound) || (err == nil && m.Status != team.StatusActive) {
+		if keyID != "" {
+			// A key lives only as long as its membership: one whose
+			// membership ended is a revoked credential, not a team the
+			// caller may not see.
+			return team.Actor{}, errBadAPIKey
+		}
 		return team.Actor{}, domain.NotFound("team")
 	}
 	if err != nil {
@@ -141,7 +184,23 @@ func (s *Service) CreateAPIKey(ctx context.Context, actor team.Actor, name strin
 	if err != nil {
 		return NewAPIKey{}, err
 	}
-	if err := s.d.APIKeys.Create(ctx, k); err != nil {
+	// The team's lock makes the count and the insert one step, so that
+	// concurrent creations cannot together pass the quota.
+	err = s.d.Tx.Do(ctx, func(ctx context.Context) error {
+		if err := s.d.Teams.Lock(ctx, actor.TeamID); err != nil {
+			return err
+		}
+		held, err := s.d.APIKeys.ListByUser(ctx, actor.TeamID, actor.UserID)
+		if err != nil {
+			return err
+		}
+		if len(held) >= s.d.Policy.APIKeysPerUser {
+			q := strconv.Itoa(s.d.Policy.APIKeysPerUser)
+			return domain.Invalid("name", "quota reached: a user holds at most "+q+" API keys in a team; delete one first")
+		}
+		return s.d.APIKeys.Create(ctx, k)
+	})
+	if err != nil {
 		return NewAPIKey{}, err
 	}
 	return NewAPIKey{APIKey: k, Key: apiKeyPrefix + idPart + "_" + secret}, nil
@@ -192,6 +251,21 @@ func (s *Service) DeleteAPIKey(ctx context.Context, actor team.Actor, id string)
 		return err
 	}
 	return s.d.Cache.Delete(ctx, apiKeyCacheKey(id))
+}
+
+// RevokeMemberKeys deletes the user's keys in the team, when their
+// membership ends, and returns the ids for ForgetAPIKeys. Called with a
+// unit of work's context, it joins the unit.
+func (s *Service) RevokeMemberKeys(ctx context.Context, teamID, userID string) ([]string, error) {
+	return s.d.APIKeys.DeleteByMember(ctx, teamID, userID)
+}
+
+// ForgetAPIKeys evicts revoked keys from the cache. It is called once their
+// deletion has committed, so that no request can cache them again.
+func (s *Service) ForgetAPIKeys(ctx context.Context, ids []string) {
+	for _, id := range ids {
+		s.forget(ctx, apiKeyCacheKey(id))
+	}
 }
 
 // Me is the caller as the API shows them.

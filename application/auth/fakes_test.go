@@ -166,12 +166,16 @@ func asDomain(t *testing.T, err error) *domain.Error {
 
 // hasher is fast and deterministic and counts verifications.
 type hasher struct {
-	verifies  atomic.Int64
+	hashes   atomic.Int64
+	verifies atomic.Int64
+	// gate, when set, is called by Verify before it answers.
+	gate      func()
 	hashErr   error
 	verifyErr error
 }
 
 func (h *hasher) Hash(_ context.Context, password string) (string, error) {
+	h.hashes.Add(1)
 	if h.hashErr != nil {
 		return "", h.hashErr
 	}
@@ -180,6 +184,9 @@ func (h *hasher) Hash(_ context.Context, password string) (string, error) {
 
 func (h *hasher) Verify(_ context.Context, hash, password string) (bool, error) {
 	h.verifies.Add(1)
+	if h.gate != nil {
+		h.gate()
+	}
 	if h.verifyErr != nil {
 		return false, h.verifyErr
 	}
@@ -420,4 +427,15 @@ type failingIssuer struct{ ports.TokenIssuer }
 
 func (failingIssuer) Issue(ports.AccessClaims) (string, ports.AccessClaims, error) {
 	return "", ports.AccessClaims{}, apptest.ErrDown
+}
+
+// countingUsers counts the store reads of users by id.
+type countingUsers struct {
+	accountstore.Users
+	reads *atomic.Int64
+}
+
+func (u countingUsers) ByID(ctx context.Context, id string) (account.User, error) {
+	u.reads.Add(1)
+	return u.Users.ByID(ctx, id)
 }

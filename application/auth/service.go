@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 
@@ -21,17 +22,27 @@ import (
 type Policy struct {
 	RefreshTTL time.Duration
 	ResetTTL   time.Duration
-	// LoginFailuresPerEmail and LoginFailuresPerAddr are the failed logins
-	// allowed per LoginWindow before further attempts answer 429.
-	LoginFailuresPerEmail int
-	LoginFailuresPerAddr  int
+	// LoginAttemptsPerEmail and LoginAttemptsPerAddr are the login attempts
+	// allowed per LoginWindow before further attempts answer 429. Every
+	// attempt is counted before its password is verified, so no more than
+	// these ever reach the hasher; a successful login forgets its email's
+	// count (not its address's, or one's own account could reset it).
+	LoginAttemptsPerEmail int
+	LoginAttemptsPerAddr  int
 	LoginWindow           time.Duration
 	// ResetMailsPerEmail bounds reset mails per LoginWindow, so that the
 	// forgot-password endpoint cannot be used to flood an inbox.
 	ResetMailsPerEmail int
-	// APIKeyCacheTTL bounds how long a verified API key is trusted without
-	// reading the store; deleting a key evicts it at once.
+	// APIKeyCacheTTL bounds how long a verified API key, or a user's
+	// session version, is trusted without reading the store; deleting a key
+	// or ending sessions evicts it at once.
 	APIKeyCacheTTL time.Duration
+	// RegistrationsPerAddr bounds registrations per client address per
+	// RegistrationWindow.
+	RegistrationsPerAddr int
+	RegistrationWindow   time.Duration
+	// APIKeysPerUser bounds the keys one user holds in one team.
+	APIKeysPerUser int
 }
 
 // DefaultPolicy is the policy of a production service.
@@ -39,11 +50,14 @@ func DefaultPolicy() Policy {
 	return Policy{
 		RefreshTTL:            30 * 24 * time.Hour,
 		ResetTTL:              time.Hour,
-		LoginFailuresPerEmail: 5,
-		LoginFailuresPerAddr:  20,
+		LoginAttemptsPerEmail: 5,
+		LoginAttemptsPerAddr:  20,
 		LoginWindow:           15 * time.Minute,
 		ResetMailsPerEmail:    5,
 		APIKeyCacheTTL:        time.Minute,
+		RegistrationsPerAddr:  20,
+		RegistrationWindow:    time.Hour,
+		APIKeysPerUser:        20,
 	}
 }
 
@@ -107,9 +121,14 @@ type RegisterInput struct {
 	Email    string
 	Password string
 	Name     string
+	// ClientAddr is the caller's network address, used for throttling.
+	ClientAddr string
 }
 
-// Register creates the user together with a personal team they own.
+// Register creates the user together with a personal team they own. The
+// cheap checks (the fields, the address's budget, an email already taken)
+// come before the password is hashed, so that refused registrations cost
+// no hashing.
 func (s *Service) Register(ctx context.Context, in RegisterInput) (SignIn, error) {
 	var v domain.Validation
 	if err := account.ValidatePassword(in.Password, s.d.Hasher.MaxBytes()); err != nil {
@@ -126,6 +145,16 @@ func (s *Service) Register(ctx context.Context, in RegisterInput) (SignIn, error
 	if err := v.Err(); err != nil {
 		return SignIn{}, err
 	}
+	if err := s.throttle(ctx, "too many registrations from this address; try again later", s.d.Policy.RegistrationWindow,
+		budget{"register:addr:" + in.ClientAddr, s.d.Policy.RegistrationsPerAddr}); err != nil {
+		return SignIn{}, err
+	}
+	switch _, err := s.d.Users.ByEmail(ctx, u.Email); {
+	case err == nil:
+		return SignIn{}, errEmailTaken
+	case !domain.IsKind(err, domain.KindNotFound):
+		return SignIn{}, err
+	}
 	t, err := team.NewTeam(teamID, personalTeamName(u.Name), now)
 	if err != nil {
 		return SignIn{}, err
@@ -138,7 +167,7 @@ func (s *Service) Register(ctx context.Context, in RegisterInput) (SignIn, error
 	err = s.d.Tx.Do(ctx, func(ctx context.Context) error {
 		if err := s.d.Users.Create(ctx, u); err != nil {
 			if domain.IsKind(err, domain.KindConflict) {
-				return domain.Conflict("an account with this email already exists")
+				return errEmailTaken
 			}
 			return err
 		}
@@ -149,13 +178,42 @@ func (s *Service) Register(ctx context.Context, in RegisterInput) (SignIn, error
 			return err
 		}
 		var err error
-		tokens, err = s.issue(ctx, u, s.d.IDs.New("rtf"), now)
+		tokens, err = s.issue(ctx, u, t.ID, s.d.IDs.New("rtf"), now)
 		return err
 	})
 	if err != nil {
 		return SignIn{}, err
 	}
 	return SignIn{User: u, Team: t, Role: team.RoleOwner, Tokens: tokens}, nil
+}
+
+var errEmailTaken = domain.Conflict("an account with this email already exists")
+
+// budget is one rate-limited key and its limit.
+type budget struct {
+	key   string
+	limit int
+}
+
+// throttle counts one attempt against every budget, atomically, before the
+// attempt does any work, and refuses it with the longest wait when any
+// budget is spent. Counting first means concurrent attempts cannot all pass
+// a check made before any of them was counted.
+func (s *Service) throttle(ctx context.Context, msg string, window time.Duration, budgets ...budget) error {
+	var wait time.Duration
+	for _, b := range budgets {
+		dec, err := s.d.Limiter.Hit(ctx, b.key, b.limit, window)
+		if err != nil {
+			return err
+		}
+		if !dec.Allowed {
+			wait = max(wait, dec.RetryAfter, time.Second)
+		}
+	}
+	if wait > 0 {
+		return domain.RateLimited(msg, wait)
+	}
+	return nil
 }
 
 func personalTeamName(userName string) string {
@@ -178,31 +236,18 @@ type LoginInput struct {
 var errBadCredentials = domain.Unauthorized("invalid email or password")
 
 // Login checks the password and issues tokens. Wrong email and wrong password
-// answer alike; repeated failures per email or per address answer 429.
+// answer alike; attempts beyond the budget per email or per address answer
+// 429 without the password being verified.
 func (s *Service) Login(ctx context.Context, in LoginInput) (SignIn, error) {
 	email := account.NormalizeEmail(in.Email)
 	if len(in.Password) > s.d.Hasher.MaxBytes() {
 		return SignIn{}, domain.Invalid("password", "must be at most "+strconv.Itoa(s.d.Hasher.MaxBytes())+" bytes")
 	}
-	keys := []struct {
-		key   string
-		limit int
-	}{
-		{"login:email:" + email, s.d.Policy.LoginFailuresPerEmail},
-		{"login:addr:" + in.ClientAddr, s.d.Policy.LoginFailuresPerAddr},
-	}
-	var wait time.Duration
-	for _, k := range keys {
-		dec, err := s.d.Limiter.Check(ctx, k.key, k.limit, s.d.Policy.LoginWindow)
-		if err != nil {
-			return SignIn{}, err
-		}
-		if !dec.Allowed && dec.RetryAfter > wait {
-			wait = dec.RetryAfter
-		}
-	}
-	if wait > 0 {
-		return SignIn{}, domain.RateLimited("too many failed logins; try again later", wait)
+	emailKey := "login:email:" + email
+	if err := s.throttle(ctx, "too many login attempts; try again later", s.d.Policy.LoginWindow,
+		budget{emailKey, s.d.Policy.LoginAttemptsPerEmail},
+		budget{"login:addr:" + in.ClientAddr, s.d.Policy.LoginAttemptsPerAddr}); err != nil {
+		return SignIn{}, err
 	}
 	u, err := s.d.Users.ByEmail(ctx, email)
 	hash := u.PasswordHash
@@ -217,14 +262,9 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (SignIn, error) {
 		return SignIn{}, err
 	}
 	if !ok || u.ID == "" {
-		for _, k := range keys {
-			if _, err := s.d.Limiter.Hit(ctx, k.key, k.limit, s.d.Policy.LoginWindow); err != nil {
-				return SignIn{}, err
-			}
-		}
 		return SignIn{}, errBadCredentials
 	}
-	if err := s.d.Limiter.Reset(ctx, keys[0].key, s.d.Policy.LoginWindow); err != nil {
+	if err := s.d.Limiter.Reset(ctx, emailKey, s.d.Policy.LoginWindow); err != nil {
 		return SignIn{}, err
 	}
 	return s.signIn(ctx, u, s.d.IDs.New("rtf"))
@@ -234,15 +274,11 @@ func (s *Service) signIn(ctx context.Context, u account.User, familyID string) (
 	now := s.d.Clock.Now().UTC()
 	var out SignIn
 	err := s.d.Tx.Do(ctx, func(ctx context.Context) error {
-		t, err := s.d.Teams.ByID(ctx, u.DefaultTeamID)
+		t, m, err := s.activeTeam(ctx, u)
 		if err != nil {
 			return err
 		}
-		m, err := s.d.Memberships.ByUser(ctx, t.ID, u.ID)
-		if err != nil {
-			return err
-		}
-		tokens, err := s.issue(ctx, u, familyID, now)
+		tokens, err := s.issue(ctx, u, t.ID, familyID, now)
 		if err != nil {
 			return err
 		}
@@ -252,15 +288,40 @@ func (s *Service) signIn(ctx context.Context, u account.User, familyID string) (
 	return out, err
 }
 
-// issue signs an access token and stores the next refresh token of familyID.
-func (s *Service) issue(ctx context.Context, u account.User, familyID string, now time.Time) (Tokens, error) {
-	access, claims, err := s.d.Tokens.Issue(ports.AccessClaims{UserID: u.ID, TeamID: u.DefaultTeamID})
+// activeTeam is the team a sign-in acts in: the user's default team while
+// they are an active member of it, else the team of their oldest active
+// membership. A user removed from every team cannot sign in.
+func (s *Service) activeTeam(ctx context.Context, u account.User) (team.Team, team.Member, error) {
+	m, err := s.d.Memberships.ByUser(ctx, u.DefaultTeamID, u.ID)
+	switch {
+	case err == nil && m.Status == team.StatusActive:
+	case err != nil && !domain.IsKind(err, domain.KindNotFound):
+		return team.Team{}, team.Member{}, err
+	default:
+		ms, err := s.d.Memberships.ListByUser(ctx, u.ID)
+		if err != nil {
+			return team.Team{}, team.Member{}, err
+		}
+		i := slices.IndexFunc(ms, func(m team.Member) bool { return m.Status == team.StatusActive })
+		if i < 0 {
+			return team.Team{}, team.Member{}, domain.Forbidden("this account is not an active member of any team")
+		}
+		m = ms[i]
+	}
+	t, err := s.d.Teams.ByID(ctx, m.TeamID)
+	return t, m, err
+}
+
+// issue signs an access token for teamID and stores the next refresh token
+// of familyID.
+func (s *Service) issue(ctx context.Context, u account.User, teamID, familyID string, now time.Time) (Tokens, error) {
+	access, claims, err := s.d.Tokens.Issue(ports.AccessClaims{UserID: u.ID, TeamID: teamID, SessionVersion: u.SessionVersion})
 	if err != nil {
 		return Tokens{}, err
 	}
 	secret := account.NewSecret(32)
 	rt := account.RefreshToken{
-		ID: s.d.IDs.New("rt"), FamilyID: familyID, UserID: u.ID, TeamID: u.DefaultTeamID,
+		ID: s.d.IDs.New("rt"), FamilyID: familyID, UserID: u.ID, TeamID: teamID,
 		Hash: account.Digest(secret), IssuedAt: now, ExpiresAt: now.Add(s.d.Policy.RefreshTTL),
 	}
 	if err := s.d.RefreshTokens.Create(ctx, rt); err != nil {
@@ -315,15 +376,11 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string) (SignIn, err
 		if err != nil {
 			return err
 		}
-		t, err := s.d.Teams.ByID(ctx, u.DefaultTeamID)
+		t, m, err := s.activeTeam(ctx, u)
 		if err != nil {
 			return err
 		}
-		m, err := s.d.Memberships.ByUser(ctx, t.ID, u.ID)
-		if err != nil {
-			return err
-		}
-		tokens, err := s.issue(ctx, u, rt.FamilyID, now)
+		tokens, err := s.issue(ctx, u, t.ID, rt.FamilyID, now)
 		if err != nil {
 			return err
 		}
@@ -337,11 +394,21 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string) (SignIn, err
 }
 
 // revokeReused commits the family's revocation before answering, so that the
-// refusal cannot be rolled back with the request.
+// refusal cannot be rolled back with the request. Whoever holds the copy may
+// also hold an access token of the family, so every access token of the
+// user issued until now is cut off too; the user's other devices refresh.
 func (s *Service) revokeReused(ctx context.Context, rt account.RefreshToken, now time.Time) error {
-	if err := s.d.RefreshTokens.RevokeFamily(ctx, rt.FamilyID, now); err != nil {
+	err := s.d.Tx.Do(ctx, func(ctx context.Context) error {
+		if err := s.d.RefreshTokens.RevokeFamily(ctx, rt.FamilyID, now); err != nil {
+			return err
+		}
+		_, err := s.d.Users.EndSessions(ctx, rt.UserID, now)
+		return err
+	})
+	if err != nil {
 		return err
 	}
+	s.forget(ctx, sessionCacheKey(rt.UserID))
 	s.d.Log.WarnContext(ctx, "refresh token reused; family revoked", "user_id", rt.UserID, "family_id", rt.FamilyID)
 	return domain.Unauthorized("refresh token was already used; all sessions of this sign-in are revoked")
 }
@@ -391,8 +458,10 @@ func (s *Service) ForgotPassword(ctx context.Context, email string) error {
 
 var errBadReset = domain.Invalid("token", "is invalid, expired or already used")
 
-// ResetPassword sets a new password with a reset token and revokes every
-// refresh token of the user.
+// ResetPassword sets a new password with a reset token and cuts off every
+// credential the old password could have produced: refresh tokens, access
+// tokens issued until now, the user's other reset tokens and API keys. A
+// mail tells the user what was revoked.
 func (s *Service) ResetPassword(ctx context.Context, token, password string) error {
 	if err := account.ValidatePassword(password, s.d.Hasher.MaxBytes()); err != nil {
 		return err
@@ -416,7 +485,8 @@ func (s *Service) ResetPassword(ctx context.Context, token, password string) err
 	if err != nil {
 		return err
 	}
-	return s.d.Tx.Do(ctx, func(ctx context.Context) error {
+	var keys []string
+	err = s.d.Tx.Do(ctx, func(ctx context.Context) error {
 		won, err := s.d.ResetTokens.Consume(ctx, rt.ID, now)
 		if err != nil {
 			return err
@@ -424,11 +494,54 @@ func (s *Service) ResetPassword(ctx context.Context, token, password string) err
 		if !won {
 			return errBadReset
 		}
+		if err := s.d.ResetTokens.ConsumeUser(ctx, rt.UserID, now); err != nil {
+			return err
+		}
 		if err := s.d.Users.UpdatePassword(ctx, rt.UserID, hash, now); err != nil {
+			return err
+		}
+		if _, err := s.d.Users.EndSessions(ctx, rt.UserID, now); err != nil {
+			return err
+		}
+		if keys, err = s.d.APIKeys.DeleteByUser(ctx, rt.UserID); err != nil {
 			return err
 		}
 		return s.d.RefreshTokens.RevokeUser(ctx, rt.UserID, now)
 	})
+	if err != nil {
+		return err
+	}
+	s.forget(ctx, sessionCacheKey(rt.UserID))
+	s.ForgetAPIKeys(ctx, keys)
+	s.mailPasswordChanged(ctx, rt.UserID, len(keys))
+	return nil
+}
+
+// mailPasswordChanged tells the user what the reset revoked. The password
+// is changed whatever happens to the mail, so a failure is only logged.
+func (s *Service) mailPasswordChanged(ctx context.Context, userID string, keys int) {
+	u, err := s.d.Users.ByID(ctx, userID)
+	if err == nil {
+		err = s.d.Mailer.Send(ctx, ports.Mail{
+			To:      u.Email,
+			Subject: "Your profilesvc password was changed",
+			Text: "The password of this account was just changed with a reset token.\n\n" +
+				"Every session was signed out: access and refresh tokens issued before the change no longer work.\n" +
+				"All API keys of this account were revoked (" + strconv.Itoa(keys) + "); create new ones.\n" +
+				"If you did not do this, reset your password again at once.\n",
+		})
+	}
+	if err != nil {
+		s.d.Log.ErrorContext(ctx, "sending password changed mail failed", "user_id", userID, "error", err.Error())
+	}
+}
+
+// forget evicts a cache entry. A failure is logged: the entry then lives
+// until its short TTL ends.
+func (s *Service) forget(ctx context.Context, key string) {
+	if err := s.d.Cache.Delete(ctx, key); err != nil {
+		s.d.Log.WarnContext(ctx, "cache eviction failed", "key", key, "error", err.Error())
+	}
 }
 
 func fieldsOf(err error) []domain.FieldIssue {

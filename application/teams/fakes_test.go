@@ -52,6 +52,7 @@ func newEnv() *env {
 		IDs:         e.ids,
 		Log:         e.logs.Logger(),
 		Policy:      teams.DefaultPolicy(),
+		Keys:        &memberKeys{},
 	}
 	return e
 }

@@ -33,6 +33,7 @@ type Deps struct {
 	Memberships teamstore.Memberships
 	Invitations teamstore.Invitations
 	Users       Users
+	Keys        MemberKeys
 	Outbox      ports.Outbox
 	Mailer      ports.Mailer
 	Clock       ports.Clock
@@ -283,6 +284,18 @@ func (s *Service) withNames(ctx context.Context, ms []team.Member) ([]MemberView
 	return out, nil
 }
 
+// MemberKeys revokes the API keys the accounts module keeps for a
+// membership: a removed member's keys die with the membership, so that
+// re-inviting the person does not bring them back.
+type MemberKeys interface {
+	// RevokeMemberKeys deletes the user's keys in the team, joining the
+	// caller's unit of work, and returns their ids.
+	RevokeMemberKeys(ctx context.Context, teamID, userID string) ([]string, error)
+	// ForgetAPIKeys evicts revoked keys from the cache, once their deletion
+	// has committed.
+	ForgetAPIKeys(ctx context.Context, ids []string)
+}
+
 // UpdateInput changes a member: a new role, removal ("removed"), or both.
 type UpdateInput struct {
 	Role   *string
@@ -292,7 +305,8 @@ type UpdateInput struct {
 // UpdateMember changes a member's role or removes them. The team is locked
 // for the unit of work, so two changes that would each leave one owner
 // cannot together leave none. A removed member loses access on their next
-// request: authentication reads the membership every time.
+// request: authentication reads the membership every time, and their API
+// keys in the team are revoked with the removal.
 func (s *Service) UpdateMember(ctx context.Context, actor team.Actor, id string, in UpdateInput) (MemberView, error) {
 	v := &domain.Validation{}
 	var ch team.MemberChange
@@ -319,6 +333,7 @@ func (s *Service) UpdateMember(ctx context.Context, actor team.Actor, id string,
 		return MemberView{}, err
 	}
 	var out []MemberView
+	var revoked []string
 	err := s.d.Tx.Do(ctx, func(ctx context.Context) error {
 		if err := s.d.Teams.Lock(ctx, actor.TeamID); err != nil {
 			return err
@@ -344,6 +359,11 @@ func (s *Service) UpdateMember(ctx context.Context, actor team.Actor, id string,
 		if !ch.Remove {
 			return nil
 		}
+		if m.UserID != "" {
+			if revoked, err = s.d.Keys.RevokeMemberKeys(ctx, actor.TeamID, m.UserID); err != nil {
+				return err
+			}
+		}
 		t, err := s.d.Teams.ByID(ctx, actor.TeamID)
 		if err != nil {
 			return err
@@ -353,6 +373,7 @@ func (s *Service) UpdateMember(ctx context.Context, actor team.Actor, id string,
 	if err != nil {
 		return MemberView{}, err
 	}
+	s.d.Keys.ForgetAPIKeys(ctx, revoked)
 	return out[0], nil
 }
 

@@ -5,16 +5,12 @@ package account
 
 import (
 	"net/mail"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/profilesvc/profilesvc/domain"
 )
-
-// MinPasswordLength is the shortest password accepted, in characters.
-const MinPasswordLength = 10
 
 // User is a person who signs in. Email is stored normalised (lower case).
 type User struct {
@@ -23,12 +19,21 @@ type User struct {
 	Name          string
 	PasswordHash  string
 	DefaultTeamID string
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// SessionVersion goes up each time every session of the user is cut
+	// off (a password reset, a stolen refresh token): an access token
+	// carries the version it was issued under, and one of an older version
+	// is refused. A counter, unlike a time, cannot mistake a token issued
+	// in the same second as the cut-off for one issued after it.
+	SessionVersion int
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 }
 
-// NormalizeEmail returns the form under which emails are compared.
-func NormalizeEmail(email string) string { return strings.ToLower(strings.TrimSpace(email)) }
+// NormalizeEmail returns the form under which emails are stored and
+// compared: trimmed, in Unicode NFC (so that "é" typed as one character or
+// as "e" and a combining accent is one address), in lower case. Every path
+// that takes an email calls it.
+func NormalizeEmail(email string) string { return NFC(strings.ToLower(strings.TrimSpace(email))) }
 
 // ValidateEmail checks that email is a bare address.
 func ValidateEmail(email string) error {
@@ -38,19 +43,6 @@ func ValidateEmail(email string) error {
 	a, err := mail.ParseAddress(email)
 	if err != nil || a.Address != email || len(email) > 254 {
 		return domain.Invalid("email", "must be a valid email address")
-	}
-	return nil
-}
-
-// ValidatePassword checks the length rules. maxBytes is the longest input the
-// password hasher accepts: a longer password is refused rather than silently
-// truncated.
-func ValidatePassword(password string, maxBytes int) error {
-	if utf8.RuneCountInString(password) < MinPasswordLength {
-		return domain.Invalid("password", "must be at least 10 characters")
-	}
-	if len(password) > maxBytes {
-		return domain.Invalid("password", "must be at most "+strconv.Itoa(maxBytes)+" bytes")
 	}
 	return nil
 }

@@ -22,6 +22,9 @@ type Users interface {
 	// ByEmail finds a user by normalised email.
 	ByEmail(ctx context.Context, email string) (account.User, error)
 	UpdatePassword(ctx context.Context, id, passwordHash string, at time.Time) error
+	// EndSessions raises the user's session version by one, in one step
+	// (concurrent calls each count), and returns the new version.
+	EndSessions(ctx context.Context, id string, at time.Time) (int, error)
 	// ListByIDs returns the users of ids that exist, in no particular order.
 	ListByIDs(ctx context.Context, ids []string) ([]account.User, error)
 }
@@ -35,6 +38,12 @@ type APIKeys interface {
 	ListByUser(ctx context.Context, teamID, userID string) ([]account.APIKey, error)
 	// Delete removes the key of the team; a key of another team is not found.
 	Delete(ctx context.Context, teamID, id string) error
+	// DeleteByUser removes every key of the user, in every team, and
+	// returns their ids.
+	DeleteByUser(ctx context.Context, userID string) ([]string, error)
+	// DeleteByMember removes the user's keys in the team and returns their
+	// ids; keys of the user in other teams stay.
+	DeleteByMember(ctx context.Context, teamID, userID string) ([]string, error)
 }
 
 // RefreshTokens stores refresh tokens in rotation families.
@@ -65,4 +74,7 @@ type ResetTokens interface {
 	// on its own or in a unit of work of its own, exactly one gets true. An
 	// id never stored is a not-found error, not false: false means used.
 	Consume(ctx context.Context, id string, at time.Time) (bool, error)
+	// ConsumeUser marks every unused token of the user used at at, so that
+	// none of them can be redeemed any more.
+	ConsumeUser(ctx context.Context, userID string, at time.Time) error
 }

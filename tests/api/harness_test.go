@@ -141,6 +141,9 @@ var (
 	validated atomic.Int64
 )
 
+// validateMu serialises response validation; see RoundTrip.
+var validateMu sync.Mutex
+
 func openAPIValidator(t *testing.T) validator.Validator {
 	docOnce.Do(func() {
 		doc, err := libopenapi.NewDocument(httpapi.OpenAPIDocument())
@@ -193,7 +196,13 @@ func (vt *validatingTransport) RoundTrip(req *http.Request) (*http.Response, err
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	if known := routeKnown(req); known {
 		v := openAPIValidator(t)
-		if ok, errs := v.ValidateHttpResponse(req, resp); !ok {
+		// The validator renders schemas lazily and is not safe for
+		// concurrent use (the race detector sees it write shared state when
+		// a burst of 429s is checked at once), so one response at a time.
+		validateMu.Lock()
+		ok, errs := v.ValidateHttpResponse(req, resp)
+		validateMu.Unlock()
+		if !ok {
 			for _, e := range errs {
 				t.Errorf("%s -> %d does not match openapi.yaml: %s (%s) body=%s", where, resp.StatusCode, e.Message, e.Reason, truncate(body))
 			}

@@ -155,13 +155,16 @@ func TestRemovedMemberLosesAccessAtOnce(t *testing.T) {
 		expect(t, h.get("/api/v1/profiles", inTeam(bob, owner.teamID)...), http.StatusOK)
 
 		expect(t, h.patch("/api/v1/teams/members/"+bobID, map[string]any{"status": "removed"}, bearer(owner.access)...), http.StatusOK)
-		expect(t, h.get("/api/v1/profiles", "X-API-Key", key), http.StatusNotFound)
+		// The key died with the membership: a revoked credential.
+		expect(t, h.get("/api/v1/profiles", "X-API-Key", key), http.StatusUnauthorized)
 		expect(t, h.get("/api/v1/profiles", inTeam(bob, owner.teamID)...), http.StatusNotFound)
 		// Their own team is untouched.
 		expect(t, h.get("/api/v1/profiles", bearer(bob.access)...), http.StatusOK)
 		// A removed member can be invited back.
 		h.member(t, owner, bob, team.RoleViewer)
 		expect(t, h.get("/api/v1/profiles", inTeam(bob, owner.teamID)...), http.StatusOK)
+		// ...without bringing their old key back.
+		expect(t, h.get("/api/v1/profiles", "X-API-Key", key), http.StatusUnauthorized)
 	})
 }
 

@@ -1,14 +1,27 @@
 package conformance
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/profilesvc/profilesvc/domain/account"
 	"github.com/profilesvc/profilesvc/domain/team"
+	"github.com/profilesvc/profilesvc/ports/storage"
 )
+
+// errRollback fails a unit of work on purpose.
+var errRollback = errors.New("conformance: roll back")
+
+// sortedIDs returns ids in byte order.
+func sortedIDs(ids ...string) []string {
+	slices.Sort(ids)
+	return ids
+}
 
 func runUserRepository(t *testing.T, newStore NewStore) {
 	t.Run("create then ByID and ByEmail", func(t *testing.T) {
@@ -119,6 +132,46 @@ func runUserRepository(t *testing.T, newStore NewStore) {
 				t.Fatalf("ListByIDs(%q) returned %d users, want none", none, len(got))
 			}
 		}
+	})
+
+	t.Run("EndSessions raises the session version by one per call", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		u := f.user("")
+		u.SessionVersion = 2
+		other := f.user("")
+		f.must("Create", f.s.Users().Create(f.ctx, u))
+		f.must("Create other", f.s.Users().Create(f.ctx, other))
+		got, err := f.s.Users().ByID(f.ctx, u.ID)
+		f.must("ByID", err)
+		checkEqual(t, "user", got, u)
+
+		at := storeAt(time.Hour).In(storeZone)
+		v, err := f.s.Users().EndSessions(f.ctx, u.ID, at)
+		f.must("EndSessions", err)
+		if v != 3 {
+			t.Fatalf("EndSessions = %d, want 3", v)
+		}
+		const callers = 8
+		var wg sync.WaitGroup
+		errs := make([]error, callers)
+		for i := range callers {
+			wg.Go(func() { _, errs[i] = f.s.Users().EndSessions(f.ctx, u.ID, at) })
+		}
+		wg.Wait()
+		for _, err := range errs {
+			f.must("concurrent EndSessions", err)
+		}
+		want := u
+		want.SessionVersion, want.UpdatedAt = 3+callers, at.UTC()
+		got, err = f.s.Users().ByID(f.ctx, u.ID)
+		f.must("ByID after EndSessions", err)
+		checkEqual(t, "user", got, want)
+		got, err = f.s.Users().ByID(f.ctx, other.ID)
+		f.must("ByID other", err)
+		checkEqual(t, "other user", got, other)
+
+		_, err = f.s.Users().EndSessions(f.ctx, storeID("usr"), at)
+		expectNotFound(t, "EndSessions of a missing user", err)
 	})
 
 	t.Run("times written in another zone come back in UTC", func(t *testing.T) {
@@ -342,6 +395,50 @@ func runAPIKeyRepository(t *testing.T, newStore NewStore) {
 		list, err := f.s.APIKeys().ListByUser(f.ctx, k.TeamID, k.UserID)
 		f.must("ListByUser", err)
 		checkIDs(t, "ListByUser after Delete", ids(list, func(k account.APIKey) string { return k.ID }), []string{keep.ID})
+	})
+
+	t.Run("DeleteByUser and DeleteByMember return the ids they deleted", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		teamID, otherTeam, userID, otherUser := storeID("tm"), storeID("tm"), storeID("usr"), storeID("usr")
+		a := f.apiKey(teamID, userID, storeAt(0))
+		b := f.apiKey(teamID, userID, storeAt(time.Second))
+		elsewhere := f.apiKey(otherTeam, userID, storeAt(0))
+		someoneElse := f.apiKey(teamID, otherUser, storeAt(0))
+		for _, k := range []account.APIKey{b, elsewhere, a, someoneElse} {
+			f.must("Create", f.s.APIKeys().Create(f.ctx, k))
+		}
+
+		// A unit that fails deletes nothing.
+		err := inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
+			if _, err := tx.APIKeys().DeleteByMember(ctx, teamID, userID); err != nil {
+				return err
+			}
+			return errRollback
+		})
+		if !errors.Is(err, errRollback) {
+			t.Fatalf("unit: %v", err)
+		}
+		_, err = f.s.APIKeys().ByID(f.ctx, a.ID)
+		f.must("ByID after a rolled-back DeleteByMember", err)
+
+		got, err := f.s.APIKeys().DeleteByMember(f.ctx, teamID, userID)
+		f.must("DeleteByMember", err)
+		checkIDs(t, "DeleteByMember", got, sortedIDs(a.ID, b.ID))
+		for _, k := range []account.APIKey{elsewhere, someoneElse} {
+			_, err := f.s.APIKeys().ByID(f.ctx, k.ID)
+			f.must("ByID of a key of another team or user", err)
+		}
+		again, err := f.s.APIKeys().DeleteByMember(f.ctx, teamID, userID)
+		f.must("second DeleteByMember", err)
+		if len(again) != 0 {
+			t.Fatalf("second DeleteByMember = %v, want none", again)
+		}
+
+		got, err = f.s.APIKeys().DeleteByUser(f.ctx, userID)
+		f.must("DeleteByUser", err)
+		checkIDs(t, "DeleteByUser", got, []string{elsewhere.ID})
+		_, err = f.s.APIKeys().ByID(f.ctx, someoneElse.ID)
+		f.must("ByID of another user's key", err)
 	})
 
 	t.Run("returned values are copies", func(t *testing.T) {

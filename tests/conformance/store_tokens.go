@@ -168,6 +168,38 @@ func runResetTokenRepository(t *testing.T, newStore NewStore) {
 		expectConflict(t, "Create with the same id", f.s.ResetTokens().Create(f.ctx, again))
 	})
 
+	t.Run("ConsumeUser spends every unused token of the user only", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		userID := storeID("usr")
+		a, b, other := f.resetToken(userID), f.resetToken(userID), f.resetToken(storeID("usr"))
+		spent := f.resetToken(userID)
+		earlier := storeAt(time.Minute)
+		spent.UsedAt = &earlier
+		for _, tok := range []account.ResetToken{a, b, other, spent} {
+			f.must("Create", f.s.ResetTokens().Create(f.ctx, tok))
+		}
+		at := storeAt(time.Hour).In(storeZone)
+		f.must("ConsumeUser", f.s.ResetTokens().ConsumeUser(f.ctx, userID, at))
+		for _, tok := range []account.ResetToken{a, b} {
+			got, err := f.s.ResetTokens().ByID(f.ctx, tok.ID)
+			f.must("ByID", err)
+			want := tok
+			want.UsedAt = storePtr(at.UTC())
+			checkEqual(t, "consumed reset", got, want)
+			won, err := f.s.ResetTokens().Consume(f.ctx, tok.ID, at)
+			f.must("Consume after ConsumeUser", err)
+			if won {
+				t.Fatal("a token spent by ConsumeUser was consumed again")
+			}
+		}
+		got, err := f.s.ResetTokens().ByID(f.ctx, spent.ID)
+		f.must("ByID spent", err)
+		checkEqual(t, "already spent reset keeps its time", got, spent)
+		got, err = f.s.ResetTokens().ByID(f.ctx, other.ID)
+		f.must("ByID other", err)
+		checkEqual(t, "another user's reset", got, other)
+	})
+
 	runConsume(t, newStore, singleUseRecords[account.ResetToken]{
 		what: "reset token",
 		repo: func(s storage.Store) singleUse[account.ResetToken] { return s.ResetTokens() },

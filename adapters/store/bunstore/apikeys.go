@@ -2,6 +2,10 @@ package bunstore
 
 import (
 	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -89,6 +93,26 @@ func (r apiKeyRepository) Delete(ctx context.Context, teamID, id string) error {
 		Where("team_id = ?", teamID).
 		Exec(ctx)
 	return touchedOne(res, err, "api key")
+}
+
+func (r apiKeyRepository) DeleteByUser(ctx context.Context, userID string) ([]string, error) {
+	return r.deleteReturning(ctx, "DELETE FROM api_keys WHERE user_id = ? RETURNING id", userID)
+}
+
+func (r apiKeyRepository) DeleteByMember(ctx context.Context, teamID, userID string) ([]string, error) {
+	return r.deleteReturning(ctx, "DELETE FROM api_keys WHERE team_id = ? AND user_id = ? RETURNING id", teamID, userID)
+}
+
+// deleteReturning deletes and reads the deleted ids in one statement, so a
+// key cannot slip between a read and the delete; the ids come back in id
+// order, as in every store.
+func (r apiKeyRepository) deleteReturning(ctx context.Context, query string, args ...any) ([]string, error) {
+	ids := []string{}
+	if err := conn(ctx, r.db).NewRaw(query, args...).Scan(ctx, &ids); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("bunstore: delete api keys: %w", err)
+	}
+	slices.Sort(ids)
+	return ids, nil
 }
 
 // APIKeys returns the API key repository.

@@ -168,6 +168,18 @@ func (r resetTokenRepository) Consume(ctx context.Context, id string, at time.Ti
 	return consumed(ctx, conn(ctx, r.db), res, err, (*resetTokenRow)(nil), id, "reset token")
 }
 
+func (r resetTokenRepository) ConsumeUser(ctx context.Context, userID string, at time.Time) error {
+	_, err := conn(ctx, r.db).NewUpdate().Model((*resetTokenRow)(nil)).
+		Set("used_at = ?", utc(at)).
+		Where("user_id = ?", userID).
+		Where("used_at IS NULL").
+		Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("bunstore: consume reset tokens of user: %w", err)
+	}
+	return nil
+}
+
 // consumed reads the outcome of a consuming UPDATE: one row changed means
 // this caller consumed the token. When none changed, the token was either
 // taken already (false) or never existed (not found).

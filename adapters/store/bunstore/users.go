@@ -13,36 +13,39 @@ import (
 type userRow struct {
 	bun.BaseModel `bun:"table:users,alias:u"`
 
-	ID            string    `bun:"id,pk"`
-	Email         string    `bun:"email"`
-	Name          string    `bun:"name"`
-	PasswordHash  string    `bun:"password_hash"`
-	DefaultTeamID string    `bun:"default_team_id"`
-	CreatedAt     time.Time `bun:"created_at"`
-	UpdatedAt     time.Time `bun:"updated_at"`
+	ID             string    `bun:"id,pk"`
+	Email          string    `bun:"email"`
+	Name           string    `bun:"name"`
+	PasswordHash   string    `bun:"password_hash"`
+	DefaultTeamID  string    `bun:"default_team_id"`
+	SessionVersion int       `bun:"session_version"`
+	CreatedAt      time.Time `bun:"created_at"`
+	UpdatedAt      time.Time `bun:"updated_at"`
 }
 
 func newUserRow(u account.User) *userRow {
 	return &userRow{
-		ID:            u.ID,
-		Email:         u.Email,
-		Name:          u.Name,
-		PasswordHash:  u.PasswordHash,
-		DefaultTeamID: u.DefaultTeamID,
-		CreatedAt:     utc(u.CreatedAt),
-		UpdatedAt:     utc(u.UpdatedAt),
+		ID:             u.ID,
+		Email:          u.Email,
+		Name:           u.Name,
+		PasswordHash:   u.PasswordHash,
+		DefaultTeamID:  u.DefaultTeamID,
+		SessionVersion: u.SessionVersion,
+		CreatedAt:      utc(u.CreatedAt),
+		UpdatedAt:      utc(u.UpdatedAt),
 	}
 }
 
 func (r *userRow) user() account.User {
 	return account.User{
-		ID:            r.ID,
-		Email:         r.Email,
-		Name:          r.Name,
-		PasswordHash:  r.PasswordHash,
-		DefaultTeamID: r.DefaultTeamID,
-		CreatedAt:     utc(r.CreatedAt),
-		UpdatedAt:     utc(r.UpdatedAt),
+		ID:             r.ID,
+		Email:          r.Email,
+		Name:           r.Name,
+		PasswordHash:   r.PasswordHash,
+		DefaultTeamID:  r.DefaultTeamID,
+		SessionVersion: r.SessionVersion,
+		CreatedAt:      utc(r.CreatedAt),
+		UpdatedAt:      utc(r.UpdatedAt),
 	}
 }
 
@@ -78,6 +81,22 @@ func (r userRepository) UpdatePassword(ctx context.Context, id, passwordHash str
 		Where("id = ?", id).
 		Exec(ctx)
 	return touchedOne(res, err, "user")
+}
+
+// EndSessions raises the version in the database, so that concurrent calls
+// each count.
+func (r userRepository) EndSessions(ctx context.Context, id string, at time.Time) (int, error) {
+	var version int
+	err := conn(ctx, r.db).NewUpdate().Model((*userRow)(nil)).
+		Set("session_version = session_version + 1").
+		Set("updated_at = ?", utc(at)).
+		Where("id = ?", id).
+		Returning("session_version").
+		Scan(ctx, &version)
+	if err != nil {
+		return 0, readErr(err, "user")
+	}
+	return version, nil
 }
 
 // ListByIDs reads every user of ids with one query; no ids need no query.

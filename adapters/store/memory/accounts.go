@@ -48,6 +48,19 @@ func (r users) UpdatePassword(ctx context.Context, id, passwordHash string, at t
 	})
 }
 
+func (r users) EndSessions(ctx context.Context, id string, at time.Time) (int, error) {
+	return writeValue(ctx, r.s, func(st *state, undo *undoLog) (int, error) {
+		u, err := st.users.get(id)
+		if err != nil {
+			return 0, err
+		}
+		u.SessionVersion++
+		u.UpdatedAt = at
+		st.users.put(undo, u)
+		return u.SessionVersion, nil
+	})
+}
+
 // ListByIDs skips unknown ids and returns a user named twice once.
 func (r users) ListByIDs(ctx context.Context, ids []string) ([]account.User, error) {
 	return readValue(ctx, r.s, func(st *state) ([]account.User, error) {
@@ -84,6 +97,26 @@ func (r apiKeys) Delete(ctx context.Context, teamID, id string) error {
 		}
 		st.apiKeys.remove(undo, id)
 		return nil
+	})
+}
+
+func (r apiKeys) DeleteByUser(ctx context.Context, userID string) ([]string, error) {
+	return r.deleteWhere(ctx, func(k *account.APIKey) bool { return k.UserID == userID })
+}
+
+func (r apiKeys) DeleteByMember(ctx context.Context, teamID, userID string) ([]string, error) {
+	return r.deleteWhere(ctx, func(k *account.APIKey) bool { return k.TeamID == teamID && k.UserID == userID })
+}
+
+// deleteWhere returns the deleted ids in id order, as the SQL stores do.
+func (r apiKeys) deleteWhere(ctx context.Context, match func(*account.APIKey) bool) ([]string, error) {
+	return writeValue(ctx, r.s, func(st *state, undo *undoLog) ([]string, error) {
+		ids := []string{}
+		for _, k := range st.apiKeys.query(match, st.apiKeys.lowestIDFirst, unlimited) {
+			st.apiKeys.remove(undo, k.ID)
+			ids = append(ids, k.ID)
+		}
+		return ids, nil
 	})
 }
 
@@ -148,6 +181,16 @@ func (r resetTokens) Consume(ctx context.Context, id string, at time.Time) (bool
 			t.UsedAt = &at
 			return true
 		})
+}
+
+func (r resetTokens) ConsumeUser(ctx context.Context, userID string, at time.Time) error {
+	return r.s.write(ctx, func(st *state, undo *undoLog) error {
+		for _, t := range st.resets.query(func(t *account.ResetToken) bool { return t.UserID == userID && t.UsedAt == nil }, nil, unlimited) {
+			t.UsedAt = &at
+			st.resets.put(undo, t)
+		}
+		return nil
+	})
 }
 
 // consume is the one-time use of a token or invitation: use marks the row
