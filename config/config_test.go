@@ -45,6 +45,7 @@ func TestLoadDefaults(t *testing.T) {
 
 		APIKeysPerUser:       20,
 		RegistrationsPerAddr: 20,
+		Quotas:               config.Quotas{WebhookEndpoints: 20, Profiles: 1000, InvitationsPerDay: 50, InvitationResendsPerDay: 3},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("Load with nothing set =\n%+v\nwant\n%+v", cfg, want)
