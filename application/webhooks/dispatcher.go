@@ -98,7 +98,8 @@ func (s *Service) fanOutAll(ctx context.Context) error {
 
 // FanOut takes one batch of undispatched outbox events and, in the same
 // transaction, creates one delivery per enabled endpoint of the event's
-// team that wants it, and marks the events dispatched. A crash before the
+// team that takes it (created before the event was committed, subscribed
+// to its type), and marks the events dispatched. A crash before the
 // commit leaves the events for the next fan-out; nothing is lost or
 // doubled.
 func (s *Service) FanOut(ctx context.Context) (int, error) {
@@ -123,7 +124,7 @@ func (s *Service) FanOut(ctx context.Context) (int, error) {
 			}
 			var payload []byte
 			for _, ep := range eps {
-				if !ep.Wants(e.Type) {
+				if !ep.Takes(e) {
 					continue
 				}
 				if payload == nil {
@@ -255,7 +256,7 @@ func (s *Service) attempt(ctx context.Context, d webhook.Delivery, ep webhook.En
 		a.Error = "endpoint secret cannot be read"
 		log.ErrorContext(ctx, "webhook attempt: open secret", "error", err.Error())
 	} else {
-		n := len(d.Attempts) + 1
+		n := d.AttemptNumber()
 		began := time.Now()
 		resp, err = s.d.Sender.Send(ctx, ports.WebhookRequest{URL: ep.URL, Body: d.Payload, Headers: map[string]string{
 			"Content-Type":               "application/json",

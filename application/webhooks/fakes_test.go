@@ -239,9 +239,14 @@ func newFixture(t *testing.T, replies ...reply) *fixture {
 		replies = []reply{{status: 200}}
 	}
 	st := memory.New()
+	for _, id := range []string{"team_1", "team_2"} {
+		if err := st.Teams().Create(context.Background(), team.Team{ID: id, Name: id, CreatedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	f := &fixture{store: st, clock: clock.NewFake(t0), sender: newSender(replies...), box: &fakeBox{}, metrics: &fakeMetrics{}, logs: &apptest.Logs{}}
 	f.deps = Deps{
-		Tx: st, Endpoints: st.WebhookEndpoints(), Deliveries: st.Deliveries(), Outbox: st.Outbox(),
+		Tx: st, Teams: st.Teams(), Endpoints: st.WebhookEndpoints(), Deliveries: st.Deliveries(), Outbox: st.Outbox(),
 		Sender: f.sender, Box: f.box, Metrics: f.metrics, Clock: f.clock, IDs: apptest.NewPrefixIDs(),
 		Log: f.logs.Logger(),
 		Policy: Policy{

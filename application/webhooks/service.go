@@ -39,11 +39,14 @@ type Policy struct {
 	// PollInterval bounds how long the dispatcher sleeps without a wake-up:
 	// work committed by other instances is seen within it.
 	PollInterval time.Duration
+	// MaxEndpoints bounds a team's endpoints; 0 is no bound.
+	MaxEndpoints int
 }
 
 // Deps are the ports the service needs.
 type Deps struct {
 	Tx         ports.UnitOfWork
+	Teams      TeamLock
 	Endpoints  webhookstore.Endpoints
 	Deliveries webhookstore.Deliveries
 	Outbox     webhookstore.OutboxClaims
@@ -55,6 +58,13 @@ type Deps struct {
 	Log        *slog.Logger
 	Waker      *Waker
 	Policy     Policy
+}
+
+// TeamLock takes a team's lock for the rest of the unit of work
+// (teamstore.Teams has it), so that counting a team's endpoints and adding
+// one is atomic across instances.
+type TeamLock interface {
+	Lock(ctx context.Context, teamID string) error
 }
 
 // Service runs the webhook use cases and the delivery pipeline.
@@ -120,7 +130,21 @@ func (s *Service) Create(ctx context.Context, actor team.Actor, in CreateInput) 
 		return webhook.Endpoint{}, err
 	}
 	ep := webhook.NewEndpoint(s.d.IDs.New("whk"), actor.TeamID, url, events, sealed, s.d.Clock.Now())
-	if err := s.d.Endpoints.Create(ctx, ep); err != nil {
+	err = s.d.Tx.Do(ctx, func(ctx context.Context) error {
+		if err := s.d.Teams.Lock(ctx, actor.TeamID); err != nil {
+			return err
+		}
+		n, err := s.d.Endpoints.Count(ctx, actor.TeamID)
+		if err != nil {
+			return err
+		}
+		if err := team.CheckQuota(n, s.d.Policy.MaxEndpoints, "webhook endpoints"); err != nil {
+			return err
+		}
+		// The store sets ep's AfterSeq, which no caller of Create reads.
+		return s.d.Endpoints.Create(ctx, ep)
+	})
+	if err != nil {
 		return webhook.Endpoint{}, err
 	}
 	return ep, nil

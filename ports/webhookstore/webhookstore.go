@@ -22,6 +22,8 @@ type Endpoints interface {
 	// List returns up to limit endpoints of the team with an id lower than
 	// beforeID ("" for the first page), newest first.
 	List(ctx context.Context, teamID, beforeID string, limit int) ([]webhook.Endpoint, error)
+	// Count returns how many endpoints the team has, enabled or not.
+	Count(ctx context.Context, teamID string) (int, error)
 	// ListEnabled returns every enabled endpoint of the team, for fan-out.
 	ListEnabled(ctx context.Context, teamID string) ([]webhook.Endpoint, error)
 	// Update replaces url, events, sealed secret, enabled and updated time.

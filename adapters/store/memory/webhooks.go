@@ -12,8 +12,13 @@ import (
 
 type webhookEndpoints struct{ s *Store }
 
+// Create numbers the endpoint after the last event appended: units of work
+// run one at a time, so every event before it has committed.
 func (r webhookEndpoints) Create(ctx context.Context, e webhook.Endpoint) error {
-	return r.s.write(ctx, func(st *state, undo *undoLog) error { return st.endpoints.insert(undo, e) })
+	return r.s.write(ctx, func(st *state, undo *undoLog) error {
+		e.AfterSeq = st.outboxSeq
+		return st.endpoints.insert(undo, e)
+	})
 }
 
 func (r webhookEndpoints) ByID(ctx context.Context, teamID, id string) (webhook.Endpoint, error) {
@@ -23,6 +28,12 @@ func (r webhookEndpoints) ByID(ctx context.Context, teamID, id string) (webhook.
 func (r webhookEndpoints) List(ctx context.Context, teamID, beforeID string, limit int) ([]webhook.Endpoint, error) {
 	return readValue(ctx, r.s, func(st *state) ([]webhook.Endpoint, error) {
 		return st.endpoints.pageDown(teamID, beforeID, limit, all), nil
+	})
+}
+
+func (r webhookEndpoints) Count(ctx context.Context, teamID string) (int, error) {
+	return readValue(ctx, r.s, func(st *state) (int, error) {
+		return len(st.endpoints.query(func(e *webhook.Endpoint) bool { return e.TeamID == teamID }, nil, unlimited)), nil
 	})
 }
 
@@ -133,6 +144,7 @@ func (r deliveries) Claim(ctx context.Context, c webhookstore.DeliveryClaim) ([]
 			}
 			perEndpoint[row.d.EndpointID]++
 			row.leased, row.leaseOwner, row.leaseUntil = true, c.Owner, c.LeaseUntil
+			row.d.Started++
 			st.deliveries.put(undo, row)
 			claimed = append(claimed, cloneDeliveryRow(row))
 		}
