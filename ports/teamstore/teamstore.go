@@ -60,8 +60,8 @@ type InvitationCounts struct {
 type Invitations interface {
 	Create(ctx context.Context, inv team.Invitation) error
 	ByID(ctx context.Context, id string) (team.Invitation, error)
-	// CountSince returns how many invitations the team has created at or
-	// after since, and how many of those were for the membership memberID,
+	// CountSince returns how many invitations the team has created after
+	// since, and how many of those were for the membership memberID,
 	// with the creation time of the oldest of each (zero when there is
 	// none), so that a caller over a daily bound can tell when it frees.
 	CountSince(ctx context.Context, teamID, memberID string, since time.Time) (InvitationCounts, error)

@@ -79,7 +79,7 @@ func (r invitationRepository) CountSince(ctx context.Context, teamID, memberID s
 		ColumnExpr("count(CASE WHEN member_id = ? THEN 1 END)", memberID).
 		ColumnExpr("min(CASE WHEN member_id = ? THEN created_at END)", memberID).
 		Where("team_id = ?", teamID).
-		Where("created_at >= ?", utc(since)).
+		Where("created_at > ?", utc(since)).
 		Scan(ctx, &c.Team, &teamOldest, &c.Member, &memOldest)
 	if err != nil {
 		return teamstore.InvitationCounts{}, readErr(err, "invitations")

@@ -137,7 +137,7 @@ func (r invitations) CountSince(ctx context.Context, teamID, memberID string, si
 	return readValue(ctx, r.s, func(st *state) (teamstore.InvitationCounts, error) {
 		var c teamstore.InvitationCounts
 		recent := st.invitations.query(func(inv *team.Invitation) bool {
-			return inv.TeamID == teamID && !inv.CreatedAt.Before(since)
+			return inv.TeamID == teamID && inv.CreatedAt.After(since)
 		}, nil, unlimited)
 		for _, inv := range recent {
 			c.Team++
