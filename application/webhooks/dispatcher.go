@@ -49,7 +49,7 @@ func (w *Waker) Wake() {
 func (s *Service) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	flight := &inFlight{perEndpoint: map[string]int{}, deliveries: map[string]bool{}}
+	flight := newInFlight()
 	slots := make(chan struct{}, s.d.Policy.Workers)
 	// The first pass and every poll fan out whatever other instances (or
 	// a previous run) left; in between, only committed events need it.
@@ -143,20 +143,36 @@ func (s *Service) FanOut(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// inFlight is what this process is attempting: how many per endpoint, and
-// which deliveries.
+// inFlight is what this process is attempting: how many per endpoint and
+// per team, and which deliveries.
 type inFlight struct {
 	mu          sync.Mutex
 	perEndpoint map[string]int
+	perTeam     map[string]int
 	deliveries  map[string]bool
+}
+
+func newInFlight() *inFlight {
+	return &inFlight{perEndpoint: map[string]int{}, perTeam: map[string]int{}, deliveries: map[string]bool{}}
 }
 
 // busy lists the endpoints with limit attempts or more in flight.
 func (f *inFlight) busy(limit int) []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return atLimit(f.perEndpoint, limit)
+}
+
+// busyTeams lists the teams with limit attempts or more in flight.
+func (f *inFlight) busyTeams(limit int) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return atLimit(f.perTeam, limit)
+}
+
+func atLimit(counts map[string]int, limit int) []string {
 	var out []string
-	for id, n := range f.perEndpoint {
+	for id, n := range counts {
 		if n >= limit {
 			out = append(out, id)
 		}
@@ -175,6 +191,7 @@ func (f *inFlight) start(d webhook.Delivery) bool {
 	}
 	f.deliveries[d.ID] = true
 	f.perEndpoint[d.EndpointID]++
+	f.perTeam[d.TeamID]++
 	return true
 }
 
@@ -184,6 +201,9 @@ func (f *inFlight) done(d webhook.Delivery) {
 	delete(f.deliveries, d.ID)
 	if f.perEndpoint[d.EndpointID]--; f.perEndpoint[d.EndpointID] <= 0 {
 		delete(f.perEndpoint, d.EndpointID)
+	}
+	if f.perTeam[d.TeamID]--; f.perTeam[d.TeamID] <= 0 {
+		delete(f.perTeam, d.TeamID)
 	}
 }
 
@@ -198,6 +218,7 @@ func (s *Service) claimAndStart(ctx context.Context, wg *sync.WaitGroup, flight 
 	claimed, err := s.d.Deliveries.Claim(ctx, webhookstore.DeliveryClaim{
 		Owner: s.owner, Now: now, LeaseUntil: now.Add(s.d.Policy.LeaseTTL),
 		Limit: free, PerEndpoint: s.d.Policy.PerEndpoint, ExcludeEndpoints: flight.busy(s.d.Policy.PerEndpoint),
+		PerTeam: s.d.Policy.PerTeam, ExcludeTeams: flight.busyTeams(s.d.Policy.PerTeam),
 	})
 	if err != nil {
 		if ctx.Err() == nil {

@@ -251,7 +251,7 @@ func newFixture(t *testing.T, replies ...reply) *fixture {
 		Log: f.logs.Logger(),
 		Policy: Policy{
 			Schedule: webhook.Schedule{0, 5 * time.Second, 25 * time.Second},
-			LeaseTTL: time.Minute, Workers: 4, PerEndpoint: 2, PollInterval: 20 * time.Millisecond,
+			LeaseTTL: time.Minute, Workers: 4, PerEndpoint: 2, PerTeam: 4, PollInterval: 20 * time.Millisecond,
 		},
 	}
 	f.build()
@@ -306,7 +306,7 @@ type dispatcher struct {
 
 func (f *fixture) dispatcher() *dispatcher {
 	return &dispatcher{
-		flight: &inFlight{perEndpoint: map[string]int{}, deliveries: map[string]bool{}},
+		flight: newInFlight(),
 		slots:  make(chan struct{}, f.svc.d.Policy.Workers),
 	}
 }

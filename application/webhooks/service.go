@@ -34,6 +34,11 @@ type Policy struct {
 	// those to one endpoint, so a slow receiver does not hold up the rest.
 	Workers     int
 	PerEndpoint int
+	// PerTeam bounds the attempts in flight in one process for one team,
+	// so that one team's receivers that never answer hold at most this
+	// many workers for the length of their time-out, and the other teams'
+	// deliveries go on.
+	PerTeam int
 	// FanOutBatch is how many outbox events one fan-out unit takes.
 	FanOutBatch int
 	// PollInterval bounds how long the dispatcher sleeps without a wake-up:
@@ -81,6 +86,9 @@ func New(d Deps) *Service {
 	}
 	if p.PerEndpoint <= 0 {
 		p.PerEndpoint = 4
+	}
+	if p.PerTeam <= 0 {
+		p.PerTeam = max(1, p.Workers/4)
 	}
 	if p.FanOutBatch <= 0 {
 		p.FanOutBatch = 200

@@ -55,6 +55,11 @@ type DeliveryClaim struct {
 	PerEndpoint int
 	// ExcludeEndpoints are endpoints the owner has enough in flight for.
 	ExcludeEndpoints []string
+	// PerTeam bounds the deliveries of one team in one claim (0: no bound),
+	// and ExcludeTeams are teams the owner has enough in flight for, so that
+	// one team's receivers that never answer cannot take every worker.
+	PerTeam      int
+	ExcludeTeams []string
 }
 
 // Deliveries stores deliveries and leases them to dispatchers.
@@ -64,7 +69,9 @@ type Deliveries interface {
 	ByID(ctx context.Context, teamID, id string) (webhook.Delivery, error)
 	List(ctx context.Context, teamID, endpointID string, f DeliveryFilter) ([]webhook.Delivery, error)
 	// Claim leases up to c.Limit pending, due deliveries whose lease is
-	// free or lapsed, earliest due first. Concurrent claims, from any
+	// free or lapsed, earliest due first, at most c.PerEndpoint of one
+	// endpoint and c.PerTeam of one team, none of an excluded endpoint or
+	// team. It counts the attempt on each delivery it leases (Started). Concurrent claims, from any
 	// instance, never return the same delivery while its lease holds
 	// (PostgreSQL: FOR UPDATE SKIP LOCKED).
 	Claim(ctx context.Context, c DeliveryClaim) ([]webhook.Delivery, error)

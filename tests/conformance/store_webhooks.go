@@ -485,6 +485,18 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 		checkIDs(t, "excluding B and C", deliveryIDs(f2.claim(c)...), deliveryIDs(as...))
 		c.Limit, c.ExcludeEndpoints = 0, nil
 		checkIDs(t, "Limit 0", deliveryIDs(f2.claim(c)...), []string{})
+
+		f3 := newStoreFixture(t, newStore)
+		f3.createDeliveries(c1, bs[1], as[4], as[0], bs[0], as[2], as[1], as[3])
+		c = webhookstore.DeliveryClaim{Owner: "c", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 10, PerEndpoint: 2, PerTeam: 3}
+		checkIDs(t, "PerEndpoint 2, PerTeam 3", deliveryIDs(f3.claim(c)...), deliveryIDs(as[0], as[1], bs[0], c1))
+		checkIDs(t, "PerEndpoint 2, PerTeam 3 again", deliveryIDs(f3.claim(c)...), deliveryIDs(as[2], as[3], bs[1]))
+
+		f4 := newStoreFixture(t, newStore)
+		f4.createDeliveries(c1, bs[1], as[4], as[0], bs[0], as[2], as[1], as[3])
+		c = webhookstore.DeliveryClaim{Owner: "d", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 10, PerEndpoint: 10,
+			ExcludeTeams: []string{teamID}}
+		checkIDs(t, "excluding A and B's team", deliveryIDs(f4.claim(c)...), deliveryIDs(c1))
 	})
 
 	t.Run("concurrent claims lease each delivery once", func(t *testing.T) {

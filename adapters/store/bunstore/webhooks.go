@@ -388,12 +388,16 @@ func whereDue(q *bun.SelectQuery, c webhookstore.DeliveryClaim) *bun.SelectQuery
 	if len(c.ExcludeEndpoints) > 0 {
 		q = q.Where("endpoint_id NOT IN (?)", bun.List(c.ExcludeEndpoints))
 	}
+	if len(c.ExcludeTeams) > 0 {
+		q = q.Where("team_id NOT IN (?)", bun.List(c.ExcludeTeams))
+	}
 	return q
 }
 
-// Claim picks the deliveries with a window function, at most PerEndpoint
-// of each endpoint and Limit in all, earliest due first, and leases them,
-// in a transaction of its own or a savepoint of the caller's unit of work.
+// Claim picks the deliveries with window functions, at most PerEndpoint
+// of each endpoint, then at most PerTeam of each team among those, and
+// Limit in all, earliest due first, and leases them, in a transaction of
+// its own or a savepoint of the caller's unit of work.
 // A limit or per-endpoint bound below one claims nothing.
 //
 // PostgreSQL forbids FOR UPDATE in a query with window functions, so the
@@ -411,13 +415,19 @@ func (r deliveryRepository) Claim(ctx context.Context, c webhookstore.DeliveryCl
 	var rows []webhookDeliveryRow
 	err := conn(ctx, r.db).RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		ranked := whereDue(tx.NewSelect().TableExpr("webhook_deliveries").
-			Column("id", "next_attempt_at").
+			Column("id", "team_id", "next_attempt_at").
 			ColumnExpr("ROW_NUMBER() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS rn"), c)
-		chosen := tx.NewSelect().TableExpr("(?) AS ranked", ranked).
+		perEndpoint := tx.NewSelect().TableExpr("(?) AS ranked", ranked).
+			Column("id", "next_attempt_at").
+			ColumnExpr("ROW_NUMBER() OVER (PARTITION BY team_id ORDER BY next_attempt_at, id) AS team_rn").
+			Where("rn <= ?", c.PerEndpoint)
+		chosen := tx.NewSelect().TableExpr("(?) AS per_endpoint", perEndpoint).
 			Column("id").
-			Where("rn <= ?", c.PerEndpoint).
 			OrderExpr("next_attempt_at ASC, id ASC").
 			Limit(int64(c.Limit))
+		if c.PerTeam > 0 {
+			chosen = chosen.Where("team_rn <= ?", c.PerTeam)
+		}
 		lock := whereDue(tx.NewSelect().Model((*webhookDeliveryRow)(nil)).
 			Column("id").
 			Where("id IN (?)", chosen), c)

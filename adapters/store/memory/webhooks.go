@@ -129,20 +129,21 @@ func (r deliveries) Claim(ctx context.Context, c webhookstore.DeliveryClaim) ([]
 			return nil, nil
 		}
 		due := st.deliveries.scanBacklog(func(row *deliveryRow) bool {
-			return row.claimable(c.Now, c.ExcludeEndpoints)
+			return row.claimable(c.Now, c.ExcludeEndpoints) && !slices.Contains(c.ExcludeTeams, row.d.TeamID)
 		}, func(a, b *deliveryRow) int {
 			return cmp.Or(a.d.NextAttemptAt.Compare(b.d.NextAttemptAt), cmp.Compare(a.d.ID, b.d.ID))
 		})
 		var claimed []deliveryRow
-		perEndpoint := map[string]int{}
+		perEndpoint, perTeam := map[string]int{}, map[string]int{}
 		for row := range due {
 			if len(claimed) == c.Limit {
 				break
 			}
-			if perEndpoint[row.d.EndpointID] == c.PerEndpoint {
+			if perEndpoint[row.d.EndpointID] == c.PerEndpoint || (c.PerTeam > 0 && perTeam[row.d.TeamID] == c.PerTeam) {
 				continue
 			}
 			perEndpoint[row.d.EndpointID]++
+			perTeam[row.d.TeamID]++
 			row.leased, row.leaseOwner, row.leaseUntil = true, c.Owner, c.LeaseUntil
 			row.d.Started++
 			st.deliveries.put(undo, row)
