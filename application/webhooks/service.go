@@ -37,7 +37,8 @@ type Policy struct {
 	// PerTeam bounds the attempts in flight in one process for one team,
 	// so that one team's receivers that never answer hold at most this
 	// many workers for the length of their time-out, and the other teams'
-	// deliveries go on.
+	// deliveries go on. It is above PerEndpoint, so one slow endpoint
+	// leaves room for its team's others.
 	PerTeam int
 	// FanOutBatch is how many outbox events one fan-out unit takes.
 	FanOutBatch int
@@ -82,13 +83,13 @@ type Service struct {
 func New(d Deps) *Service {
 	p := &d.Policy
 	if p.Workers <= 0 {
-		p.Workers = 16
+		p.Workers = 32
 	}
 	if p.PerEndpoint <= 0 {
 		p.PerEndpoint = 4
 	}
 	if p.PerTeam <= 0 {
-		p.PerTeam = max(1, p.Workers/4)
+		p.PerTeam = max(p.PerEndpoint+1, p.Workers/4)
 	}
 	if p.FanOutBatch <= 0 {
 		p.FanOutBatch = 200

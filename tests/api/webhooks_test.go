@@ -109,11 +109,13 @@ func (rc *receiver) waitFor(n int) []received {
 
 // webhookOptions lets the service deliver to a local receiver over http,
 // and has its dispatcher look for due work every few milliseconds, so that
-// moving the fake clock is enough to trigger the next attempt.
+// moving the fake clock is enough to trigger the next attempt. Suites that
+// register an endpoint per case in one team get room beyond the default
+// quota.
 func webhookOptions(url string) options {
 	return options{
 		databaseURL: url,
-		env:         map[string]string{"ALLOW_PRIVATE_TARGETS": "true"},
+		env:         map[string]string{"ALLOW_PRIVATE_TARGETS": "true", "QUOTA_WEBHOOK_ENDPOINTS": "100"},
 		extra:       []fx.Option{fx.Decorate(func() wiring.DispatcherPoll { return wiring.DispatcherPoll(5 * time.Millisecond) })},
 	}
 }
