@@ -368,7 +368,8 @@ func TestProfileListFilters(t *testing.T) {
 // while another writer keeps creating profiles: each original profile must
 // come back exactly once.
 func TestPagingSurvivesInserts(t *testing.T) {
-	eachBackend(t, func(t *testing.T, h *harness) {
+	// A thousand profiles and the inserts between pages: past the default quota.
+	eachBackendEnv(t, map[string]string{"QUOTA_PROFILES": "2000"}, func(t *testing.T, h *harness) {
 		a := h.register(t)
 		auth := bearer(a.access)
 		const n = 1000
