@@ -67,9 +67,7 @@ func (s *Service) Run(ctx context.Context) {
 			now := s.d.Clock.Now()
 			if ok {
 				s.d.Metrics.OldestPending(now.Sub(oldest))
-				if until := next.Sub(now); until < wait {
-					wait = max(until, time.Millisecond)
-				}
+				wait = s.idle(next.Sub(now))
 			} else {
 				s.d.Metrics.OldestPending(0)
 			}
@@ -83,6 +81,21 @@ func (s *Service) Run(ctx context.Context) {
 		}
 		timer.Stop()
 	}
+}
+
+// idle is how long the loop sleeps, unless woken, when the earliest
+// pending delivery is due in until. Work due later shortens the sleep to
+// its time. Work due already does not: this pass has just claimed what it
+// could, so what is left is held back by busy workers, a team or endpoint
+// at its bound, or another instance's lease. An attempt that finishes
+// wakes the loop, and a lapsed lease is seen at the next poll; polling the
+// store every millisecond until then would keep a database connection
+// busy, which on SQLite (one connection) every request waits for.
+func (s *Service) idle(until time.Duration) time.Duration {
+	if until <= 0 {
+		return s.d.Policy.PollInterval
+	}
+	return min(until, s.d.Policy.PollInterval)
 }
 
 // fanOutAll turns committed outbox events into deliveries until none is

@@ -426,3 +426,24 @@ func TestDispatcherBlackholedTeamDoesNotStopAnother(t *testing.T) {
 		return err == nil && got.Status == webhook.StatusSucceeded
 	})
 }
+
+// Due work this pass could not start (workers busy, a team or endpoint at
+// its bound) waits for a wake-up or the poll, never a millisecond spin on
+// the store; work due later is waited for until it is due.
+func TestDispatcherIdlesUntilWokenWhenDueWorkIsHeldBack(t *testing.T) {
+	f := newFixture(t)
+	f.deps.Policy.PollInterval = time.Minute
+	f.build()
+	for _, c := range []struct {
+		until, want time.Duration
+	}{
+		{-time.Second, time.Minute},
+		{0, time.Minute},
+		{5 * time.Second, 5 * time.Second},
+		{time.Hour, time.Minute},
+	} {
+		if got := f.svc.idle(c.until); got != c.want {
+			t.Errorf("idle with work due in %v = %v, want %v", c.until, got, c.want)
+		}
+	}
+}
