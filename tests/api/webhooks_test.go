@@ -595,3 +595,28 @@ func TestEndpointGetsOnlyLaterEvents(t *testing.T) {
 		})
 	}
 }
+
+// TestUnansweringTeamDoesNotStopAnother: one team's twenty endpoints never
+// answer (their attempts hang until a 30 s time-out); another team's event
+// is still delivered while they hang.
+func TestUnansweringTeamDoesNotStopAnother(t *testing.T) {
+	eachBackendEnv(t, map[string]string{"WEBHOOK_TIMEOUT": "30s"}, func(t *testing.T, h *harness) {
+		noisy, quiet := h.register(t), h.register(t)
+		hang, fast := newReceiver(t, 200), newReceiver(t, 200)
+		hang.gate = make(chan struct{})
+		defer close(hang.gate)
+		for i := range 20 {
+			h.subscribe(t, noisy, hang.srv.URL+"/"+strconv.Itoa(i), "profile.created")
+		}
+		for range 3 {
+			h.createProfile(t, noisy, nil)
+		}
+		hang.waitFor(8)
+		h.subscribe(t, quiet, fast.srv.URL, "profile.created")
+		id := h.createProfile(t, quiet, nil)
+		got := fast.waitFor(1)
+		if p, _ := got[0].payload["data"].(map[string]any)["profile"].(map[string]any); p["id"] != id {
+			t.Fatalf("the quiet team's receiver got %v, want its profile %s", got[0].payload, id)
+		}
+	})
+}
