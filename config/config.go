@@ -59,6 +59,8 @@ type Config struct {
 	APIKeysPerUser int
 	// RegistrationsPerAddr bounds registrations per client address per hour.
 	RegistrationsPerAddr int
+	// Quotas bound each team's share of the service.
+	Quotas Quotas
 
 	// RedisTimeout bounds dialing Redis, each read and write, and the wait
 	// for a pooled connection, unless REDIS_URL sets one of them itself.
@@ -122,6 +124,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c.HTTPReadHeaderTimeout = l.duration("HTTP_READ_HEADER_TIMEOUT", 10*time.Second)
 	c.HTTPReadTimeout = l.duration("HTTP_READ_TIMEOUT", 30*time.Second)
 	c.HTTPIdleTimeout = l.duration("HTTP_IDLE_TIMEOUT", 60*time.Second)
+	c.Quotas = l.quotas()
 	l.check(c)
 	if l.err != nil {
 		return Config{}, l.err

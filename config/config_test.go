@@ -45,6 +45,7 @@ func TestLoadDefaults(t *testing.T) {
 
 		APIKeysPerUser:       20,
 		RegistrationsPerAddr: 20,
+		Quotas:               config.Quotas{WebhookEndpoints: 20, Profiles: 1000, InvitationsPerDay: 50, InvitationResendsPerDay: 3},
 
 		RedisTimeout:         250 * time.Millisecond,
 		RedisRetryInterval:   time.Second,

@@ -45,9 +45,12 @@ var Profiles = fx.Module("profiles",
 		newBrowserRuntime,
 		func(d ProfileDeps) *profiles.Service {
 			return profiles.New(profiles.Deps{
-				Tx: d.Tx, Profiles: d.Store.Profiles(), Users: d.Store.Users(), Outbox: d.Outbox,
+				Tx: d.Tx, Teams: d.Store.Teams(), Profiles: d.Store.Profiles(), Users: d.Store.Users(), Outbox: d.Outbox,
 				Runtime: d.Runtime, Clock: d.Clock, IDs: d.IDs, Log: d.Log,
-				Policy: profiles.Policy{SessionTTLDefault: d.Config.SessionTTLDefault, SessionTTLMax: d.Config.SessionTTLMax},
+				Policy: profiles.Policy{
+					SessionTTLDefault: d.Config.SessionTTLDefault, SessionTTLMax: d.Config.SessionTTLMax,
+					MaxProfiles: d.Config.Quotas.Profiles,
+				},
 			})
 		},
 		func() ReaperInterval { return defaultReaperInterval },

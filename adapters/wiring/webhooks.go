@@ -66,7 +66,7 @@ var Webhooks = fx.Options(
 			func(d WebhookDeps) *webhooks.Service {
 				timeout := d.Config.WebhookTimeout
 				return webhooks.New(webhooks.Deps{
-					Tx: d.Tx, Endpoints: d.Store.WebhookEndpoints(), Deliveries: d.Store.Deliveries(), Outbox: d.Store.Outbox(),
+					Tx: d.Tx, Teams: d.Store.Teams(), Endpoints: d.Store.WebhookEndpoints(), Deliveries: d.Store.Deliveries(), Outbox: d.Store.Outbox(),
 					Sender: d.Sender, Box: d.Box, Metrics: d.Metrics, Clock: d.Clock, IDs: d.IDs, Log: d.Log, Waker: d.Waker,
 					Policy: webhooks.Policy{
 						Schedule:            webhook.Schedule(d.Config.WebhookRetrySchedule),
@@ -74,6 +74,7 @@ var Webhooks = fx.Options(
 						// Long enough for any attempt to finish and be recorded.
 						LeaseTTL:     2*timeout + 10*time.Second,
 						PollInterval: time.Duration(d.Poll),
+						MaxEndpoints: d.Config.Quotas.WebhookEndpoints,
 					},
 				})
 			},

@@ -163,9 +163,14 @@ func newFixture(t *testing.T) *fixture {
 			t.Fatal(err)
 		}
 	}
+	for _, id := range []string{"team_1", "team_2"} {
+		if err := st.Teams().Create(context.Background(), team.Team{ID: id, Name: id, CreatedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	f := &fixture{store: st, clock: clock.NewFake(t0), rt: &fakeRuntime{}, logs: &apptest.Logs{}}
 	f.deps = profiles.Deps{
-		Tx: st, Profiles: st.Profiles(), Users: st.Users(), Outbox: st.Outbox(),
+		Tx: st, Teams: st.Teams(), Profiles: st.Profiles(), Users: st.Users(), Outbox: st.Outbox(),
 		Runtime: f.rt, Clock: f.clock, IDs: apptest.NewPrefixIDs(), Log: f.logs.Logger(),
 		Policy: profiles.Policy{SessionTTLDefault: 10 * time.Minute, SessionTTLMax: time.Hour},
 	}

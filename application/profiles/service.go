@@ -30,11 +30,14 @@ type Policy struct {
 	// UpdateAttempts bounds the retries of a PATCH without If-Match that
 	// lost a race with another writer.
 	UpdateAttempts int
+	// MaxProfiles bounds a team's profiles; 0 is no bound.
+	MaxProfiles int
 }
 
 // Deps are the ports the service needs.
 type Deps struct {
 	Tx       ports.UnitOfWork
+	Teams    TeamLock
 	Profiles profilestore.Profiles
 	Users    Users
 	Outbox   ports.Outbox
@@ -43,6 +46,13 @@ type Deps struct {
 	IDs      ports.IDs
 	Log      *slog.Logger
 	Policy   Policy
+}
+
+// TeamLock takes a team's lock for the rest of the unit of work
+// (teamstore.Teams has it), so that counting a team's profiles and adding
+// one is atomic across instances.
+type TeamLock interface {
+	Lock(ctx context.Context, teamID string) error
 }
 
 // Users reads the users the accounts module owns (ports/accountstore): a
@@ -98,6 +108,16 @@ func (s *Service) Create(ctx context.Context, actor team.Actor, in profile.Setti
 		return profile.Profile{}, err
 	}
 	err = s.d.Tx.Do(ctx, func(ctx context.Context) error {
+		if err := s.d.Teams.Lock(ctx, actor.TeamID); err != nil {
+			return err
+		}
+		n, err := s.d.Profiles.Count(ctx, actor.TeamID)
+		if err != nil {
+			return err
+		}
+		if err := team.CheckQuota(n, s.d.Policy.MaxProfiles, "profiles"); err != nil {
+			return err
+		}
 		if err := s.d.Profiles.Create(ctx, p); err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ package teams
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,10 +19,17 @@ import (
 	"github.com/profilesvc/profilesvc/ports/teamstore"
 )
 
-// Policy holds the lifetime of invitations.
+// Policy holds the lifetime of invitations and their daily quotas.
 type Policy struct {
 	InvitationTTL time.Duration
+	// MaxInvitationsPerDay bounds the invitations a team sends in any 24
+	// hours, MaxResendsPerDay those to one membership; 0 is no bound.
+	MaxInvitationsPerDay int
+	MaxResendsPerDay     int
 }
+
+// quotaDay is the window of the invitation quotas.
+const quotaDay = 24 * time.Hour
 
 // DefaultPolicy is the policy of a production service.
 func DefaultPolicy() Policy { return Policy{InvitationTTL: 7 * 24 * time.Hour} }
@@ -42,12 +50,12 @@ type Deps struct {
 	Policy      Policy
 }
 
-// Users reads the users the accounts module owns (ports/accountstore): an
-// invitation finds the invitee's account by email, and member lists show
-// names.
+// Users reads the users the accounts module owns (ports/accountstore): the
+// invitee who accepts, and the names of active members. An invitation does
+// not look the email up: whether it has an account shows nowhere, not even
+// in how long the invitation takes.
 type Users interface {
 	ByID(ctx context.Context, id string) (account.User, error)
-	ByEmail(ctx context.Context, email string) (account.User, error)
 	ListByIDs(ctx context.Context, ids []string) ([]account.User, error)
 }
 
@@ -64,11 +72,19 @@ type TeamView struct {
 	MemberCount int
 }
 
-// MemberView is a membership with the name of its user ("" while the
-// invited email has no account).
+// MemberView is a membership with the name of its user. An invited
+// member has neither user id nor name until they accept: the invitation
+// must not tell whether the email has an account.
 type MemberView struct {
 	Member team.Member
 	Name   string
+}
+
+func memberView(m team.Member, name string) MemberView {
+	if m.Status == team.StatusInvited {
+		m.UserID, name = "", ""
+	}
+	return MemberView{Member: m, Name: name}
 }
 
 // ListTeams returns every team the actor is an active member of, oldest
@@ -132,25 +148,26 @@ func (s *Service) Invite(ctx context.Context, actor team.Actor, email, role stri
 		if t, err = s.d.Teams.ByID(ctx, actor.TeamID); err != nil {
 			return err
 		}
-		userID, name := "", ""
-		if u, err := s.d.Users.ByEmail(ctx, email); err == nil {
-			userID, name = u.ID, u.Name
-		} else if !domain.IsKind(err, domain.KindNotFound) {
+		m, err := s.d.Memberships.ByEmail(ctx, actor.TeamID, email)
+		found := err == nil
+		if err != nil && !domain.IsKind(err, domain.KindNotFound) {
 			return err
 		}
-		m, err := s.d.Memberships.ByEmail(ctx, actor.TeamID, email)
-		switch {
-		case domain.IsKind(err, domain.KindNotFound):
-			m = team.NewInvited(s.d.IDs.New("mem"), actor.TeamID, userID, email, r, now)
+		if found {
+			if m, err = m.Reinvite(actor, "", r, now); err != nil {
+				return err
+			}
+		} else {
+			m = team.NewInvited(s.d.IDs.New("mem"), actor.TeamID, "", email, r, now)
+		}
+		if err := s.checkInvitationQuotas(ctx, actor.TeamID, m.ID, now); err != nil {
+			return err
+		}
+		if !found {
 			if err := s.d.Memberships.Create(ctx, m); err != nil {
 				return err
 			}
-		case err != nil:
-			return err
-		default:
-			if m, err = m.Reinvite(actor, userID, r, now); err != nil {
-				return err
-			}
+		} else {
 			if err := s.d.Memberships.Update(ctx, m); err != nil {
 				return err
 			}
@@ -159,7 +176,7 @@ func (s *Service) Invite(ctx context.Context, actor team.Actor, email, role stri
 		if err := s.d.Invitations.Create(ctx, inv); err != nil {
 			return err
 		}
-		view = MemberView{Member: m, Name: name}
+		view = memberView(m, "")
 		return s.emit(ctx, t, m, event.TeamMemberAdded)
 	})
 	if err != nil {
@@ -178,6 +195,24 @@ func (s *Service) Invite(ctx context.Context, actor team.Actor, email, role stri
 		s.d.Log.ErrorContext(ctx, "sending invitation mail failed", "member_id", view.Member.ID, "error", err.Error())
 	}
 	return view, nil
+}
+
+// checkInvitationQuotas refuses an invitation past the team's daily quota
+// or past the re-sends of one membership, telling when the oldest counted
+// invitation leaves the window. The caller holds the team's lock, so
+// concurrent invitations count each other.
+func (s *Service) checkInvitationQuotas(ctx context.Context, teamID, memberID string, now time.Time) error {
+	c, err := s.d.Invitations.CountSince(ctx, teamID, memberID, now.Add(-quotaDay))
+	if err != nil {
+		return err
+	}
+	if limit := s.d.Policy.MaxInvitationsPerDay; limit > 0 && c.Team >= limit {
+		return domain.RateLimited("quota reached: at most "+strconv.Itoa(limit)+" invitations per team a day", c.TeamOldest.Add(quotaDay).Sub(now))
+	}
+	if limit := s.d.Policy.MaxResendsPerDay; limit > 0 && c.Member >= limit {
+		return domain.RateLimited("quota reached: at most "+strconv.Itoa(limit)+" invitations to one email a day", c.MemberOldest.Add(quotaDay).Sub(now))
+	}
+	return nil
 }
 
 var errBadInvitation = domain.Invalid("token", "is not a valid, unused and unexpired invitation token")
@@ -279,7 +314,7 @@ func (s *Service) withNames(ctx context.Context, ms []team.Member) ([]MemberView
 	}
 	out := make([]MemberView, 0, len(ms))
 	for _, m := range ms {
-		out = append(out, MemberView{Member: m, Name: names[m.UserID]})
+		out = append(out, memberView(m, names[m.UserID]))
 	}
 	return out, nil
 }

@@ -49,7 +49,7 @@ func (w *Waker) Wake() {
 func (s *Service) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	flight := &inFlight{perEndpoint: map[string]int{}, deliveries: map[string]bool{}}
+	flight := newInFlight()
 	slots := make(chan struct{}, s.d.Policy.Workers)
 	// The first pass and every poll fan out whatever other instances (or
 	// a previous run) left; in between, only committed events need it.
@@ -67,9 +67,7 @@ func (s *Service) Run(ctx context.Context) {
 			now := s.d.Clock.Now()
 			if ok {
 				s.d.Metrics.OldestPending(now.Sub(oldest))
-				if until := next.Sub(now); until < wait {
-					wait = max(until, time.Millisecond)
-				}
+				wait = s.idle(next.Sub(now))
 			} else {
 				s.d.Metrics.OldestPending(0)
 			}
@@ -85,6 +83,21 @@ func (s *Service) Run(ctx context.Context) {
 	}
 }
 
+// idle is how long the loop sleeps, unless woken, when the earliest
+// pending delivery is due in until. Work due later shortens the sleep to
+// its time. Work due already does not: this pass has just claimed what it
+// could, so what is left is held back by busy workers, a team or endpoint
+// at its bound, or another instance's lease. An attempt that finishes
+// wakes the loop, and a lapsed lease is seen at the next poll; polling the
+// store every millisecond until then would keep a database connection
+// busy, which on SQLite (one connection) every request waits for.
+func (s *Service) idle(until time.Duration) time.Duration {
+	if until <= 0 {
+		return s.d.Policy.PollInterval
+	}
+	return min(until, s.d.Policy.PollInterval)
+}
+
 // fanOutAll turns committed outbox events into deliveries until none is
 // left.
 func (s *Service) fanOutAll(ctx context.Context) error {
@@ -98,7 +111,8 @@ func (s *Service) fanOutAll(ctx context.Context) error {
 
 // FanOut takes one batch of undispatched outbox events and, in the same
 // transaction, creates one delivery per enabled endpoint of the event's
-// team that wants it, and marks the events dispatched. A crash before the
+// team that takes it (created before the event was committed, subscribed
+// to its type), and marks the events dispatched. A crash before the
 // commit leaves the events for the next fan-out; nothing is lost or
 // doubled.
 func (s *Service) FanOut(ctx context.Context) (int, error) {
@@ -123,7 +137,7 @@ func (s *Service) FanOut(ctx context.Context) (int, error) {
 			}
 			var payload []byte
 			for _, ep := range eps {
-				if !ep.Wants(e.Type) {
+				if !ep.Takes(e) {
 					continue
 				}
 				if payload == nil {
@@ -142,20 +156,36 @@ func (s *Service) FanOut(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// inFlight is what this process is attempting: how many per endpoint, and
-// which deliveries.
+// inFlight is what this process is attempting: how many per endpoint and
+// per team, and which deliveries.
 type inFlight struct {
 	mu          sync.Mutex
 	perEndpoint map[string]int
+	perTeam     map[string]int
 	deliveries  map[string]bool
+}
+
+func newInFlight() *inFlight {
+	return &inFlight{perEndpoint: map[string]int{}, perTeam: map[string]int{}, deliveries: map[string]bool{}}
 }
 
 // busy lists the endpoints with limit attempts or more in flight.
 func (f *inFlight) busy(limit int) []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return atLimit(f.perEndpoint, limit)
+}
+
+// busyTeams lists the teams with limit attempts or more in flight.
+func (f *inFlight) busyTeams(limit int) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return atLimit(f.perTeam, limit)
+}
+
+func atLimit(counts map[string]int, limit int) []string {
 	var out []string
-	for id, n := range f.perEndpoint {
+	for id, n := range counts {
 		if n >= limit {
 			out = append(out, id)
 		}
@@ -174,6 +204,7 @@ func (f *inFlight) start(d webhook.Delivery) bool {
 	}
 	f.deliveries[d.ID] = true
 	f.perEndpoint[d.EndpointID]++
+	f.perTeam[d.TeamID]++
 	return true
 }
 
@@ -183,6 +214,9 @@ func (f *inFlight) done(d webhook.Delivery) {
 	delete(f.deliveries, d.ID)
 	if f.perEndpoint[d.EndpointID]--; f.perEndpoint[d.EndpointID] <= 0 {
 		delete(f.perEndpoint, d.EndpointID)
+	}
+	if f.perTeam[d.TeamID]--; f.perTeam[d.TeamID] <= 0 {
+		delete(f.perTeam, d.TeamID)
 	}
 }
 
@@ -197,6 +231,7 @@ func (s *Service) claimAndStart(ctx context.Context, wg *sync.WaitGroup, flight 
 	claimed, err := s.d.Deliveries.Claim(ctx, webhookstore.DeliveryClaim{
 		Owner: s.owner, Now: now, LeaseUntil: now.Add(s.d.Policy.LeaseTTL),
 		Limit: free, PerEndpoint: s.d.Policy.PerEndpoint, ExcludeEndpoints: flight.busy(s.d.Policy.PerEndpoint),
+		PerTeam: s.d.Policy.PerTeam, ExcludeTeams: flight.busyTeams(s.d.Policy.PerTeam),
 	})
 	if err != nil {
 		if ctx.Err() == nil {
@@ -255,7 +290,7 @@ func (s *Service) attempt(ctx context.Context, d webhook.Delivery, ep webhook.En
 		a.Error = "endpoint secret cannot be read"
 		log.ErrorContext(ctx, "webhook attempt: open secret", "error", err.Error())
 	} else {
-		n := len(d.Attempts) + 1
+		n := d.AttemptNumber()
 		began := time.Now()
 		resp, err = s.d.Sender.Send(ctx, ports.WebhookRequest{URL: ep.URL, Body: d.Payload, Headers: map[string]string{
 			"Content-Type":               "application/json",

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/webhook"
+	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/ports/webhookstore"
 )
 
@@ -373,5 +376,74 @@ func TestDispatcherClaimsNothingWithoutAFreeWorker(t *testing.T) {
 
 	if n := hook.calls.Load(); n != 0 {
 		t.Fatalf("%d claims with every worker busy", n)
+	}
+}
+
+// blackholeSender holds every request to a "blackhole" host until gate
+// closes, as a receiver that never answers holds an attempt until its
+// time-out; the rest go to the fake sender.
+type blackholeSender struct {
+	*fakeSender
+	gate chan struct{}
+}
+
+func (s blackholeSender) Send(ctx context.Context, r ports.WebhookRequest) (ports.WebhookResponse, error) {
+	if !strings.Contains(r.URL, "blackhole") {
+		return s.fakeSender.Send(ctx, r)
+	}
+	<-s.gate
+	return ports.WebhookResponse{}, errors.New("timeout after 5s")
+}
+
+// One team's receivers that never answer take at most the team's share of
+// the workers: another team's delivery, due later, is attempted while all
+// of them hang.
+func TestDispatcherBlackholedTeamDoesNotStopAnother(t *testing.T) {
+	f := newFixture(t)
+	gate := make(chan struct{})
+	defer close(gate)
+	f.deps.Sender = blackholeSender{fakeSender: f.sender, gate: gate}
+	f.deps.Policy.PerTeam = 2
+	f.build()
+	for i := range 4 {
+		ep := f.endpoint(t, "https://blackhole"+strconv.Itoa(i)+".example.com/in", "*")
+		f.delivery(t, ep)
+		f.delivery(t, ep)
+	}
+	elsewhere, err := f.svc.Create(ctx, other, CreateInput{URL: "https://hooks.example.com/other", Events: []string{"*"}, Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(time.Second)
+	d := f.delivery(t, elsewhere)
+
+	disp := f.dispatcher()
+	f.claim(disp)
+	f.claim(disp)
+
+	eventually(t, "the other team's delivery to succeed", func() bool {
+		got, err := f.store.Deliveries().ByID(ctx, elsewhere.TeamID, d.ID)
+		return err == nil && got.Status == webhook.StatusSucceeded
+	})
+}
+
+// Due work this pass could not start (workers busy, a team or endpoint at
+// its bound) waits for a wake-up or the poll, never a millisecond spin on
+// the store; work due later is waited for until it is due.
+func TestDispatcherIdlesUntilWokenWhenDueWorkIsHeldBack(t *testing.T) {
+	f := newFixture(t)
+	f.deps.Policy.PollInterval = time.Minute
+	f.build()
+	for _, c := range []struct {
+		until, want time.Duration
+	}{
+		{-time.Second, time.Minute},
+		{0, time.Minute},
+		{5 * time.Second, 5 * time.Second},
+		{time.Hour, time.Minute},
+	} {
+		if got := f.svc.idle(c.until); got != c.want {
+			t.Errorf("idle with work due in %v = %v, want %v", c.until, got, c.want)
+		}
 	}
 }

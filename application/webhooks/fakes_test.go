@@ -239,14 +239,19 @@ func newFixture(t *testing.T, replies ...reply) *fixture {
 		replies = []reply{{status: 200}}
 	}
 	st := memory.New()
+	for _, id := range []string{"team_1", "team_2"} {
+		if err := st.Teams().Create(context.Background(), team.Team{ID: id, Name: id, CreatedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	f := &fixture{store: st, clock: clock.NewFake(t0), sender: newSender(replies...), box: &fakeBox{}, metrics: &fakeMetrics{}, logs: &apptest.Logs{}}
 	f.deps = Deps{
-		Tx: st, Endpoints: st.WebhookEndpoints(), Deliveries: st.Deliveries(), Outbox: st.Outbox(),
+		Tx: st, Teams: st.Teams(), Endpoints: st.WebhookEndpoints(), Deliveries: st.Deliveries(), Outbox: st.Outbox(),
 		Sender: f.sender, Box: f.box, Metrics: f.metrics, Clock: f.clock, IDs: apptest.NewPrefixIDs(),
 		Log: f.logs.Logger(),
 		Policy: Policy{
 			Schedule: webhook.Schedule{0, 5 * time.Second, 25 * time.Second},
-			LeaseTTL: time.Minute, Workers: 4, PerEndpoint: 2, PollInterval: 20 * time.Millisecond,
+			LeaseTTL: time.Minute, Workers: 4, PerEndpoint: 2, PerTeam: 4, PollInterval: 20 * time.Millisecond,
 		},
 	}
 	f.build()
@@ -301,7 +306,7 @@ type dispatcher struct {
 
 func (f *fixture) dispatcher() *dispatcher {
 	return &dispatcher{
-		flight: &inFlight{perEndpoint: map[string]int{}, deliveries: map[string]bool{}},
+		flight: newInFlight(),
 		slots:  make(chan struct{}, f.svc.d.Policy.Workers),
 	}
 }

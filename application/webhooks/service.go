@@ -34,16 +34,25 @@ type Policy struct {
 	// those to one endpoint, so a slow receiver does not hold up the rest.
 	Workers     int
 	PerEndpoint int
+	// PerTeam bounds the attempts in flight in one process for one team,
+	// so that one team's receivers that never answer hold at most this
+	// many workers for the length of their time-out, and the other teams'
+	// deliveries go on. It is above PerEndpoint, so one slow endpoint
+	// leaves room for its team's others.
+	PerTeam int
 	// FanOutBatch is how many outbox events one fan-out unit takes.
 	FanOutBatch int
 	// PollInterval bounds how long the dispatcher sleeps without a wake-up:
 	// work committed by other instances is seen within it.
 	PollInterval time.Duration
+	// MaxEndpoints bounds a team's endpoints; 0 is no bound.
+	MaxEndpoints int
 }
 
 // Deps are the ports the service needs.
 type Deps struct {
 	Tx         ports.UnitOfWork
+	Teams      TeamLock
 	Endpoints  webhookstore.Endpoints
 	Deliveries webhookstore.Deliveries
 	Outbox     webhookstore.OutboxClaims
@@ -57,6 +66,13 @@ type Deps struct {
 	Policy     Policy
 }
 
+// TeamLock takes a team's lock for the rest of the unit of work
+// (teamstore.Teams has it), so that counting a team's endpoints and adding
+// one is atomic across instances.
+type TeamLock interface {
+	Lock(ctx context.Context, teamID string) error
+}
+
 // Service runs the webhook use cases and the delivery pipeline.
 type Service struct {
 	d     Deps
@@ -67,10 +83,13 @@ type Service struct {
 func New(d Deps) *Service {
 	p := &d.Policy
 	if p.Workers <= 0 {
-		p.Workers = 16
+		p.Workers = 32
 	}
 	if p.PerEndpoint <= 0 {
 		p.PerEndpoint = 4
+	}
+	if p.PerTeam <= 0 {
+		p.PerTeam = max(p.PerEndpoint+1, p.Workers/4)
 	}
 	if p.FanOutBatch <= 0 {
 		p.FanOutBatch = 200
@@ -120,7 +139,21 @@ func (s *Service) Create(ctx context.Context, actor team.Actor, in CreateInput) 
 		return webhook.Endpoint{}, err
 	}
 	ep := webhook.NewEndpoint(s.d.IDs.New("whk"), actor.TeamID, url, events, sealed, s.d.Clock.Now())
-	if err := s.d.Endpoints.Create(ctx, ep); err != nil {
+	err = s.d.Tx.Do(ctx, func(ctx context.Context) error {
+		if err := s.d.Teams.Lock(ctx, actor.TeamID); err != nil {
+			return err
+		}
+		n, err := s.d.Endpoints.Count(ctx, actor.TeamID)
+		if err != nil {
+			return err
+		}
+		if err := team.CheckQuota(n, s.d.Policy.MaxEndpoints, "webhook endpoints"); err != nil {
+			return err
+		}
+		// The store sets ep's AfterSeq, which no caller of Create reads.
+		return s.d.Endpoints.Create(ctx, ep)
+	})
+	if err != nil {
 		return webhook.Endpoint{}, err
 	}
 	return ep, nil

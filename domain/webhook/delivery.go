@@ -50,6 +50,10 @@ type Delivery struct {
 	Payload    []byte
 	Status     Status
 	Attempts   []Attempt
+	// Started counts the attempts claimed, set by the store when a
+	// dispatcher claims the delivery: an attempt whose outcome was lost
+	// with its instance counts although Attempts does not hold it.
+	Started int
 	// RoundStart is how many attempts were made before the current round:
 	// 0, until a failed delivery is retried by hand.
 	RoundStart    int
@@ -68,11 +72,19 @@ func NewDelivery(id string, ep Endpoint, e event.Event, payload []byte, schedule
 	}
 }
 
-// Record adds an attempt and decides what follows: succeeded on a 200,
-// another attempt when the schedule has one, failed when it has run out.
+// AttemptNumber is the number of the attempt under way: every attempt
+// claimed counts, those whose outcome was lost too.
+func (d Delivery) AttemptNumber() int {
+	return max(d.Started, len(d.Attempts)+1)
+}
+
+// Record adds the attempt under way and decides what follows: succeeded on
+// a 200, another attempt when the schedule has one, failed when it has run
+// out. Attempts lost with their instance use up the schedule too.
 func (d Delivery) Record(a Attempt, schedule Schedule, now time.Time) Delivery {
 	now = now.UTC()
-	a.N = len(d.Attempts) + 1
+	a.N = d.AttemptNumber()
+	d.Started = a.N
 	d.Attempts = append(append([]Attempt(nil), d.Attempts...), a)
 	d.UpdatedAt = now
 	switch {
@@ -94,7 +106,7 @@ func (d Delivery) Retry(now time.Time) (Delivery, bool) {
 		return d, false
 	}
 	d.Status, d.NextAttemptAt, d.UpdatedAt = StatusPending, now.UTC(), now.UTC()
-	d.RoundStart = len(d.Attempts)
+	d.RoundStart = max(d.Started, len(d.Attempts))
 	return d, true
 }
 

@@ -140,3 +140,54 @@ func TestEndpointChange(t *testing.T) {
 		t.Fatal("Change altered the endpoint it was called on")
 	}
 }
+
+func TestTakesOnlyEventsAfterTheEndpoint(t *testing.T) {
+	ep := webhook.Endpoint{Events: []string{string(event.ProfileCreated)}, Enabled: true, AfterSeq: 5}
+	for _, c := range []struct {
+		seq  int64
+		typ  event.Type
+		want bool
+	}{
+		{4, event.ProfileCreated, false},
+		{5, event.ProfileCreated, false},
+		{6, event.ProfileCreated, true},
+		{6, event.ProfileDeleted, false},
+	} {
+		if got := ep.Takes(event.Event{Seq: c.seq, Type: c.typ}); got != c.want {
+			t.Errorf("endpoint after 5 takes %s number %d: %v, want %v", c.typ, c.seq, got, c.want)
+		}
+	}
+}
+
+// An attempt claimed and lost with its instance counts: the next one is
+// numbered after it and the schedule moves on past it.
+func TestLostAttemptsCount(t *testing.T) {
+	ep := webhook.Endpoint{ID: "whk_1", TeamID: "team_1", Events: []string{"*"}, Enabled: true}
+	d := webhook.NewDelivery("dlv_1", ep, event.Event{ID: "evt_1", Type: event.ProfileCreated}, []byte(`{}`), schedule, t0)
+	if n := d.AttemptNumber(); n != 1 {
+		t.Fatalf("a new delivery's attempt number %d, want 1", n)
+	}
+	d.Started = 2 // claimed twice; the first claim's outcome was lost
+	at := t0.Add(time.Minute)
+	d = d.Record(webhook.Attempt{At: at, StatusCode: 500}, schedule, at)
+	if len(d.Attempts) != 1 || d.Attempts[0].N != 2 || d.Status != webhook.StatusPending {
+		t.Fatalf("recorded %+v, status %s; want one attempt numbered 2, pending", d.Attempts, d.Status)
+	}
+	if want := at.Add(25 * time.Second); !d.NextAttemptAt.Equal(want) {
+		t.Fatalf("next attempt at %v, want %v (the third delay)", d.NextAttemptAt, want)
+	}
+	d.Started++ // the next claim
+	if n := d.AttemptNumber(); n != 3 {
+		t.Fatalf("the next attempt number %d, want 3", n)
+	}
+	d.Started = 4
+	d = d.Record(webhook.Attempt{At: at, StatusCode: 500}, schedule, at)
+	if d.Status != webhook.StatusFailed {
+		t.Fatalf("after the fourth attempt, status %s, want failed", d.Status)
+	}
+	retried, ok := d.Retry(at)
+	retried.Started++ // the next claim
+	if !ok || retried.RoundStart != 4 || retried.AttemptNumber() != 5 {
+		t.Fatalf("retry: ok %v, round start %d, next number %d; want true, 4, 5", ok, retried.RoundStart, retried.AttemptNumber())
+	}
+}

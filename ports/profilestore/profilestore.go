@@ -49,6 +49,8 @@ type Profiles interface {
 	// Create stores p (with its tags).
 	Create(ctx context.Context, p profile.Profile) error
 	ByID(ctx context.Context, teamID, id string) (profile.Profile, error)
+	// Count returns how many profiles the team has.
+	Count(ctx context.Context, teamID string) (int, error)
 	List(ctx context.Context, teamID string, f Filter) ([]profile.Profile, error)
 	// Update replaces p's settings (not its session) if the stored version
 	// is expectVersion; a different version is a precondition-failed error.

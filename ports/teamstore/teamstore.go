@@ -49,10 +49,22 @@ type Memberships interface {
 	Count(ctx context.Context, teamID string) (active, owners int, err error)
 }
 
+// InvitationCounts are a team's recent invitations, in all and to one
+// membership, each with the creation time of its oldest.
+type InvitationCounts struct {
+	Team, Member             int
+	TeamOldest, MemberOldest time.Time
+}
+
 // Invitations stores invitation tokens as hashes.
 type Invitations interface {
 	Create(ctx context.Context, inv team.Invitation) error
 	ByID(ctx context.Context, id string) (team.Invitation, error)
+	// CountSince returns how many invitations the team has created after
+	// since, and how many of those were for the membership memberID,
+	// with the creation time of the oldest of each (zero when there is
+	// none), so that a caller over a daily bound can tell when it frees.
+	CountSince(ctx context.Context, teamID, memberID string, since time.Time) (InvitationCounts, error)
 	// Consume marks the invitation used at at if it is not yet used, and
 	// reports whether it did. An invitation is consumed once: the first call
 	// for a stored invitation gets true, every later one false, and of

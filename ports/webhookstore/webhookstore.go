@@ -22,6 +22,8 @@ type Endpoints interface {
 	// List returns up to limit endpoints of the team with an id lower than
 	// beforeID ("" for the first page), newest first.
 	List(ctx context.Context, teamID, beforeID string, limit int) ([]webhook.Endpoint, error)
+	// Count returns how many endpoints the team has, enabled or not.
+	Count(ctx context.Context, teamID string) (int, error)
 	// ListEnabled returns every enabled endpoint of the team, for fan-out.
 	ListEnabled(ctx context.Context, teamID string) ([]webhook.Endpoint, error)
 	// Update replaces url, events, sealed secret, enabled and updated time.
@@ -53,6 +55,11 @@ type DeliveryClaim struct {
 	PerEndpoint int
 	// ExcludeEndpoints are endpoints the owner has enough in flight for.
 	ExcludeEndpoints []string
+	// PerTeam bounds the deliveries of one team in one claim (0: no bound),
+	// and ExcludeTeams are teams the owner has enough in flight for, so that
+	// one team's receivers that never answer cannot take every worker.
+	PerTeam      int
+	ExcludeTeams []string
 }
 
 // Deliveries stores deliveries and leases them to dispatchers.
@@ -62,7 +69,9 @@ type Deliveries interface {
 	ByID(ctx context.Context, teamID, id string) (webhook.Delivery, error)
 	List(ctx context.Context, teamID, endpointID string, f DeliveryFilter) ([]webhook.Delivery, error)
 	// Claim leases up to c.Limit pending, due deliveries whose lease is
-	// free or lapsed, earliest due first. Concurrent claims, from any
+	// free or lapsed, earliest due first, at most c.PerEndpoint of one
+	// endpoint and c.PerTeam of one team, none of an excluded endpoint or
+	// team. It counts the attempt on each delivery it leases (Started). Concurrent claims, from any
 	// instance, never return the same delivery while its lease holds
 	// (PostgreSQL: FOR UPDATE SKIP LOCKED).
 	Claim(ctx context.Context, c DeliveryClaim) ([]webhook.Delivery, error)

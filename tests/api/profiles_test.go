@@ -368,7 +368,8 @@ func TestProfileListFilters(t *testing.T) {
 // while another writer keeps creating profiles: each original profile must
 // come back exactly once.
 func TestPagingSurvivesInserts(t *testing.T) {
-	eachBackend(t, func(t *testing.T, h *harness) {
+	// A thousand profiles and the inserts between pages: past the default quota.
+	eachBackendEnv(t, map[string]string{"QUOTA_PROFILES": "2000"}, func(t *testing.T, h *harness) {
 		a := h.register(t)
 		auth := bearer(a.access)
 		const n = 1000
@@ -638,4 +639,29 @@ func TestConcurrentLaunchAcrossInstances(t *testing.T) {
 	if got := len(one.events(t, event.ProfileLaunched)); got != 2 {
 		t.Fatalf("%d profile.launched events, want 2", got)
 	}
+}
+
+// TestProfileQuota: concurrent creates at the bound leave exactly the
+// bound, the rest are refused naming the quota.
+func TestProfileQuota(t *testing.T) {
+	eachBackendEnv(t, map[string]string{"QUOTA_PROFILES": "4"}, func(t *testing.T, h *harness) {
+		a := h.register(t)
+		h.createProfile(t, a, nil)
+		body := `{"name":"Race","templateId":"` + windowsTemplate + `"}`
+		got := h.race(12, http.MethodPost, "/api/v1/profiles", body, bearer(a.access)...)
+		if got[http.StatusCreated] != 3 || got[http.StatusUnprocessableEntity] != 9 {
+			t.Fatalf("12 concurrent creates with 1 of 4 profiles answered %v, want 3 x 201 and 9 x 422", got)
+		}
+		r := h.get("/api/v1/profiles?limit=100", bearer(a.access)...)
+		expect(t, r, http.StatusOK)
+		if n := len(asList(r.env["data"])); n != 4 {
+			t.Fatalf("the team holds %d profiles, want the quota of 4", n)
+		}
+		r = h.post("/api/v1/profiles", map[string]any{"name": "Over", "templateId": windowsTemplate}, bearer(a.access)...)
+		expect(t, r, http.StatusUnprocessableEntity)
+		if !slices.Contains(r.errFields(), "quota") || !strings.Contains(string(r.raw), "4 profiles") {
+			t.Fatalf("the refusal does not name the quota: %s", r.raw)
+		}
+		h.createProfile(t, h.register(t), nil)
+	})
 }

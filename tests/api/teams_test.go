@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/team"
@@ -45,7 +46,7 @@ func TestInvitationFlow(t *testing.T) {
 		r := h.post("/api/v1/teams/invite", map[string]any{"email": bob.email, "role": "member"}, ownerAuth...)
 		expect(t, r, http.StatusCreated)
 		m := r.data()
-		if m["status"] != "invited" || m["role"] != "member" || m["email"] != bob.email || m["userId"] != bob.userID || m["joinedAt"] != nil {
+		if m["status"] != "invited" || m["role"] != "member" || m["email"] != bob.email || m["userId"] != nil || m["name"] != nil || m["joinedAt"] != nil {
 			t.Fatalf("invited member: %s", r.raw)
 		}
 		bobID := str(m["id"])
@@ -269,5 +270,82 @@ func TestTwoTeamIsolation(t *testing.T) {
 		expect(t, h.get("/api/v1/profiles/"+profileID, aAuth...), http.StatusOK)
 		expect(t, h.patch("/api/v1/teams/members/"+memberID, map[string]any{"role": "viewer"}, aAuth...), http.StatusOK)
 		expect(t, h.do(req{method: "DELETE", path: "/api/v1/api-keys/" + keyID, headers: pairs(aAuth)}), http.StatusNoContent)
+	})
+}
+
+// TestInvitationRevealsNoAccount: before acceptance, an invited member
+// shows neither user id nor name, whether or not the email has an account:
+// the answers for both are alike but for the email and ids.
+func TestInvitationRevealsNoAccount(t *testing.T) {
+	eachBackend(t, func(t *testing.T, h *harness) {
+		owner, bob := h.register(t), h.register(t)
+		nobody := fmt.Sprintf("nobody%d@example.com", accountSeq.Add(1))
+		shape := func(m map[string]any) string {
+			return fmt.Sprintf("userId=%v name=%v status=%v role=%v joinedAt=%v", m["userId"], m["name"], m["status"], m["role"], m["joinedAt"])
+		}
+		withAccount := h.post("/api/v1/teams/invite", map[string]any{"email": bob.email, "role": "member"}, bearer(owner.access)...)
+		expect(t, withAccount, http.StatusCreated)
+		without := h.post("/api/v1/teams/invite", map[string]any{"email": nobody, "role": "member"}, bearer(owner.access)...)
+		expect(t, without, http.StatusCreated)
+		if a, b := shape(withAccount.data()), shape(without.data()); a != b || withAccount.data()["userId"] != nil || withAccount.data()["name"] != nil {
+			t.Fatalf("invitation of an account: %s; of an email without one: %s; want both without user id and name", a, b)
+		}
+		r := h.get("/api/v1/teams/members?limit=100", bearer(owner.access)...)
+		expect(t, r, http.StatusOK)
+		for _, item := range asList(r.env["data"]) {
+			m := item.(map[string]any)
+			if m["status"] == "invited" && (m["userId"] != nil || m["name"] != nil) {
+				t.Fatalf("listed invited member shows who they are: %v", m)
+			}
+		}
+	})
+}
+
+// TestInvitationQuotas: one membership gets a bounded number of
+// invitations a day, a team a bounded number in all; the refusals are 429
+// naming the quota, and the day's window frees them.
+func TestInvitationQuotas(t *testing.T) {
+	eachBackendEnv(t, map[string]string{"QUOTA_INVITATIONS_PER_DAY": "4", "QUOTA_INVITATION_RESENDS_PER_DAY": "2"}, func(t *testing.T, h *harness) {
+		owner := h.register(t)
+		auth := bearer(owner.access)
+		// The fake clock outruns access tokens: sign in again after moving it.
+		signIn := func() {
+			r := h.post("/api/v1/auth/login", map[string]any{"email": owner.email, "password": owner.password})
+			expect(t, r, http.StatusOK)
+			auth = bearer(str(r.data()["accessToken"]))
+		}
+		invite := func(email string) response {
+			return h.post("/api/v1/teams/invite", map[string]any{"email": email, "role": "member"}, auth...)
+		}
+		same := fmt.Sprintf("again%d@example.com", accountSeq.Add(1))
+		expect(t, invite(same), http.StatusCreated)
+		expect(t, invite(same), http.StatusCreated)
+		r := invite(same)
+		expect(t, r, http.StatusTooManyRequests)
+		if !strings.Contains(string(r.raw), "2 invitations") || r.header.Get("Retry-After") == "" {
+			t.Fatalf("re-send refusal: %s %v", r.raw, r.header)
+		}
+		expect(t, invite(fmt.Sprintf("third%d@example.com", accountSeq.Add(1))), http.StatusCreated)
+		h.clock.Advance(time.Hour)
+		signIn()
+		expect(t, invite(fmt.Sprintf("fourth%d@example.com", accountSeq.Add(1))), http.StatusCreated)
+		r = invite(fmt.Sprintf("fifth%d@example.com", accountSeq.Add(1)))
+		expect(t, r, http.StatusTooManyRequests)
+		if !strings.Contains(string(r.raw), "4 invitations") {
+			t.Fatalf("daily refusal does not name the quota: %s", r.raw)
+		}
+		if got := r.header.Get("Retry-After"); got != "82800" {
+			t.Fatalf("Retry-After %q, want 82800 (the oldest invitation leaves the day in 23 h)", got)
+		}
+		got := h.race(6, http.MethodPost, "/api/v1/teams/invite", `{"email":"race@example.com","role":"member"}`, auth...)
+		if got[http.StatusTooManyRequests] != 6 {
+			t.Fatalf("concurrent invitations over the quota answered %v, want 6 x 429", got)
+		}
+		h.clock.Advance(23 * time.Hour)
+		signIn()
+		got = h.race(6, http.MethodPost, "/api/v1/teams/invite", `{"email":"race@example.com","role":"member"}`, auth...)
+		if got[http.StatusCreated] != 2 || got[http.StatusTooManyRequests] != 4 {
+			t.Fatalf("concurrent invitations of one email a day later answered %v, want 2 x 201 (its re-send bound) and 4 x 429", got)
+		}
 	})
 }

@@ -1,6 +1,8 @@
 package api_test
 
 import (
+	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -18,7 +20,9 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/profilesvc/profilesvc/adapters/wiring"
+	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/team"
+	"github.com/profilesvc/profilesvc/ports/webhookstore"
 )
 
 const webhookSecret = "whsec-0123456789abcdef0123456789abcdef"
@@ -106,11 +110,13 @@ func (rc *receiver) waitFor(n int) []received {
 
 // webhookOptions lets the service deliver to a local receiver over http,
 // and has its dispatcher look for due work every few milliseconds, so that
-// moving the fake clock is enough to trigger the next attempt.
+// moving the fake clock is enough to trigger the next attempt. Suites that
+// register an endpoint per case in one team get room beyond the default
+// quota.
 func webhookOptions(url string) options {
 	return options{
 		databaseURL: url,
-		env:         map[string]string{"ALLOW_PRIVATE_TARGETS": "true"},
+		env:         map[string]string{"ALLOW_PRIVATE_TARGETS": "true", "QUOTA_WEBHOOK_ENDPOINTS": "100"},
 		extra:       []fx.Option{fx.Decorate(func() wiring.DispatcherPoll { return wiring.DispatcherPoll(5 * time.Millisecond) })},
 	}
 }
@@ -416,4 +422,201 @@ func TestSlowReceiverDoesNotHoldUpOthers(t *testing.T) {
 			t.Errorf("/metrics lacks %s", metric)
 		}
 	}
+}
+
+// race sends n requests at once and counts the answers by status. The
+// OpenAPI validator is not safe for concurrent use: the requests go out
+// unchecked, and their responses pass through the validating transport one
+// at a time afterwards.
+func (h *harness) race(n int, method, path, body string, headers ...string) map[int]int {
+	h.t.Helper()
+	type answer struct {
+		req  *http.Request
+		resp *http.Response
+		body []byte
+	}
+	answers := make([]answer, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		req, err := http.NewRequest(method, h.base+path, strings.NewReader(body))
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range pairs(headers) {
+			req.Header.Set(k, v)
+		}
+		wg.Go(func() {
+			<-start
+			resp, err := http.DefaultTransport.RoundTrip(req)
+			if err != nil {
+				return
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			answers[i] = answer{req: req, resp: resp, body: raw}
+		})
+	}
+	close(start)
+	wg.Wait()
+	out := map[int]int{}
+	for _, a := range answers {
+		if a.resp == nil {
+			out[0]++
+			continue
+		}
+		out[a.resp.StatusCode]++
+		check := &validatingTransport{h: h, next: replay{a.resp, a.body}}
+		if _, err := check.RoundTrip(a.req); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// replay answers with a response already received.
+type replay struct {
+	resp *http.Response
+	body []byte
+}
+
+func (r replay) RoundTrip(*http.Request) (*http.Response, error) {
+	resp := *r.resp
+	resp.Body = io.NopCloser(bytes.NewReader(r.body))
+	return &resp, nil
+}
+
+// eachBackendEnv starts a service per store with env added.
+func eachBackendEnv(t *testing.T, env map[string]string, fn func(t *testing.T, h *harness)) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			o := webhookOptions(b.url(t))
+			for k, v := range env {
+				o.env[k] = v
+			}
+			fn(t, start(t, o))
+		})
+	}
+}
+
+// TestWebhookEndpointQuota: concurrent creates at the bound leave exactly
+// the bound, the rest are refused naming the quota, and another team is
+// not affected.
+func TestWebhookEndpointQuota(t *testing.T) {
+	eachBackendEnv(t, map[string]string{"QUOTA_WEBHOOK_ENDPOINTS": "3"}, func(t *testing.T, h *harness) {
+		a := h.register(t)
+		h.subscribe(t, a, "https://93.184.215.14/first")
+		body := `{"url":"https://93.184.215.14/in","events":["*"],"secret":"` + webhookSecret + `"}`
+		got := h.race(12, http.MethodPost, "/v1/webhooks", body, bearer(a.access)...)
+		if got[http.StatusCreated] != 2 || got[http.StatusUnprocessableEntity] != 10 {
+			t.Fatalf("12 concurrent creates with 1 of 3 endpoints answered %v, want 2 x 201 and 10 x 422", got)
+		}
+		r := h.get("/v1/webhooks?limit=100", bearer(a.access)...)
+		expect(t, r, http.StatusOK)
+		if n := len(asList(r.env["data"])); n != 3 {
+			t.Fatalf("the team holds %d endpoints, want the quota of 3", n)
+		}
+		r = h.post("/v1/webhooks", map[string]any{"url": "https://93.184.215.14/in", "events": []string{"*"}, "secret": webhookSecret}, bearer(a.access)...)
+		expect(t, r, http.StatusUnprocessableEntity)
+		if !slices.Contains(r.errFields(), "quota") || !strings.Contains(string(r.raw), "3 webhook endpoints") {
+			t.Fatalf("the refusal does not name the quota: %s", r.raw)
+		}
+		h.subscribe(t, h.register(t), "https://93.184.215.14/other-team")
+	})
+}
+
+// TestAttemptLostWithItsInstanceCounts: an instance claims the second
+// attempt and dies before recording it; the attempt that follows once its
+// lease lapses is announced as the third.
+func TestAttemptLostWithItsInstanceCounts(t *testing.T) {
+	eachWebhookBackend(t, func(t *testing.T, h *harness) {
+		rc := newReceiver(t, 500, 200)
+		a := h.register(t)
+		ep := h.subscribe(t, a, rc.srv.URL+"/hook")
+		h.createProfile(t, a, nil)
+		h.waitDelivery(t, a, ep, "pending", 1)
+
+		due := h.clock.Now().Add(5 * time.Second)
+		claimed, err := h.store.Deliveries().Claim(context.Background(), webhookstore.DeliveryClaim{
+			Owner: "dsp_killed", Now: due, LeaseUntil: due.Add(time.Minute), Limit: 10, PerEndpoint: 10,
+		})
+		if err != nil || len(claimed) != 1 {
+			t.Fatalf("the killed instance's claim = %d deliveries, %v; want 1", len(claimed), err)
+		}
+		h.clock.Advance(70 * time.Second)
+		got := rc.waitFor(2)
+		if n := got[1].header.Get("X-Service-Delivery-Attempt"); n != "3" {
+			t.Fatalf("the attempt after a lost one is announced as %q, want 3", n)
+		}
+		d := h.waitDelivery(t, a, ep, "succeeded", 2)
+		if n := asList(d["attempts"])[1].(map[string]any)["n"]; n != float64(3) {
+			t.Fatalf("the attempt after a lost one is recorded as number %v, want 3", n)
+		}
+	})
+}
+
+// TestEndpointGetsOnlyLaterEvents: an event committed (not yet fanned out)
+// before an endpoint was created never reaches it; the next one does. The
+// dispatcher polls rarely, so the first event waits in the outbox until the
+// next commit wakes it.
+func TestEndpointGetsOnlyLaterEvents(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			h := start(t, options{
+				databaseURL: b.url(t),
+				env:         map[string]string{"ALLOW_PRIVATE_TARGETS": "true"},
+				extra:       []fx.Option{fx.Decorate(func() wiring.DispatcherPoll { return wiring.DispatcherPoll(time.Hour) })},
+			})
+			a := h.register(t)
+			early, late := newReceiver(t, 200), newReceiver(t, 200)
+			h.subscribe(t, a, early.srv.URL, "profile.created")
+			h.createProfile(t, a, nil)
+			early.waitFor(1)
+
+			before := event.Event{ID: "evt_00committed_before", TeamID: a.teamID, Type: event.ProfileCreated,
+				OccurredAt: h.clock.Now(), Data: []byte(`{"profile":{"id":"prf_before"}}`)}
+			if err := h.store.Outbox().Append(context.Background(), before); err != nil {
+				t.Fatal(err)
+			}
+			h.subscribe(t, a, late.srv.URL, "profile.created")
+			after := h.createProfile(t, a, nil)
+
+			early.waitFor(3)
+			got := late.waitFor(1)
+			waitFor(t, "the early endpoint's deliveries to settle", func() bool { return len(early.requests()) == 3 })
+			if len(late.requests()) != 1 {
+				t.Fatalf("the endpoint created after an event got %d deliveries, want 1", len(late.requests()))
+			}
+			profile, _ := got[0].payload["data"].(map[string]any)["profile"].(map[string]any)
+			if profile["id"] != after {
+				t.Fatalf("the later endpoint got %v, want the event of %s only", got[0].payload, after)
+			}
+		})
+	}
+}
+
+// TestUnansweringTeamDoesNotStopAnother: one team's twenty endpoints never
+// answer (their attempts hang until a 30 s time-out); another team's event
+// is still delivered while they hang.
+func TestUnansweringTeamDoesNotStopAnother(t *testing.T) {
+	eachBackendEnv(t, map[string]string{"WEBHOOK_TIMEOUT": "30s"}, func(t *testing.T, h *harness) {
+		noisy, quiet := h.register(t), h.register(t)
+		hang, fast := newReceiver(t, 200), newReceiver(t, 200)
+		hang.gate = make(chan struct{})
+		defer close(hang.gate)
+		for i := range 20 {
+			h.subscribe(t, noisy, hang.srv.URL+"/"+strconv.Itoa(i), "profile.created")
+		}
+		for range 3 {
+			h.createProfile(t, noisy, nil)
+		}
+		hang.waitFor(8)
+		h.subscribe(t, quiet, fast.srv.URL, "profile.created")
+		id := h.createProfile(t, quiet, nil)
+		got := fast.waitFor(1)
+		if p, _ := got[0].payload["data"].(map[string]any)["profile"].(map[string]any); p["id"] != id {
+			t.Fatalf("the quiet team's receiver got %v, want its profile %s", got[0].payload, id)
+		}
+	})
 }

@@ -108,6 +108,19 @@ func expectPreconditionFailed(t *testing.T, what string, err error) {
 }
 
 func runProfileRepository(t *testing.T, newStore NewStore) {
+	t.Run("Count counts the team's profiles", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		teamID := storeID("tm")
+		f.createProfiles(f.profile(teamID, "One"), f.profile(teamID, "Two"), f.profile(storeID("tm"), "Not mine"))
+		n, err := f.s.Profiles().Count(f.ctx, teamID)
+		f.must("Count", err)
+		none, err := f.s.Profiles().Count(f.ctx, storeID("tm"))
+		f.must("Count", err)
+		if n != 2 || none != 0 {
+			t.Fatalf("Count = %d for the team and %d for a team without profiles, want 2 and 0", n, none)
+		}
+	})
+
 	t.Run("create then ByID", func(t *testing.T) {
 		f := newStoreFixture(t, newStore)
 		teamID := storeID("tm")

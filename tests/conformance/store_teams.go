@@ -11,6 +11,7 @@ import (
 
 	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/ports/storage"
+	"github.com/profilesvc/profilesvc/ports/teamstore"
 )
 
 // lockRounds is how many teams the lock check races on: one race may happen
@@ -452,6 +453,32 @@ func runInvitationRepository(t *testing.T, newStore NewStore) {
 		got, err = f.s.Invitations().ByID(f.ctx, used.ID)
 		f.must("ByID used", err)
 		checkEqual(t, "invitation", got, used)
+	})
+
+	t.Run("CountSince counts the team's invitations after since, and one membership's", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		teamID, memberID := storeID("tm"), storeID("mem")
+		at := func(inv team.Invitation, created time.Duration) team.Invitation {
+			inv.CreatedAt = storeAt(created).In(storeZone)
+			return inv
+		}
+		for _, inv := range []team.Invitation{
+			at(f.invitation(teamID, memberID, "a@example.com"), -time.Hour), // before the window
+			at(f.invitation(teamID, memberID, "a@example.com"), 0),          // at since: outside
+			at(f.invitation(teamID, memberID, "a@example.com"), time.Minute),
+			at(f.invitation(teamID, memberID, "a@example.com"), 3*time.Minute),
+			at(f.invitation(teamID, storeID("mem"), "b@example.com"), 2*time.Second),
+			at(f.invitation(storeID("tm"), memberID, "c@example.com"), time.Second), // another team
+		} {
+			f.must("Create", f.s.Invitations().Create(f.ctx, inv))
+		}
+		got, err := f.s.Invitations().CountSince(f.ctx, teamID, memberID, storeAt(0))
+		f.must("CountSince", err)
+		want := teamstore.InvitationCounts{Team: 3, Member: 2, TeamOldest: storeAt(2 * time.Second), MemberOldest: storeAt(time.Minute)}
+		checkEqual(t, "counts", got, want)
+		got, err = f.s.Invitations().CountSince(f.ctx, storeID("tm"), memberID, storeAt(0))
+		f.must("CountSince of a team without invitations", err)
+		checkEqual(t, "counts", got, teamstore.InvitationCounts{})
 	})
 
 	t.Run("missing invitation is not found", func(t *testing.T) {

@@ -191,6 +191,21 @@ func runWebhookEndpoints(t *testing.T, newStore NewStore) {
 		checkIDs(t, "team without endpoints", endpointIDs(got), []string{})
 	})
 
+	t.Run("Count counts the team's endpoints, enabled or not", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		teamID := storeID("tm")
+		a, b, other := f.endpoint(teamID), f.endpoint(teamID), f.endpoint(storeID("tm"))
+		b.Enabled = false
+		f.createEndpoints(a, b, other)
+		n, err := f.s.WebhookEndpoints().Count(f.ctx, teamID)
+		f.must("Count", err)
+		none, err := f.s.WebhookEndpoints().Count(f.ctx, storeID("tm"))
+		f.must("Count", err)
+		if n != 2 || none != 0 {
+			t.Fatalf("Count = %d for the team and %d for a team without endpoints, want 2 and 0", n, none)
+		}
+	})
+
 	t.Run("ListEnabled returns the team's enabled endpoints", func(t *testing.T) {
 		f := newStoreFixture(t, newStore)
 		teamID := storeID("tm")
@@ -470,6 +485,18 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 		checkIDs(t, "excluding B and C", deliveryIDs(f2.claim(c)...), deliveryIDs(as...))
 		c.Limit, c.ExcludeEndpoints = 0, nil
 		checkIDs(t, "Limit 0", deliveryIDs(f2.claim(c)...), []string{})
+
+		f3 := newStoreFixture(t, newStore)
+		f3.createDeliveries(c1, bs[1], as[4], as[0], bs[0], as[2], as[1], as[3])
+		c = webhookstore.DeliveryClaim{Owner: "c", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 10, PerEndpoint: 2, PerTeam: 3}
+		checkIDs(t, "PerEndpoint 2, PerTeam 3", deliveryIDs(f3.claim(c)...), deliveryIDs(as[0], as[1], bs[0], c1))
+		checkIDs(t, "PerEndpoint 2, PerTeam 3 again", deliveryIDs(f3.claim(c)...), deliveryIDs(as[2], as[3], bs[1]))
+
+		f4 := newStoreFixture(t, newStore)
+		f4.createDeliveries(c1, bs[1], as[4], as[0], bs[0], as[2], as[1], as[3])
+		c = webhookstore.DeliveryClaim{Owner: "d", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 10, PerEndpoint: 10,
+			ExcludeTeams: []string{teamID}}
+		checkIDs(t, "excluding A and B's team", deliveryIDs(f4.claim(c)...), deliveryIDs(c1))
 	})
 
 	t.Run("concurrent claims lease each delivery once", func(t *testing.T) {
@@ -588,6 +615,37 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 		checkIDs(t, "claim of a succeeded delivery", deliveryIDs(f.claim(c)...), []string{})
 	})
 
+	t.Run("Claim counts the attempt it leases, finished or not", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		ep := f.endpoint(storeID("tm"))
+		now := storeAt(time.Hour)
+		d := f.delivery(ep, now)
+		f.createDeliveries(d)
+
+		c := webhookstore.DeliveryClaim{Owner: "killed", Now: now, LeaseUntil: now.Add(time.Minute), Limit: 1, PerEndpoint: 1}
+		first := f.claim(c)
+		if len(first) != 1 || first[0].Started != 1 {
+			t.Fatalf("first claim: %d deliveries, started %v; want 1 started once", len(first), first)
+		}
+		// The owner dies without recording; its lease lapses.
+		c.Owner, c.Now, c.LeaseUntil = "next", now.Add(2*time.Minute), now.Add(3*time.Minute)
+		second := f.claim(c)
+		if len(second) != 1 || second[0].Started != 2 || second[0].AttemptNumber() != 2 {
+			t.Fatalf("claim after a lost attempt: %v; want started twice, attempt number 2", second)
+		}
+		done := second[0].Record(webhook.Attempt{At: c.Now, StatusCode: 200}, webhook.Schedule{0, time.Second, time.Second}, c.Now)
+		ok, err := f.s.Deliveries().Complete(f.ctx, done, "next")
+		f.must("Complete", err)
+		if !ok {
+			t.Fatal("Complete by the lease owner did not apply")
+		}
+		got, err := f.s.Deliveries().ByID(f.ctx, d.TeamID, d.ID)
+		f.must("ByID", err)
+		if got.Started != 2 || len(got.Attempts) != 1 || got.Attempts[0].N != 2 {
+			t.Fatalf("stored: started %d, attempts %+v; want started 2 and one attempt numbered 2", got.Started, got.Attempts)
+		}
+	})
+
 	t.Run("Requeue applies only to a failed delivery of the team", func(t *testing.T) {
 		f := newStoreFixture(t, newStore)
 		ep := f.endpoint(storeID("tm"))
@@ -665,6 +723,35 @@ func runOutboxDispatch(t *testing.T, newStore NewStore) {
 		f.must("ClaimUndispatched", err)
 		return eventIDs(got)
 	}
+
+	t.Run("an endpoint takes only events appended after it", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		teamID := storeID("tm")
+		before, after := f.event(teamID, storeAt(0)), f.event(teamID, storeAt(time.Second))
+		f.must("Append", f.s.Outbox().Append(f.ctx, before))
+		ep := f.endpoint(teamID)
+		f.createEndpoints(ep)
+		f.must("Append", f.s.Outbox().Append(f.ctx, after))
+
+		stored, err := f.s.WebhookEndpoints().ByID(f.ctx, teamID, ep.ID)
+		f.must("ByID", err)
+		listed, err := f.s.WebhookEndpoints().ListEnabled(f.ctx, teamID)
+		f.must("ListEnabled", err)
+		events, err := f.s.Outbox().ClaimUndispatched(f.ctx, 10)
+		f.must("ClaimUndispatched", err)
+		if len(events) != 2 || len(listed) != 1 {
+			t.Fatalf("%d events and %d endpoints, want 2 and 1", len(events), len(listed))
+		}
+		if events[0].Seq >= events[1].Seq {
+			t.Fatalf("event numbers %d then %d: the later append is not higher", events[0].Seq, events[1].Seq)
+		}
+		for _, e := range []webhook.Endpoint{stored, listed[0]} {
+			if e.Takes(events[0]) || !e.Takes(events[1]) {
+				t.Fatalf("endpoint after %d takes the earlier event (%d): %v, the later (%d): %v; want false, true",
+					e.AfterSeq, events[0].Seq, e.Takes(events[0]), events[1].Seq, e.Takes(events[1]))
+			}
+		}
+	})
 
 	t.Run("marked events are not claimed again", func(t *testing.T) {
 		f := newStoreFixture(t, newStore)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -29,6 +30,8 @@ import (
 // doomed one's until the connection closes. So a request of the doomed
 // instance is never delivered, whenever it is killed, and every event it
 // had in flight can only arrive again, with the same id, from the survivor.
+// Each arrival of an event carries a higher X-Service-Delivery-Attempt than
+// the one before: the attempt the killed instance never recorded counts.
 func TestWebhooksSurviveAKilledInstance(t *testing.T) {
 	dbURL := testenv.PostgresURL(t)
 	db, err := sql.Open("pgx", dbURL)
@@ -43,6 +46,7 @@ func TestWebhooksSurviveAKilledInstance(t *testing.T) {
 	delivered := map[string]bool{}      // event id -> answered 200
 	profileOwner := map[string]string{} // profile id -> lease owner of its answered created event
 	held := map[string]int{}            // event id -> requests of the doomed instance held now
+	attempts := map[string][]int{}      // event id -> X-Service-Delivery-Attempt of each arrival
 	var lookupFailures atomic.Int64
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var p struct {
@@ -59,8 +63,10 @@ func TestWebhooksSurviveAKilledInstance(t *testing.T) {
 			w.WriteHeader(http.StatusBadRequest)
 			return
 		}
+		attempt, _ := strconv.Atoi(r.Header.Get("X-Service-Delivery-Attempt"))
 		mu.Lock()
 		arrivals[p.ID]++
+		attempts[p.ID] = append(attempts[p.ID], attempt)
 		mu.Unlock()
 		// A dispatcher holds the lease for as long as its attempt runs, so
 		// the lease owner names the sender. Not the request's context: a
@@ -101,7 +107,7 @@ func TestWebhooksSurviveAKilledInstance(t *testing.T) {
 	env := func(addr string) []string {
 		return minimalEnv("HTTP_ADDR="+addr, "DATA_DIR="+t.TempDir(), "DATABASE_URL="+dbURL,
 			"JWT_SECRET=e2e-jwt-secret-0123456789abcdef0123456789", "SECRET_KEY=e2e-secret-key-0123456789abcdef0123456789",
-			"ALLOW_PRIVATE_TARGETS=true", "LOG_LEVEL=warn",
+			"ALLOW_PRIVATE_TARGETS=true", "LOG_LEVEL=warn", "QUOTA_PROFILES=100000",
 			// One key creates profiles far faster than the default limit allows.
 			"RATE_LIMIT=off")
 	}
@@ -260,6 +266,14 @@ func TestWebhooksSurviveAKilledInstance(t *testing.T) {
 	for _, id := range inFlight {
 		if arrivals[id] < 2 || !delivered[id] {
 			t.Errorf("event %s, in flight at the kill, arrived %d times, delivered %v: want a second delivery with the same id", id, arrivals[id], delivered[id])
+		}
+	}
+	for id, seen := range attempts {
+		for i := 1; i < len(seen); i++ {
+			if seen[i] <= seen[i-1] {
+				t.Errorf("event %s arrived with attempt numbers %v: a later arrival repeats an earlier number", id, seen)
+				break
+			}
 		}
 	}
 	repeated := 0

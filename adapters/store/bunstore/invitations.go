@@ -66,6 +66,33 @@ func (r invitationRepository) ByID(ctx context.Context, id string) (team.Invitat
 	return row.invitation(), nil
 }
 
+// CountSince reads the team's recent invitations through the index on
+// (team_id, created_at).
+func (r invitationRepository) CountSince(ctx context.Context, teamID, memberID string, since time.Time) (teamstore.InvitationCounts, error) {
+	var (
+		c                     teamstore.InvitationCounts
+		teamOldest, memOldest bun.NullTime
+	)
+	err := conn(ctx, r.db).NewSelect().Model((*invitationRow)(nil)).
+		ColumnExpr("count(*)").
+		ColumnExpr("min(created_at)").
+		ColumnExpr("count(CASE WHEN member_id = ? THEN 1 END)", memberID).
+		ColumnExpr("min(CASE WHEN member_id = ? THEN created_at END)", memberID).
+		Where("team_id = ?", teamID).
+		Where("created_at > ?", utc(since)).
+		Scan(ctx, &c.Team, &teamOldest, &c.Member, &memOldest)
+	if err != nil {
+		return teamstore.InvitationCounts{}, readErr(err, "invitations")
+	}
+	if !teamOldest.IsZero() {
+		c.TeamOldest = utc(teamOldest.Time)
+	}
+	if !memOldest.IsZero() {
+		c.MemberOldest = utc(memOldest.Time)
+	}
+	return c, nil
+}
+
 // Consume: see refreshTokenRepository.Consume.
 func (r invitationRepository) Consume(ctx context.Context, id string, at time.Time) (bool, error) {
 	res, err := conn(ctx, r.db).NewUpdate().Model((*invitationRow)(nil)).

@@ -26,6 +26,10 @@ type outboxEventRow struct {
 	CreatedAt time.Time `bun:"created_at"`
 	// DispatchedAt is NULL until the event has been fanned out.
 	DispatchedAt *time.Time `bun:"dispatched_at"`
+	// Seq is numbered by the database on insert (PostgreSQL: an identity
+	// column; SQLite: a trigger): the service leaves it zero, which
+	// nullzero writes as DEFAULT.
+	Seq int64 `bun:"seq,nullzero"`
 }
 
 func newOutboxEventRow(e event.Event, now time.Time) *outboxEventRow {
@@ -46,6 +50,7 @@ func (r *outboxEventRow) event() event.Event {
 		Type:       event.Type(r.Type),
 		OccurredAt: utc(r.OccurredAt),
 		Data:       json.RawMessage(r.Data),
+		Seq:        r.Seq,
 	}
 }
 

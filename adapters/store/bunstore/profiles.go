@@ -193,6 +193,14 @@ func (r profileRepository) ByID(ctx context.Context, teamID, id string) (profile
 
 // List returns nothing for a limit below one: bun reads LIMIT 0 as "no
 // limit". A status other than idle or running matches nothing.
+func (r profileRepository) Count(ctx context.Context, teamID string) (int, error) {
+	n, err := conn(ctx, r.db).NewSelect().Model((*profileRow)(nil)).Where("team_id = ?", teamID).Count(ctx)
+	if err != nil {
+		return 0, readErr(err, "profiles")
+	}
+	return int(n), nil
+}
+
 func (r profileRepository) List(ctx context.Context, teamID string, f profilestore.Filter) ([]profile.Profile, error) {
 	if f.Limit < 1 {
 		return []profile.Profile{}, nil

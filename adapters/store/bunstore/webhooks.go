@@ -27,6 +27,7 @@ type webhookEndpointRow struct {
 	Enabled      bool      `bun:"enabled"`
 	CreatedAt    time.Time `bun:"created_at"`
 	UpdatedAt    time.Time `bun:"updated_at"`
+	AfterSeq     int64     `bun:"after_seq"`
 }
 
 // webhookEndpointUpdateColumns are what Update replaces.
@@ -75,6 +76,7 @@ func (r *webhookEndpointRow) endpoint() (webhook.Endpoint, error) {
 		Enabled:      r.Enabled,
 		CreatedAt:    utc(r.CreatedAt),
 		UpdatedAt:    utc(r.UpdatedAt),
+		AfterSeq:     r.AfterSeq,
 	}, nil
 }
 
@@ -97,7 +99,13 @@ func (r webhookEndpointRepository) Create(ctx context.Context, e webhook.Endpoin
 	if err != nil {
 		return err
 	}
-	if _, err := conn(ctx, r.db).NewInsert().Model(row).Exec(ctx); err != nil {
+	// The statement reads the outbox as committed when it starts: every
+	// event committed before the endpoint's unit began is at or below
+	// after_seq, every event written after the endpoint committed above it.
+	_, err = conn(ctx, r.db).NewInsert().Model(row).
+		Value("after_seq", "(SELECT coalesce(max(seq), 0) FROM outbox_events)").
+		Exec(ctx)
+	if err != nil {
 		return writeErr(err, "webhook endpoint", "webhook endpoint already exists")
 	}
 	return nil
@@ -130,6 +138,14 @@ func (r webhookEndpointRepository) List(ctx context.Context, teamID, beforeID st
 		return nil, readErr(err, "webhook endpoints")
 	}
 	return webhookEndpoints(rows)
+}
+
+func (r webhookEndpointRepository) Count(ctx context.Context, teamID string) (int, error) {
+	n, err := conn(ctx, r.db).NewSelect().Model((*webhookEndpointRow)(nil)).Where("team_id = ?", teamID).Count(ctx)
+	if err != nil {
+		return 0, readErr(err, "webhook endpoints")
+	}
+	return int(n), nil
 }
 
 // ListEnabled returns the endpoints in id order, oldest first.
@@ -196,6 +212,7 @@ type webhookDeliveryRow struct {
 	Payload       string     `bun:"payload"`
 	Status        string     `bun:"status"`
 	Attempts      string     `bun:"attempts"`
+	Started       int        `bun:"started"`
 	RoundStart    int        `bun:"round_start"`
 	NextAttemptAt time.Time  `bun:"next_attempt_at"`
 	LeaseOwner    *string    `bun:"lease_owner"`
@@ -272,6 +289,7 @@ func newWebhookDeliveryRow(d webhook.Delivery) (*webhookDeliveryRow, error) {
 		Payload:       string(d.Payload),
 		Status:        string(d.Status),
 		Attempts:      attempts,
+		Started:       d.Started,
 		RoundStart:    d.RoundStart,
 		NextAttemptAt: utc(d.NextAttemptAt),
 		CreatedAt:     utc(d.CreatedAt),
@@ -293,6 +311,7 @@ func (r *webhookDeliveryRow) delivery() (webhook.Delivery, error) {
 		Payload:       []byte(r.Payload),
 		Status:        webhook.Status(r.Status),
 		Attempts:      attempts,
+		Started:       r.Started,
 		RoundStart:    r.RoundStart,
 		NextAttemptAt: utc(r.NextAttemptAt),
 		CreatedAt:     utc(r.CreatedAt),
@@ -369,12 +388,16 @@ func whereDue(q *bun.SelectQuery, c webhookstore.DeliveryClaim) *bun.SelectQuery
 	if len(c.ExcludeEndpoints) > 0 {
 		q = q.Where("endpoint_id NOT IN (?)", bun.List(c.ExcludeEndpoints))
 	}
+	if len(c.ExcludeTeams) > 0 {
+		q = q.Where("team_id NOT IN (?)", bun.List(c.ExcludeTeams))
+	}
 	return q
 }
 
-// Claim picks the deliveries with a window function, at most PerEndpoint
-// of each endpoint and Limit in all, earliest due first, and leases them,
-// in a transaction of its own or a savepoint of the caller's unit of work.
+// Claim picks the deliveries with window functions, at most PerEndpoint
+// of each endpoint, then at most PerTeam of each team among those, and
+// Limit in all, earliest due first, and leases them, in a transaction of
+// its own or a savepoint of the caller's unit of work.
 // A limit or per-endpoint bound below one claims nothing.
 //
 // PostgreSQL forbids FOR UPDATE in a query with window functions, so the
@@ -392,13 +415,19 @@ func (r deliveryRepository) Claim(ctx context.Context, c webhookstore.DeliveryCl
 	var rows []webhookDeliveryRow
 	err := conn(ctx, r.db).RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		ranked := whereDue(tx.NewSelect().TableExpr("webhook_deliveries").
-			Column("id", "next_attempt_at").
+			Column("id", "team_id", "next_attempt_at").
 			ColumnExpr("ROW_NUMBER() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS rn"), c)
-		chosen := tx.NewSelect().TableExpr("(?) AS ranked", ranked).
+		perEndpoint := tx.NewSelect().TableExpr("(?) AS ranked", ranked).
+			Column("id", "next_attempt_at").
+			ColumnExpr("ROW_NUMBER() OVER (PARTITION BY team_id ORDER BY next_attempt_at, id) AS team_rn").
+			Where("rn <= ?", c.PerEndpoint)
+		chosen := tx.NewSelect().TableExpr("(?) AS per_endpoint", perEndpoint).
 			Column("id").
-			Where("rn <= ?", c.PerEndpoint).
 			OrderExpr("next_attempt_at ASC, id ASC").
 			Limit(int64(c.Limit))
+		if c.PerTeam > 0 {
+			chosen = chosen.Where("team_rn <= ?", c.PerTeam)
+		}
 		lock := whereDue(tx.NewSelect().Model((*webhookDeliveryRow)(nil)).
 			Column("id").
 			Where("id IN (?)", chosen), c)
@@ -415,6 +444,9 @@ func (r deliveryRepository) Claim(ctx context.Context, c webhookstore.DeliveryCl
 		_, err := tx.NewUpdate().Model((*webhookDeliveryRow)(nil)).
 			Set("lease_owner = ?", c.Owner).
 			Set("lease_until = ?", utc(c.LeaseUntil)).
+			// The attempt counts from its claim: if this owner dies before
+			// recording it, the next claim numbers its own after it.
+			Set("started = started + 1").
 			Where("id IN (?)", bun.List(ids)).
 			Exec(ctx)
 		if err != nil {

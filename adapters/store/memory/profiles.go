@@ -22,6 +22,12 @@ func (r profiles) ByID(ctx context.Context, teamID, id string) (profile.Profile,
 	return readValue(ctx, r.s, func(st *state) (profile.Profile, error) { return st.profiles.inTeam(teamID, id) })
 }
 
+func (r profiles) Count(ctx context.Context, teamID string) (int, error) {
+	return readValue(ctx, r.s, func(st *state) (int, error) {
+		return len(st.profiles.query(func(p *profile.Profile) bool { return p.TeamID == teamID }, nil, unlimited)), nil
+	})
+}
+
 func (r profiles) List(ctx context.Context, teamID string, f profilestore.Filter) ([]profile.Profile, error) {
 	query := strings.ToLower(f.Query)
 	return readValue(ctx, r.s, func(st *state) ([]profile.Profile, error) {

@@ -28,6 +28,9 @@ type state struct {
 	deliveries  table[deliveryRow]
 	outbox      table[outboxRow]
 	idempotency table[ports.IdempotencyRecord]
+	// outboxSeq is the number of the last event appended. It only grows: a
+	// unit that rolls back leaves a gap, as a database sequence does.
+	outboxSeq int64
 }
 
 // deliveryRow is a delivery with the lease a dispatcher holds on it, which

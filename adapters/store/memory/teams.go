@@ -133,6 +133,29 @@ func (r invitations) ByID(ctx context.Context, id string) (team.Invitation, erro
 	return readValue(ctx, r.s, func(st *state) (team.Invitation, error) { return st.invitations.get(id) })
 }
 
+func (r invitations) CountSince(ctx context.Context, teamID, memberID string, since time.Time) (teamstore.InvitationCounts, error) {
+	return readValue(ctx, r.s, func(st *state) (teamstore.InvitationCounts, error) {
+		var c teamstore.InvitationCounts
+		recent := st.invitations.query(func(inv *team.Invitation) bool {
+			return inv.TeamID == teamID && inv.CreatedAt.After(since)
+		}, nil, unlimited)
+		for _, inv := range recent {
+			c.Team++
+			if c.TeamOldest.IsZero() || inv.CreatedAt.Before(c.TeamOldest) {
+				c.TeamOldest = inv.CreatedAt
+			}
+			if inv.MemberID != memberID {
+				continue
+			}
+			c.Member++
+			if c.MemberOldest.IsZero() || inv.CreatedAt.Before(c.MemberOldest) {
+				c.MemberOldest = inv.CreatedAt
+			}
+		}
+		return c, nil
+	})
+}
+
 func (r invitations) Consume(ctx context.Context, id string, at time.Time) (bool, error) {
 	return consume(ctx, r.s, func(st *state) *table[team.Invitation] { return &st.invitations }, id,
 		func(inv *team.Invitation) bool {

@@ -12,8 +12,13 @@ import (
 
 type webhookEndpoints struct{ s *Store }
 
+// Create numbers the endpoint after the last event appended: units of work
+// run one at a time, so every event before it has committed.
 func (r webhookEndpoints) Create(ctx context.Context, e webhook.Endpoint) error {
-	return r.s.write(ctx, func(st *state, undo *undoLog) error { return st.endpoints.insert(undo, e) })
+	return r.s.write(ctx, func(st *state, undo *undoLog) error {
+		e.AfterSeq = st.outboxSeq
+		return st.endpoints.insert(undo, e)
+	})
 }
 
 func (r webhookEndpoints) ByID(ctx context.Context, teamID, id string) (webhook.Endpoint, error) {
@@ -23,6 +28,12 @@ func (r webhookEndpoints) ByID(ctx context.Context, teamID, id string) (webhook.
 func (r webhookEndpoints) List(ctx context.Context, teamID, beforeID string, limit int) ([]webhook.Endpoint, error) {
 	return readValue(ctx, r.s, func(st *state) ([]webhook.Endpoint, error) {
 		return st.endpoints.pageDown(teamID, beforeID, limit, all), nil
+	})
+}
+
+func (r webhookEndpoints) Count(ctx context.Context, teamID string) (int, error) {
+	return readValue(ctx, r.s, func(st *state) (int, error) {
+		return len(st.endpoints.query(func(e *webhook.Endpoint) bool { return e.TeamID == teamID }, nil, unlimited)), nil
 	})
 }
 
@@ -118,21 +129,23 @@ func (r deliveries) Claim(ctx context.Context, c webhookstore.DeliveryClaim) ([]
 			return nil, nil
 		}
 		due := st.deliveries.scanBacklog(func(row *deliveryRow) bool {
-			return row.claimable(c.Now, c.ExcludeEndpoints)
+			return row.claimable(c.Now, c.ExcludeEndpoints) && !slices.Contains(c.ExcludeTeams, row.d.TeamID)
 		}, func(a, b *deliveryRow) int {
 			return cmp.Or(a.d.NextAttemptAt.Compare(b.d.NextAttemptAt), cmp.Compare(a.d.ID, b.d.ID))
 		})
 		var claimed []deliveryRow
-		perEndpoint := map[string]int{}
+		perEndpoint, perTeam := map[string]int{}, map[string]int{}
 		for row := range due {
 			if len(claimed) == c.Limit {
 				break
 			}
-			if perEndpoint[row.d.EndpointID] == c.PerEndpoint {
+			if perEndpoint[row.d.EndpointID] == c.PerEndpoint || (c.PerTeam > 0 && perTeam[row.d.TeamID] == c.PerTeam) {
 				continue
 			}
 			perEndpoint[row.d.EndpointID]++
+			perTeam[row.d.TeamID]++
 			row.leased, row.leaseOwner, row.leaseUntil = true, c.Owner, c.LeaseUntil
+			row.d.Started++
 			st.deliveries.put(undo, row)
 			claimed = append(claimed, cloneDeliveryRow(row))
 		}
