@@ -107,6 +107,9 @@ func faultLoadClients(h *harness, a account, key string) []loadClient {
 	}
 }
 
+// profileQuota leaves room for every creation of a run.
+const profileQuota = 1_000_000
+
 func TestRedisBlackholedUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 12 s fault run")
@@ -119,7 +122,7 @@ func TestRedisBlackholedUnderLoad(t *testing.T) {
 	proxy := testenv.StartProxy(t, client.Options().Addr)
 	prefix := testenv.RedisKeyPrefix(t, client, "faultload")
 	h := start(t, options{databaseURL: testenv.PostgresURL(t), redisURL: "redis://" + proxy.Addr() + "/0",
-		env: map[string]string{"REDIS_KEY_PREFIX": prefix}})
+		env: map[string]string{"REDIS_KEY_PREFIX": prefix, "QUOTA_PROFILES": fmt.Sprint(profileQuota)}})
 	a := h.register(t)
 	key := h.apiKey(t, a)
 	clients := faultLoadClients(h, a, key)
@@ -158,7 +161,7 @@ func TestPostgresStoppedUnderLoad(t *testing.T) {
 	}
 	proxy := testenv.StartProxy(t, u.Host)
 	u.Host = proxy.Addr()
-	h := start(t, options{databaseURL: u.String()})
+	h := start(t, options{databaseURL: u.String(), env: map[string]string{"QUOTA_PROFILES": fmt.Sprint(profileQuota)}})
 	a := h.register(t)
 	key := h.apiKey(t, a)
 	clients := faultLoadClients(h, a, key)
