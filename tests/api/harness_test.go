@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +27,7 @@ import (
 
 	"github.com/profilesvc/profilesvc/adapters/clock"
 	httpapi "github.com/profilesvc/profilesvc/adapters/http"
+	webhookhttp "github.com/profilesvc/profilesvc/adapters/webhook"
 	"github.com/profilesvc/profilesvc/adapters/wiring"
 	"github.com/profilesvc/profilesvc/config"
 	"github.com/profilesvc/profilesvc/ports"
@@ -123,6 +128,7 @@ func start(t *testing.T, o options) *harness {
 	opts := append([]fx.Option{
 		fx.Replace(zap.New(core)),
 		fx.Decorate(func() ports.Clock { return fake }),
+		fx.Decorate(offlineSender),
 		fx.Populate(&srv, &store, &routes),
 	}, o.extra...)
 	app := fxtest.New(t, wiring.Options(cfg, opts...))
@@ -132,6 +138,44 @@ func start(t *testing.T, o options) *harness {
 	t.Cleanup(h.stop)
 	h.client = &http.Client{Transport: &validatingTransport{h: h, next: http.DefaultTransport}, Timeout: 30 * time.Second}
 	return h
+}
+
+// publicReceiver names, as data only, a receiver that is neither local nor
+// private: the suites create endpoints for it and expect them accepted.
+const publicReceiver = "hooks.example.test"
+
+// offlineSender is the service's webhook sender, kept from the network: it
+// resolves no names (publicReceiver passes the target check as a public
+// host would) and delivers only to loopback receivers, so no test traffic
+// leaves the machine whatever endpoints a test creates.
+func offlineSender(cfg config.Config) ports.WebhookSender {
+	return offlineWebhookSender{webhookhttp.NewSender(webhookhttp.Options{
+		Timeout:      cfg.WebhookTimeout,
+		AllowPrivate: cfg.AllowPrivateTargets,
+		Resolver: &net.Resolver{PreferGo: true, Dial: func(context.Context, string, string) (net.Conn, error) {
+			return nil, errors.New("the test suites resolve no names")
+		}},
+	})}
+}
+
+type offlineWebhookSender struct{ ports.WebhookSender }
+
+func (s offlineWebhookSender) CheckTarget(ctx context.Context, rawURL string) error {
+	if u, err := url.Parse(rawURL); err == nil && u.Scheme == "https" && u.Host == publicReceiver {
+		return nil
+	}
+	return s.WebhookSender.CheckTarget(ctx, rawURL)
+}
+
+func (s offlineWebhookSender) Send(ctx context.Context, r ports.WebhookRequest) (ports.WebhookResponse, error) {
+	u, err := url.Parse(r.URL)
+	if err != nil {
+		return ports.WebhookResponse{}, err
+	}
+	if addr, err := netip.ParseAddr(u.Hostname()); err != nil || !addr.IsLoopback() {
+		return ports.WebhookResponse{}, errors.New("the test suites deliver only to loopback receivers")
+	}
+	return s.WebhookSender.Send(ctx, r)
 }
 
 var (

@@ -47,7 +47,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 		a.access = h.login(t, a.email, secrets["new password"])
 
 		secrets["webhook secret"] = "whsec-never-shown-0123456789abcdef01"
-		w := h.post("/v1/webhooks", map[string]any{"url": "https://93.184.215.14/hook", "events": []string{"*"}, "secret": secrets["webhook secret"]}, bearer(a.access)...)
+		w := h.post("/v1/webhooks", map[string]any{"url": "https://hooks.example.test/hook", "events": []string{"*"}, "secret": secrets["webhook secret"]}, bearer(a.access)...)
 		expect(t, w, http.StatusCreated)
 		secrets["rotated webhook secret"] = "whsec-rotated-0123456789abcdef0123456"
 		expect(t, h.patch("/v1/webhooks/"+str(w.data()["id"]), map[string]any{"secret": secrets["rotated webhook secret"]}, bearer(a.access)...), http.StatusOK)

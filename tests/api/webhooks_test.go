@@ -172,7 +172,7 @@ func TestWebhookEndpoints(t *testing.T) {
 	eachBackend(t, func(t *testing.T, h *harness) {
 		a := h.register(t)
 		auth := bearer(a.access)
-		r := h.post("/v1/webhooks", map[string]any{"url": "https://93.184.215.14/in", "events": []string{"profile.created", "team.member_added"}, "secret": webhookSecret}, auth...)
+		r := h.post("/v1/webhooks", map[string]any{"url": "https://hooks.example.test/in", "events": []string{"profile.created", "team.member_added"}, "secret": webhookSecret}, auth...)
 		expect(t, r, http.StatusCreated)
 		id := str(r.data()["id"])
 		if r.data()["enabled"] != true || len(asList(r.data()["events"])) != 2 {
@@ -182,11 +182,11 @@ func TestWebhookEndpoints(t *testing.T) {
 			body  map[string]any
 			field string
 		}{
-			"http":                 {map[string]any{"url": "http://93.184.215.14", "events": []string{"*"}, "secret": webhookSecret}, "url"},
+			"http":                 {map[string]any{"url": "http://hooks.example.test", "events": []string{"*"}, "secret": webhookSecret}, "url"},
 			"not a url":            {map[string]any{"url": "hooks", "events": []string{"*"}, "secret": webhookSecret}, "url"},
-			"unknown event":        {map[string]any{"url": "https://93.184.215.14", "events": []string{"profile.exploded"}, "secret": webhookSecret}, "events"},
-			"no events":            {map[string]any{"url": "https://93.184.215.14", "events": []string{}, "secret": webhookSecret}, "events"},
-			"short secret":         {map[string]any{"url": "https://93.184.215.14", "events": []string{"*"}, "secret": "31-characters-is-not-enough-xxx"}, "secret"},
+			"unknown event":        {map[string]any{"url": "https://hooks.example.test", "events": []string{"profile.exploded"}, "secret": webhookSecret}, "events"},
+			"no events":            {map[string]any{"url": "https://hooks.example.test", "events": []string{}, "secret": webhookSecret}, "events"},
+			"short secret":         {map[string]any{"url": "https://hooks.example.test", "events": []string{"*"}, "secret": "31-characters-is-not-enough-xxx"}, "secret"},
 			"loopback":             {map[string]any{"url": "https://127.0.0.1/hook", "events": []string{"*"}, "secret": webhookSecret}, "url"},
 			"private":              {map[string]any{"url": "https://10.0.0.1/hook", "events": []string{"*"}, "secret": webhookSecret}, "url"},
 			"metadata":             {map[string]any{"url": "https://169.254.169.254/latest", "events": []string{"*"}, "secret": webhookSecret}, "url"},
@@ -506,8 +506,8 @@ func eachBackendEnv(t *testing.T, env map[string]string, fn func(t *testing.T, h
 func TestWebhookEndpointQuota(t *testing.T) {
 	eachBackendEnv(t, map[string]string{"QUOTA_WEBHOOK_ENDPOINTS": "3"}, func(t *testing.T, h *harness) {
 		a := h.register(t)
-		h.subscribe(t, a, "https://93.184.215.14/first")
-		body := `{"url":"https://93.184.215.14/in","events":["*"],"secret":"` + webhookSecret + `"}`
+		h.subscribe(t, a, "https://hooks.example.test/first")
+		body := `{"url":"https://hooks.example.test/in","events":["*"],"secret":"` + webhookSecret + `"}`
 		got := h.race(12, http.MethodPost, "/v1/webhooks", body, bearer(a.access)...)
 		if got[http.StatusCreated] != 2 || got[http.StatusUnprocessableEntity] != 10 {
 			t.Fatalf("12 concurrent creates with 1 of 3 endpoints answered %v, want 2 x 201 and 10 x 422", got)
@@ -517,12 +517,12 @@ func TestWebhookEndpointQuota(t *testing.T) {
 		if n := len(asList(r.env["data"])); n != 3 {
 			t.Fatalf("the team holds %d endpoints, want the quota of 3", n)
 		}
-		r = h.post("/v1/webhooks", map[string]any{"url": "https://93.184.215.14/in", "events": []string{"*"}, "secret": webhookSecret}, bearer(a.access)...)
+		r = h.post("/v1/webhooks", map[string]any{"url": "https://hooks.example.test/in", "events": []string{"*"}, "secret": webhookSecret}, bearer(a.access)...)
 		expect(t, r, http.StatusUnprocessableEntity)
 		if !slices.Contains(r.errFields(), "quota") || !strings.Contains(string(r.raw), "3 webhook endpoints") {
 			t.Fatalf("the refusal does not name the quota: %s", r.raw)
 		}
-		h.subscribe(t, h.register(t), "https://93.184.215.14/other-team")
+		h.subscribe(t, h.register(t), "https://hooks.example.test/other-team")
 	})
 }
 
