@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/profilesvc/profilesvc/adapters/clock"
 	"github.com/profilesvc/profilesvc/application/apptest"
 	"github.com/profilesvc/profilesvc/application/idempotency"
 	"github.com/profilesvc/profilesvc/domain"
@@ -149,26 +150,9 @@ func (r records) DeleteExpired(ctx context.Context, now time.Time, limit int) (n
 	return n, nil
 }
 
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 type fixture struct {
 	w     *world
-	clock *fakeClock
+	clock *clock.Fake
 	logs  *apptest.Logs
 	svc   *idempotency.Service
 	tx    ports.UnitOfWork
@@ -176,7 +160,7 @@ type fixture struct {
 
 func newFixture(limits idempotency.Limits) *fixture {
 	w := newWorld()
-	f := &fixture{w: w, clock: &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}, logs: &apptest.Logs{}}
+	f := &fixture{w: w, clock: clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)), logs: &apptest.Logs{}}
 	f.svc = idempotency.New(idempotency.Deps{Records: records{w}, Clock: f.clock, Log: f.logs.Logger(), Limits: limits})
 	f.tx = idempotency.Units(w, records{w})
 	return f
@@ -204,6 +188,16 @@ func (f *fixture) run(t *testing.T, actor team.Actor, r idempotency.Request, res
 	ctx = idempotency.WithClaim(ctx, b.Claim)
 	_ = f.tx.Do(ctx, func(ctx context.Context) error { f.w.effect(ctx); return nil })
 	return f.svc.Finish(ctx, b.Claim, resp)
+}
+
+// begin starts ada's request with key k1 and returns ctx carrying its claim.
+func (f *fixture) begin(t *testing.T, ctx context.Context) (context.Context, *idempotency.Claim) {
+	t.Helper()
+	b, err := f.svc.Begin(ctx, ada, post("k1", `{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return idempotency.WithClaim(ctx, b.Claim), b.Claim
 }
 
 var created = idempotency.Response{Status: 201, Headers: map[string]string{"Location": "/api/v1/profiles/prf_1"}, Body: []byte(`{"id":"prf_1"}`)}
@@ -266,16 +260,12 @@ func TestKeysAreScopedToUserAndTeam(t *testing.T) {
 func TestRequestWithoutACommittedUnitKeepsNothing(t *testing.T) {
 	f := newFixture(idempotency.Limits{})
 	ctx := context.Background()
-	b, err := f.svc.Begin(ctx, ada, post("k1", `{}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx = idempotency.WithClaim(ctx, b.Claim)
+	ctx, claim := f.begin(t, ctx)
 	refused := domain.Invalid("name", "is required")
 	if err := f.tx.Do(ctx, func(ctx context.Context) error { f.w.effect(ctx); return refused }); !errors.Is(err, refused) {
 		t.Fatalf("unit: %v", err)
 	}
-	if rec, err := f.svc.Finish(ctx, b.Claim, idempotency.Response{Status: 422, Body: []byte(`{}`)}); rec != nil || err != nil {
+	if rec, err := f.svc.Finish(ctx, claim, idempotency.Response{Status: 422, Body: []byte(`{}`)}); rec != nil || err != nil {
 		t.Fatalf("finish: %+v %v", rec, err)
 	}
 	if len(f.w.recs) != 0 || f.w.count() != 0 {
@@ -292,17 +282,13 @@ func TestRequestWithoutACommittedUnitKeepsNothing(t *testing.T) {
 func TestOnlyTheFirstCommittedUnitClaims(t *testing.T) {
 	f := newFixture(idempotency.Limits{})
 	ctx := context.Background()
-	b, err := f.svc.Begin(ctx, ada, post("k1", `{}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx = idempotency.WithClaim(ctx, b.Claim)
+	ctx, claim := f.begin(t, ctx)
 	for range 2 { // a use case that commits two units, as a launch does
 		if err := f.tx.Do(ctx, func(ctx context.Context) error { f.w.effect(ctx); return nil }); err != nil {
 			t.Fatalf("unit: %v", err)
 		}
 	}
-	if _, err := f.svc.Finish(ctx, b.Claim, created); err != nil {
+	if _, err := f.svc.Finish(ctx, claim, created); err != nil {
 		t.Fatal(err)
 	}
 	if f.w.count() != 2 || len(f.w.completed) != 1 {
@@ -556,16 +542,12 @@ func TestStoreErrors(t *testing.T) {
 func TestFinishAfterTheClientLeftKeepsTheResponse(t *testing.T) {
 	f := newFixture(idempotency.Limits{})
 	ctx, cancel := context.WithCancel(context.Background())
-	b, err := f.svc.Begin(ctx, ada, post("k1", `{}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx = idempotency.WithClaim(ctx, b.Claim)
+	ctx, claim := f.begin(t, ctx)
 	if err := f.tx.Do(ctx, func(ctx context.Context) error { f.w.effect(ctx); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	cancel()
-	if _, err := f.svc.Finish(ctx, b.Claim, created); err != nil {
+	if _, err := f.svc.Finish(ctx, claim, created); err != nil {
 		t.Fatal(err)
 	}
 	if len(f.w.completed) != 1 {
