@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strconv"
@@ -37,17 +38,53 @@ func (s *Service) sessionVersion(ctx context.Context, userID string) (int, error
 			return v, nil
 		}
 	}
-	u, err := s.d.Users.ByID(ctx, userID)
+	raw, err = s.cacheFromStore(ctx, sessionCacheKey(userID), func(ctx context.Context) ([]byte, error) {
+		u, err := s.d.Users.ByID(ctx, userID)
+		if err != nil {
+			return nil, err
+		}
+		return []byte(strconv.Itoa(u.SessionVersion)), nil
+	})
 	if domain.IsKind(err, domain.KindNotFound) {
 		return 0, errRevokedToken
 	}
 	if err != nil {
 		return 0, err
 	}
-	if err := s.d.Cache.Set(ctx, sessionCacheKey(userID), []byte(strconv.Itoa(u.SessionVersion)), s.d.Policy.APIKeyCacheTTL); err != nil {
-		s.d.Log.WarnContext(ctx, "session version cache write failed", "error", err.Error())
+	return strconv.Atoi(string(raw))
+}
+
+// cacheFromStore reads a value from the store and caches it. A change that
+// commits after the read evicts the entry, but that eviction may land before
+// this write and be undone by it, leaving a revoked token or key trusted
+// until the entry expires. So the store is read once more after the write:
+// either the eviction came after the write, or the second read sees the
+// change and the entry is corrected (or dropped when the value is gone).
+func (s *Service) cacheFromStore(ctx context.Context, key string, read func(context.Context) ([]byte, error)) ([]byte, error) {
+	v, err := read(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return u.SessionVersion, nil
+	if !s.cacheSet(ctx, key, v) {
+		return v, nil // nothing written, nothing stale
+	}
+	again, err := read(ctx)
+	if err != nil {
+		s.forget(ctx, key)
+		return nil, err
+	}
+	if !bytes.Equal(again, v) {
+		s.cacheSet(ctx, key, again)
+	}
+	return again, nil
+}
+
+func (s *Service) cacheSet(ctx context.Context, key string, v []byte) bool {
+	if err := s.d.Cache.Set(ctx, key, v, s.d.Policy.APIKeyCacheTTL); err != nil {
+		s.d.Log.WarnContext(ctx, "cache write failed", "key", key, "error", err.Error())
+		return false
+	}
+	return true
 }
 
 func sessionCacheKey(userID string) string { return "sessver:" + userID }
@@ -129,18 +166,21 @@ func (s *Service) apiKey(ctx context.Context, presented string) (cachedKey, erro
 		s.d.Log.WarnContext(ctx, "api key cache read failed", "error", err.Error())
 	}
 	if !hit || json.Unmarshal(raw, &k) != nil {
-		stored, err := s.d.APIKeys.ByID(ctx, id)
+		raw, err := s.cacheFromStore(ctx, apiKeyCacheKey(id), func(ctx context.Context) ([]byte, error) {
+			stored, err := s.d.APIKeys.ByID(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			return json.Marshal(cachedKey{ID: stored.ID, TeamID: stored.TeamID, UserID: stored.UserID, Hash: stored.Hash})
+		})
 		if domain.IsKind(err, domain.KindNotFound) {
 			return cachedKey{}, errBadAPIKey
 		}
 		if err != nil {
 			return cachedKey{}, err
 		}
-		k = cachedKey{ID: stored.ID, TeamID: stored.TeamID, UserID: stored.UserID, Hash: stored.Hash}
-		if b, err := json.Marshal(k); err == nil {
-			if err := s.d.Cache.Set(ctx, apiKeyCacheKey(id), b, s.d.Policy.APIKeyCacheTTL); err != nil {
-				s.d.Log.WarnContext(ctx, "api key cache write failed", "error", err.Error())
-			}
+		if err := json.Unmarshal(raw, &k); err != nil {
+			return cachedKey{}, err
 		}
 	}
 	if !account.SecretMatches(k.Hash, secret) {

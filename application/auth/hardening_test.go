@@ -1,6 +1,7 @@
 package auth_test
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,8 +12,10 @@ import (
 	"github.com/profilesvc/profilesvc/application/apptest"
 	"github.com/profilesvc/profilesvc/application/auth"
 	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/account"
 	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/accountstore"
 	"github.com/profilesvc/profilesvc/tests/testenv"
 )
 
@@ -254,8 +257,9 @@ func TestAccessTokenCutOffIsCached(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if reads.Load() > 1 {
-		t.Fatalf("%d user reads for five requests, want at most one", reads.Load())
+	// One miss: the store is read before and after filling the cache.
+	if reads.Load() > 2 {
+		t.Fatalf("%d user reads for five requests, want at most two", reads.Load())
 	}
 }
 
@@ -411,4 +415,47 @@ func issueText(de *domain.Error) string {
 		b.WriteString(f.Issue)
 	}
 	return b.String()
+}
+
+// hookedUsers runs after, once, right after its first read of a user: a
+// change that commits between a cache miss's store read and its cache write.
+type hookedUsers struct {
+	accountstore.Users
+	after *func()
+}
+
+func (u hookedUsers) ByID(ctx context.Context, id string) (account.User, error) {
+	got, err := u.Users.ByID(ctx, id)
+	if f := *u.after; f != nil {
+		*u.after = nil
+		f()
+	}
+	return got, err
+}
+
+// A revocation whose eviction lands between a request's store read and its
+// cache write must not be undone by that write: earlier tokens stay refused.
+func TestRevocationRacingACacheFillIsNotUndone(t *testing.T) {
+	e := newEnv()
+	var after func()
+	e.deps.Users = hookedUsers{Users: e.deps.Users, after: &after}
+	svc := e.service(t)
+	ada := register(t, svc, "ada@example.com")
+	if _, err := svc.Refresh(ctx, ada.Tokens.RefreshToken); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.cache.Delete(ctx, "sessver:"+ada.User.ID); err != nil {
+		t.Fatal(err)
+	}
+	after = func() {
+		// Presenting the spent refresh token again ends every session.
+		_, err := svc.Refresh(ctx, ada.Tokens.RefreshToken)
+		apptest.WantKind(t, err, domain.KindUnauthorized)
+	}
+	_, _ = svc.Authenticate(ctx, auth.Credentials{BearerToken: ada.Tokens.AccessToken})
+	if after != nil {
+		t.Fatal("the revocation did not run inside the cache fill")
+	}
+	_, err := svc.Authenticate(ctx, auth.Credentials{BearerToken: ada.Tokens.AccessToken})
+	apptest.WantKind(t, err, domain.KindUnauthorized)
 }
