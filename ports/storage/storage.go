@@ -12,6 +12,7 @@ import (
 	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/ports/accountstore"
 	"github.com/profilesvc/profilesvc/ports/profilestore"
+	"github.com/profilesvc/profilesvc/ports/proxystore"
 	"github.com/profilesvc/profilesvc/ports/teamstore"
 	"github.com/profilesvc/profilesvc/ports/webhookstore"
 )
@@ -44,6 +45,8 @@ type Store interface {
 	Invitations() teamstore.Invitations
 
 	Profiles() profilestore.Profiles
+
+	Proxies() proxystore.Proxies
 
 	WebhookEndpoints() webhookstore.Endpoints
 	Deliveries() webhookstore.Deliveries

@@ -55,6 +55,7 @@ func RunStore(t *testing.T, newStore NewStore) {
 	t.Run("profiles", func(t *testing.T) { runProfileRepository(t, newStore) })
 	t.Run("outbox", func(t *testing.T) { runOutbox(t, newStore) })
 	t.Run("outbox dispatch", func(t *testing.T) { runOutboxDispatch(t, newStore) })
+	t.Run("proxies", func(t *testing.T) { runProxyRepository(t, newStore) })
 	t.Run("webhook endpoints", func(t *testing.T) { runWebhookEndpoints(t, newStore) })
 	t.Run("deliveries", func(t *testing.T) { runDeliveries(t, newStore) })
 	t.Run("unit of work", func(t *testing.T) { runUnitOfWork(t, newStore) })

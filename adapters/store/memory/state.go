@@ -7,6 +7,7 @@ import (
 	"github.com/profilesvc/profilesvc/domain/account"
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/profile"
+	"github.com/profilesvc/profilesvc/domain/proxy"
 	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/domain/webhook"
 	"github.com/profilesvc/profilesvc/ports"
@@ -24,6 +25,7 @@ type state struct {
 	refresh     table[account.RefreshToken]
 	resets      table[account.ResetToken]
 	profiles    table[profile.Profile]
+	proxies     table[proxy.Proxy]
 	endpoints   table[webhook.Endpoint]
 	deliveries  table[deliveryRow]
 	outbox      table[outboxRow]
@@ -63,6 +65,7 @@ func newState() state {
 		refresh:     newTable("refresh token", func(t *account.RefreshToken) rowKey { return rowKey{id: t.ID} }, cloneRefreshToken),
 		resets:      newTable("reset token", func(t *account.ResetToken) rowKey { return rowKey{id: t.ID} }, cloneResetToken),
 		profiles:    newTable("profile", func(p *profile.Profile) rowKey { return rowKey{p.ID, p.TeamID} }, cloneProfile),
+		proxies:     newTable("proxy", func(p *proxy.Proxy) rowKey { return rowKey{p.ID, p.TeamID} }, cloneProxy),
 		endpoints:   newTable("webhook endpoint", func(e *webhook.Endpoint) rowKey { return rowKey{e.ID, e.TeamID} }, cloneEndpoint),
 		deliveries:  newTable("delivery", func(r *deliveryRow) rowKey { return rowKey{r.d.ID, r.d.TeamID} }, cloneDeliveryRow).withBacklog(pending),
 		outbox:      newTable("event", func(r *outboxRow) rowKey { return rowKey{r.e.ID, r.e.TeamID} }, cloneOutboxRow).withBacklog(undispatched),
