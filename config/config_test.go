@@ -45,7 +45,8 @@ func TestLoadDefaults(t *testing.T) {
 
 		APIKeysPerUser:       20,
 		RegistrationsPerAddr: 20,
-		Quotas:               config.Quotas{WebhookEndpoints: 20, Profiles: 1000, InvitationsPerDay: 50, InvitationResendsPerDay: 3},
+		Quotas: config.Quotas{WebhookEndpoints: 20, Profiles: 1000, InvitationsPerDay: 50, InvitationResendsPerDay: 3,
+			Proxies: 500, ProxyChecksPerMinute: 30},
 
 		RedisTimeout:         250 * time.Millisecond,
 		RedisRetryInterval:   time.Second,

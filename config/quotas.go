@@ -12,6 +12,11 @@ type Quotas struct {
 	// InvitationResendsPerDay bounds the invitations sent to one membership
 	// in any 24 hours: the first and its re-sends.
 	InvitationResendsPerDay int
+	// Proxies bounds a team's stored proxies.
+	Proxies int
+	// ProxyChecksPerMinute bounds a team's proxy tests and checks together,
+	// each of which opens a connection through a proxy.
+	ProxyChecksPerMinute int
 }
 
 func (l *loader) quotas() Quotas {
@@ -20,5 +25,7 @@ func (l *loader) quotas() Quotas {
 		Profiles:                l.atLeastOne("QUOTA_PROFILES", 1000),
 		InvitationsPerDay:       l.atLeastOne("QUOTA_INVITATIONS_PER_DAY", 50),
 		InvitationResendsPerDay: l.atLeastOne("QUOTA_INVITATION_RESENDS_PER_DAY", 3),
+		Proxies:                 l.atLeastOne("QUOTA_PROXIES", 500),
+		ProxyChecksPerMinute:    l.atLeastOne("QUOTA_PROXY_CHECKS_PER_MINUTE", 30),
 	}
 }

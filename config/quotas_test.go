@@ -12,11 +12,14 @@ func TestLoadReadsQuotas(t *testing.T) {
 		"QUOTA_PROFILES":                   "7",
 		"QUOTA_INVITATIONS_PER_DAY":        "11",
 		"QUOTA_INVITATION_RESENDS_PER_DAY": "2",
+		"QUOTA_PROXIES":                    "5",
+		"QUOTA_PROXY_CHECKS_PER_MINUTE":    "4",
 	})
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	want := config.Quotas{WebhookEndpoints: 3, Profiles: 7, InvitationsPerDay: 11, InvitationResendsPerDay: 2}
+	want := config.Quotas{WebhookEndpoints: 3, Profiles: 7, InvitationsPerDay: 11, InvitationResendsPerDay: 2,
+		Proxies: 5, ProxyChecksPerMinute: 4}
 	if cfg.Quotas != want {
 		t.Fatalf("Quotas = %+v, want %+v", cfg.Quotas, want)
 	}

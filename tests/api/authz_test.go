@@ -70,6 +70,17 @@ func (f *authzFixture) endpoint(t *testing.T) string {
 	return f.h.subscribe(t, f.owner, f.hookURL)
 }
 
+// authzProxy is a proxy on a loopback port nothing listens on (private
+// targets are allowed in the fixture's service): a test or check fails at
+// once, without leaving the machine.
+var authzProxy = map[string]any{"type": "http", "host": "127.0.0.1", "port": 9}
+
+func (f *authzFixture) proxy(t *testing.T) string {
+	r := f.h.post("/api/v1/proxies", authzProxy, f.as(f.owner)...)
+	expect(t, r, http.StatusCreated)
+	return str(r.data()["id"])
+}
+
 func (f *authzFixture) webhookReq(method, path string, body any, a account) req {
 	return req{method: method, path: path, body: body, headers: pairs(f.as(a))}
 }
@@ -168,6 +179,27 @@ var authzCases = map[string]authzCase{
 		r := f.h.post("/v1/webhooks/"+ep+"/test", map[string]any{"event_type": "profile.created"}, f.as(f.owner)...)
 		expect(t, r, http.StatusAccepted)
 		return f.webhookReq("POST", "/v1/webhooks/"+ep+"/deliveries/"+str(r.data()["deliveryId"])+"/retry", nil, a)
+	}},
+	"proxies.list": {team.RoleViewer, 200, func(_ *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return req{method: "GET", path: "/api/v1/proxies", headers: pairs(f.as(a))}
+	}},
+	"proxies.read": {team.RoleViewer, 200, func(t *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return req{method: "GET", path: "/api/v1/proxies/" + f.proxy(t), headers: pairs(f.as(a))}
+	}},
+	"proxies.add": {team.RoleMember, 201, func(_ *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return req{method: "POST", path: "/api/v1/proxies", body: authzProxy, headers: pairs(f.as(a))}
+	}},
+	"proxies.update": {team.RoleMember, 200, func(t *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return req{method: "PATCH", path: "/api/v1/proxies/" + f.proxy(t), body: map[string]any{"name": "n"}, headers: pairs(f.as(a))}
+	}},
+	"proxies.delete": {team.RoleAdmin, 204, func(t *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return req{method: "DELETE", path: "/api/v1/proxies/" + f.proxy(t), headers: pairs(f.as(a))}
+	}},
+	"proxies.test": {team.RoleMember, 200, func(_ *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return req{method: "POST", path: "/api/v1/proxies/test", body: authzProxy, headers: pairs(f.as(a))}
+	}},
+	"proxies.check": {team.RoleMember, 200, func(t *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return req{method: "POST", path: "/api/v1/proxies/" + f.proxy(t) + "/check", headers: pairs(f.as(a))}
 	}},
 	"teams.members.update": {team.RoleAdmin, 200, func(t *testing.T, f *authzFixture, a account, _ team.Role) req {
 		inviteSeq++
