@@ -12,6 +12,7 @@ import (
 	"github.com/profilesvc/profilesvc/application/profiles"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/profile"
+	"github.com/profilesvc/profilesvc/domain/proxy"
 )
 
 // ProfileHandlers serves templates, profiles and their sessions.
@@ -69,7 +70,10 @@ type fingerprintDTO struct {
 }
 
 type proxyRefDTO struct {
-	ID string `json:"id"`
+	ID   string `json:"id"`
+	Type string `json:"type,omitempty"`
+	Host string `json:"host,omitempty"`
+	Port int    `json:"port,omitempty"`
 }
 
 type browserSessionDTO struct {
@@ -119,7 +123,10 @@ func toProfileDTO(p profile.Profile) profileDTO {
 	if d.Tags == nil {
 		d.Tags = []string{}
 	}
-	if p.ProxyID != "" {
+	switch {
+	case p.Proxy != nil:
+		d.Proxy = &proxyRefDTO{ID: p.Proxy.ID, Type: p.Proxy.Type, Host: p.Proxy.Host, Port: p.Proxy.Port}
+	case p.ProxyID != "":
 		d.Proxy = &proxyRefDTO{ID: p.ProxyID}
 	}
 	if p.Session != nil {
@@ -164,22 +171,37 @@ func (createProfileRequest) readOnlyFields() []string { return profileReadOnly }
 
 var profileReadOnly = []string{"browser", "session"}
 
-// proxyID reads the proxy field: absent or null is no proxy, {"id": ...} a
-// stored proxy of the team.
-func proxyID(raw json.RawMessage) (string, error) {
+// profileProxy reads the proxy field: absent or null is no proxy (id ""),
+// {"id": ...} a stored proxy of the team, and {type, host, port,
+// username?, password?} or {url} a new proxy stored with the profile
+// (inline).
+func profileProxy(raw json.RawMessage) (string, *proxy.Input, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return "", nil
+		return "", nil, nil
 	}
 	var ref map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &ref); err != nil {
-		return "", domain.Invalid("proxy", `must be null or {"id": "prx_..."}`)
+		return "", nil, domain.Invalid("proxy", `must be null, {"id": "prx_..."} or a proxy {type, host, port, username?, password?}`)
 	}
-	var id string
-	if len(ref) != 1 || json.Unmarshal(ref["id"], &id) != nil || id == "" {
-		return "", domain.Invalid("proxy", `must be null or {"id": "prx_..."} naming a stored proxy`)
+	if _, ok := ref["id"]; ok {
+		var id string
+		if len(ref) != 1 || json.Unmarshal(ref["id"], &id) != nil || id == "" {
+			return "", nil, domain.Invalid("proxy", `must be null or {"id": "prx_..."} naming a stored proxy`)
+		}
+		return id, nil, nil
 	}
-	return id, nil
+	var in proxyRequest
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil || in.Name != nil {
+		return "", nil, domain.Invalid("proxy", `must be null, {"id": "prx_..."} or a proxy {type, host, port, username?, password?}`)
+	}
+	inline, err := in.input()
+	if err != nil {
+		return "", nil, err
+	}
+	return "", &inline, nil
 }
 
 func (h *ProfileHandlers) listTemplates(w http.ResponseWriter, r *http.Request) error {
@@ -209,13 +231,13 @@ func (h *ProfileHandlers) create(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &in); err != nil {
 		return err
 	}
-	proxy, err := proxyID(in.Proxy)
+	proxyID, inline, err := profileProxy(in.Proxy)
 	if err != nil {
 		return err
 	}
 	p, err := h.svc.Create(r.Context(), actorFrom(r.Context()), profile.Settings{
 		Name: in.Name, TemplateID: in.TemplateID, Fingerprint: in.Fingerprint.patch(),
-		ProxyID: proxy, Tags: in.Tags, Notes: in.Notes,
+		ProxyID: proxyID, InlineProxy: inline, Tags: in.Tags, Notes: in.Notes,
 	})
 	if err != nil {
 		return err
@@ -301,11 +323,11 @@ func (h *ProfileHandlers) update(w http.ResponseWriter, r *http.Request) error {
 		patch.Fingerprint = &fp
 	}
 	if in.Proxy != nil {
-		id, err := proxyID(in.Proxy)
+		id, inline, err := profileProxy(in.Proxy)
 		if err != nil {
 			return err
 		}
-		patch.ProxyID = &id
+		patch.ProxyID, patch.InlineProxy = &id, inline
 	}
 	p, err := h.svc.Update(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"], patch, version)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/profilesvc/profilesvc/adapters/browser"
 	httpapi "github.com/profilesvc/profilesvc/adapters/http"
 	"github.com/profilesvc/profilesvc/application/profiles"
+	"github.com/profilesvc/profilesvc/application/proxies"
 	"github.com/profilesvc/profilesvc/config"
 	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/ports/storage"
@@ -32,6 +33,7 @@ type ProfileDeps struct {
 	Tx      ports.UnitOfWork
 	Outbox  ports.Outbox
 	Runtime ports.BrowserRuntime
+	Proxies *proxies.Service
 	Clock   ports.Clock
 	IDs     ports.IDs
 	Log     *slog.Logger
@@ -45,7 +47,7 @@ var Profiles = fx.Module("profiles",
 		newBrowserRuntime,
 		func(d ProfileDeps) *profiles.Service {
 			return profiles.New(profiles.Deps{
-				Tx: d.Tx, Teams: d.Store.Teams(), Profiles: d.Store.Profiles(), Users: d.Store.Users(), Outbox: d.Outbox,
+				Tx: d.Tx, Teams: d.Store.Teams(), Profiles: d.Store.Profiles(), Users: d.Store.Users(), Proxies: d.Proxies, Outbox: d.Outbox,
 				Runtime: d.Runtime, Clock: d.Clock, IDs: d.IDs, Log: d.Log,
 				Policy: profiles.Policy{
 					SessionTTLDefault: d.Config.SessionTTLDefault, SessionTTLMax: d.Config.SessionTTLMax,

@@ -7,6 +7,7 @@ package profiles
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/profilesvc/profilesvc/domain/account"
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/profile"
+	"github.com/profilesvc/profilesvc/domain/proxy"
 	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/ports/profilestore"
@@ -40,12 +42,15 @@ type Deps struct {
 	Teams    TeamLock
 	Profiles profilestore.Profiles
 	Users    Users
-	Outbox   ports.Outbox
-	Runtime  ports.BrowserRuntime
-	Clock    ports.Clock
-	IDs      ports.IDs
-	Log      *slog.Logger
-	Policy   Policy
+	// Proxies is the team's proxy pool (application/proxies has it); nil
+	// refuses every proxy.
+	Proxies ProxyPool
+	Outbox  ports.Outbox
+	Runtime ports.BrowserRuntime
+	Clock   ports.Clock
+	IDs     ports.IDs
+	Log     *slog.Logger
+	Policy  Policy
 }
 
 // TeamLock takes a team's lock for the rest of the unit of work
@@ -53,6 +58,19 @@ type Deps struct {
 // one is atomic across instances.
 type TeamLock interface {
 	Lock(ctx context.Context, teamID string) error
+}
+
+// ProxyPool is what profiles use of the proxies module: the team's stored
+// proxies, and inline proxies checked, sealed and stored in the profile's
+// unit of work.
+type ProxyPool interface {
+	// Lookup returns a proxy of the team; another team's is not found.
+	Lookup(ctx context.Context, teamID, id string) (proxy.Proxy, error)
+	// Prepare checks a new proxy of the actor's team, without storing it.
+	Prepare(ctx context.Context, actor team.Actor, in proxy.Input) (proxy.Proxy, error)
+	// Store stores a prepared proxy (emitting proxy.added) in the caller's
+	// unit of work.
+	Store(ctx context.Context, p proxy.Proxy) error
 }
 
 // Users reads the users the accounts module owns (ports/accountstore): a
@@ -95,16 +113,21 @@ func (s *Service) Template(actor team.Actor, id string) (profile.Template, error
 	return t, nil
 }
 
-// Create stores a new profile of the actor's team.
+// Create stores a new profile of the actor's team, with its inline proxy
+// if it has one.
 func (s *Service) Create(ctx context.Context, actor team.Actor, in profile.Settings) (profile.Profile, error) {
 	if err := actor.Require(team.ActWrite); err != nil {
 		return profile.Profile{}, err
 	}
-	p, err := profile.New(s.d.IDs.New("prf"), actor.TeamID, actor.UserID, in, s.d.Clock.Now())
+	inline, err := s.prepareInline(ctx, actor, in.InlineProxy)
 	if err != nil {
 		return profile.Profile{}, err
 	}
-	if err := checkProxy(p.ProxyID); err != nil {
+	if inline != nil {
+		in.ProxyID = inline.ID
+	}
+	p, err := profile.New(s.d.IDs.New("prf"), actor.TeamID, actor.UserID, in, s.d.Clock.Now())
+	if err != nil {
 		return profile.Profile{}, err
 	}
 	err = s.d.Tx.Do(ctx, func(ctx context.Context) error {
@@ -118,10 +141,18 @@ func (s *Service) Create(ctx context.Context, actor team.Actor, in profile.Setti
 		if err := team.CheckQuota(n, s.d.Policy.MaxProfiles, "profiles"); err != nil {
 			return err
 		}
+		px, err := s.assignable(ctx, actor.TeamID, p.ProxyID, inline)
+		if err != nil {
+			return err
+		}
 		if err := s.d.Profiles.Create(ctx, p); err != nil {
 			return err
 		}
-		return s.emit(ctx, p, event.ProfileCreated, nil)
+		if err := s.emit(ctx, p, event.ProfileCreated, nil); err != nil {
+			return err
+		}
+		p.Proxy = proxyRef(px)
+		return s.assigned(ctx, p, px)
 	})
 	if err != nil {
 		return profile.Profile{}, err
@@ -129,13 +160,89 @@ func (s *Service) Create(ctx context.Context, actor team.Actor, in profile.Setti
 	return p, nil
 }
 
-// checkProxy requires a proxy id to name a stored proxy of the team. The
-// service stores no proxies yet, so any id is refused with a clear message.
-func checkProxy(proxyID string) error {
-	if proxyID == "" {
+// prepareInline checks an inline proxy before the unit of work starts (it
+// may resolve the host).
+func (s *Service) prepareInline(ctx context.Context, actor team.Actor, in *proxy.Input) (*proxy.Proxy, error) {
+	if in == nil {
+		return nil, nil
+	}
+	if s.d.Proxies == nil {
+		return nil, domain.Invalid("proxy", "proxies are not available")
+	}
+	px, err := s.d.Proxies.Prepare(ctx, actor, *in)
+	if err != nil {
+		return nil, prefixFields(err, "proxy.")
+	}
+	return &px, nil
+}
+
+// prefixFields names the fields of a validation error of the inline proxy
+// as fields of the profile's proxy.
+func prefixFields(err error, prefix string) error {
+	var de *domain.Error
+	if !errors.As(err, &de) || de.Kind != domain.KindValidation || len(de.Fields) == 0 {
+		return err
+	}
+	v := &domain.Validation{}
+	for _, f := range de.Fields {
+		v.Add(prefix+f.Field, f.Issue)
+	}
+	return v.Err()
+}
+
+// assignable stores the inline proxy, or requires proxyID to name a stored
+// proxy of the team, in the caller's unit of work; nil for no proxy.
+func (s *Service) assignable(ctx context.Context, teamID, proxyID string, inline *proxy.Proxy) (*proxy.Proxy, error) {
+	switch {
+	case inline != nil:
+		if err := s.d.Proxies.Store(ctx, *inline); err != nil {
+			return nil, err
+		}
+		return inline, nil
+	case proxyID == "":
+		return nil, nil
+	case s.d.Proxies == nil:
+		return nil, domain.Invalid("proxy.id", "must name a stored proxy of this team")
+	}
+	px, err := s.d.Proxies.Lookup(ctx, teamID, proxyID)
+	if domain.IsKind(err, domain.KindNotFound) {
+		return nil, domain.Invalid("proxy.id", "must name a stored proxy of this team")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &px, nil
+}
+
+// assigned emits proxy.assigned for a profile that got px.
+func (s *Service) assigned(ctx context.Context, p profile.Profile, px *proxy.Proxy) error {
+	if px == nil {
 		return nil
 	}
-	return domain.Invalid("proxy.id", "must name a stored proxy of this team")
+	return s.emit(ctx, p, event.ProxyAssigned, map[string]any{"proxy": px.EventView()})
+}
+
+func proxyRef(px *proxy.Proxy) *profile.ProxyRef {
+	if px == nil {
+		return nil
+	}
+	return &profile.ProxyRef{ID: px.ID, Type: string(px.Type), Host: px.Host, Port: px.Port}
+}
+
+// withProxy fills the profile's proxy view; a proxy that cannot be read is
+// shown by its id alone.
+func (s *Service) withProxy(ctx context.Context, p profile.Profile) profile.Profile {
+	if p.ProxyID == "" {
+		return p
+	}
+	p.Proxy = &profile.ProxyRef{ID: p.ProxyID}
+	if s.d.Proxies == nil {
+		return p
+	}
+	if px, err := s.d.Proxies.Lookup(ctx, p.TeamID, p.ProxyID); err == nil {
+		p.Proxy = proxyRef(&px)
+	}
+	return p
 }
 
 // Get returns a profile of the actor's team.
@@ -143,7 +250,11 @@ func (s *Service) Get(ctx context.Context, actor team.Actor, id string) (profile
 	if err := actor.Require(team.ActRead); err != nil {
 		return profile.Profile{}, err
 	}
-	return s.d.Profiles.ByID(ctx, actor.TeamID, id)
+	p, err := s.d.Profiles.ByID(ctx, actor.TeamID, id)
+	if err != nil {
+		return profile.Profile{}, err
+	}
+	return s.withProxy(ctx, p), nil
 }
 
 // ListInput selects a page of profiles.
@@ -180,7 +291,11 @@ func (s *Service) List(ctx context.Context, actor team.Actor, in ListInput) (pag
 	if err != nil {
 		return paging.Page[profile.Profile]{}, err
 	}
-	return paging.Cut(items, in.Limit, func(p profile.Profile) string { return p.ID }), nil
+	page := paging.Cut(items, in.Limit, func(p profile.Profile) string { return p.ID })
+	for i := range page.Items {
+		page.Items[i] = s.withProxy(ctx, page.Items[i])
+	}
+	return page, nil
 }
 
 // Update applies a partial update. ifMatch, when set, must equal the stored
@@ -190,8 +305,14 @@ func (s *Service) Update(ctx context.Context, actor team.Actor, id string, patch
 	if err := actor.Require(team.ActWrite); err != nil {
 		return profile.Profile{}, err
 	}
+	inline, err := s.prepareInline(ctx, actor, patch.InlineProxy)
+	if err != nil {
+		return profile.Profile{}, err
+	}
+	if inline != nil {
+		patch.ProxyID = &inline.ID
+	}
 	var out profile.Profile
-	var err error
 	for range s.d.Policy.UpdateAttempts {
 		err = s.d.Tx.Do(ctx, func(ctx context.Context) error {
 			cur, err := s.d.Profiles.ByID(ctx, actor.TeamID, id)
@@ -202,23 +323,27 @@ func (s *Service) Update(ctx context.Context, actor team.Actor, id string, patch
 				return versionMismatch(cur.Version)
 			}
 			if patch.Empty() {
-				out = cur
+				out = s.withProxy(ctx, cur)
 				return nil
 			}
 			next, err := cur.Apply(patch, s.d.Clock.Now())
 			if err != nil {
 				return err
 			}
-			if patch.ProxyID != nil && next.ProxyID != cur.ProxyID {
-				if err := checkProxy(next.ProxyID); err != nil {
+			var px *proxy.Proxy
+			if next.ProxyID != cur.ProxyID {
+				if px, err = s.assignable(ctx, actor.TeamID, next.ProxyID, inline); err != nil {
 					return err
 				}
 			}
 			if err := s.d.Profiles.Update(ctx, next, cur.Version); err != nil {
 				return err
 			}
-			out = next
-			return s.emit(ctx, next, event.ProfileUpdated, nil)
+			out = s.withProxy(ctx, next)
+			if err := s.emit(ctx, next, event.ProfileUpdated, nil); err != nil {
+				return err
+			}
+			return s.assigned(ctx, next, px)
 		})
 		if ifMatch != nil || !domain.IsKind(err, domain.KindPreconditionFailed) {
 			break

@@ -66,17 +66,8 @@ func New(d Deps) *Service {
 	return &Service{d: d}
 }
 
-// Input is a proxy as a client gives it: URL in the short form
-// type://user:pass@host:port, or the fields.
-type Input struct {
-	URL      string
-	Name     string
-	Type     string
-	Host     string
-	Port     int
-	Username string
-	Password string
-}
+// Input is a proxy as a client gives it.
+type Input = proxy.Input
 
 // spec checks the input and the host.
 func (s *Service) spec(ctx context.Context, in Input) (proxy.Spec, error) {
@@ -168,6 +159,12 @@ func (s *Service) Get(ctx context.Context, actor team.Actor, id string) (proxy.P
 		return proxy.Proxy{}, err
 	}
 	return s.d.Proxies.ByID(ctx, actor.TeamID, id)
+}
+
+// Lookup returns a proxy of the team, for the profiles module (which has
+// checked its actor).
+func (s *Service) Lookup(ctx context.Context, teamID, id string) (proxy.Proxy, error) {
+	return s.d.Proxies.ByID(ctx, teamID, id)
 }
 
 // List returns a page of the team's proxies, newest first, optionally of
@@ -358,22 +355,8 @@ func (s *Service) throttle(ctx context.Context, teamID string) error {
 	return nil
 }
 
-// EventProxy is API.md's data.proxy: never the credentials.
-type EventProxy struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
-	Type string `json:"type"`
-	Host string `json:"host"`
-	Port int    `json:"port"`
-}
-
-// EventData returns data.proxy of p.
-func EventData(p proxy.Proxy) EventProxy {
-	return EventProxy{ID: p.ID, Name: p.Name, Type: string(p.Type), Host: p.Host, Port: p.Port}
-}
-
 func (s *Service) emit(ctx context.Context, p proxy.Proxy, typ event.Type, extra map[string]any) error {
-	data := map[string]any{"proxy": EventData(p)}
+	data := map[string]any{"proxy": p.EventView()}
 	for k, v := range extra {
 		data[k] = v
 	}

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/proxy"
 )
 
 // Limits of a profile's settings.
@@ -47,7 +48,10 @@ type Profile struct {
 	Browser     string
 	Fingerprint Fingerprint
 	// ProxyID names a stored proxy of the team, or is empty for none.
-	ProxyID   string
+	ProxyID string
+	// Proxy is how the proxy is shown with the profile: filled from the
+	// proxies module when the profile is read, never stored with it.
+	Proxy     *ProxyRef
 	Tags      []string
 	Notes     string
 	Session   *Session
@@ -55,6 +59,14 @@ type Profile struct {
 	CreatedBy string
 	CreatedAt time.Time
 	UpdatedAt time.Time
+}
+
+// ProxyRef is a profile's proxy as the profile shows it.
+type ProxyRef struct {
+	ID   string
+	Type string
+	Host string
+	Port int
 }
 
 // Status is running while the profile holds a session.
@@ -98,6 +110,9 @@ type Settings struct {
 	TemplateID  string
 	Fingerprint FingerprintPatch
 	ProxyID     string
+	// InlineProxy, when set, is a new proxy to store with the profile in
+	// place of ProxyID.
+	InlineProxy *proxy.Input
 	Tags        []string
 	Notes       string
 }
@@ -137,13 +152,15 @@ type Patch struct {
 	Fingerprint *FingerprintPatch
 	// ProxyID: nil keeps the proxy, "" removes it.
 	ProxyID *string
-	Tags    *[]string
-	Notes   *string
+	// InlineProxy, when set, is a new proxy to store and assign.
+	InlineProxy *proxy.Input
+	Tags        *[]string
+	Notes       *string
 }
 
 // Empty reports whether the patch changes nothing.
 func (p Patch) Empty() bool {
-	return p.Name == nil && p.TemplateID == nil && p.Fingerprint == nil && p.ProxyID == nil && p.Tags == nil && p.Notes == nil
+	return p.Name == nil && p.TemplateID == nil && p.Fingerprint == nil && p.ProxyID == nil && p.InlineProxy == nil && p.Tags == nil && p.Notes == nil
 }
 
 // Apply returns the profile with the patch applied, its version raised and

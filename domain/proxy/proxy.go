@@ -195,6 +195,32 @@ func ParseURL(raw string) (Spec, error) {
 	return s, nil
 }
 
+// Input is a proxy as a client gives it: URL in the short form
+// type://user:pass@host:port, or the fields.
+type Input struct {
+	URL      string
+	Name     string
+	Type     string
+	Host     string
+	Port     int
+	Username string
+	Password string
+}
+
+// EventView is data.proxy of the proxy events: never the credentials.
+type EventView struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Type string `json:"type"`
+	Host string `json:"host"`
+	Port int    `json:"port"`
+}
+
+// EventView returns data.proxy of p.
+func (p Proxy) EventView() EventView {
+	return EventView{ID: p.ID, Name: p.Name, Type: string(p.Type), Host: p.Host, Port: p.Port}
+}
+
 // New returns a proxy of teamID from a checked spec; sealed is the
 // password as the service's secret box sealed it (nil for none).
 func New(id, teamID string, s Spec, sealed []byte, now time.Time) Proxy {

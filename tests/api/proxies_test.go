@@ -353,3 +353,151 @@ func TestProxyHostsAreGuarded(t *testing.T) {
 		t.Fatalf("%d probes of refused hosts", n)
 	}
 }
+
+func TestProfilesTakeTheirTeamsProxies(t *testing.T) {
+	eachProxyBackend(t, nil, func(t *testing.T, h *harness, _ *fakeProber, _ string) {
+		a, b := h.register(t), h.register(t)
+		mine := str(h.addProxy(t, a, map[string]any{"name": "Mine", "type": "http", "host": "mine.example.com", "port": 3128})["id"])
+		theirs := str(h.addProxy(t, b, map[string]any{"type": "http", "host": "theirs.example.com", "port": 3128})["id"])
+		countProxies := func() int {
+			r := h.get("/api/v1/proxies?limit=100", bearer(a.access)...)
+			expect(t, r, http.StatusOK)
+			return len(asList(r.env["data"]))
+		}
+		wantView := func(what string, got any, id, typ, host string, port int) {
+			t.Helper()
+			m, _ := got.(map[string]any)
+			want := map[string]any{"id": id, "type": typ, "host": host, "port": float64(port)}
+			if len(m) != len(want) {
+				t.Fatalf("%s: proxy %v, want %v", what, got, want)
+			}
+			for k, v := range want {
+				if m[k] != v {
+					t.Fatalf("%s: proxy.%s = %v, want %v", what, k, m[k], v)
+				}
+			}
+		}
+
+		r := h.post("/api/v1/profiles", map[string]any{"name": "p1", "templateId": windowsTemplate, "proxy": map[string]any{"id": mine}}, bearer(a.access)...)
+		expect(t, r, http.StatusCreated)
+		p1 := str(r.data()["id"])
+		wantView("create by id", r.data()["proxy"], mine, "http", "mine.example.com", 3128)
+
+		for _, id := range []string{theirs, "prx_01HZZZZZZZZZZZZZZZZZZZZZZZ"} {
+			r = h.post("/api/v1/profiles", map[string]any{"name": "x", "templateId": windowsTemplate, "proxy": map[string]any{"id": id}}, bearer(a.access)...)
+			expect(t, r, http.StatusUnprocessableEntity)
+			if f := r.errFields(); len(f) != 1 || f[0] != "proxy.id" {
+				t.Fatalf("proxy %s: fields %v, want [proxy.id]", id, f)
+			}
+		}
+
+		r = h.post("/api/v1/profiles", map[string]any{"name": "p2", "templateId": windowsTemplate,
+			"proxy": map[string]any{"type": "socks5", "host": "inline.example.com", "port": 1080, "username": "dave", "password": proxyPassword}}, bearer(a.access)...)
+		expect(t, r, http.StatusCreated)
+		p2 := str(r.data()["id"])
+		m, _ := r.data()["proxy"].(map[string]any)
+		inline := str(m["id"])
+		wantView("create inline", r.data()["proxy"], inline, "socks5", "inline.example.com", 1080)
+		got := h.get("/api/v1/proxies/"+inline, bearer(a.access)...)
+		expect(t, got, http.StatusOK)
+		if got.data()["hasPassword"] != true || got.data()["username"] != "dave" {
+			t.Fatalf("inline proxy stored as %v", got.data())
+		}
+		if n := countProxies(); n != 2 {
+			t.Fatalf("%d proxies, want 2", n)
+		}
+
+		for _, c := range []struct {
+			proxy any
+			field string
+		}{
+			{map[string]any{"type": "socks5", "host": "bad.example.com", "port": 0}, "proxy.port"},
+			{map[string]any{"type": "http", "host": "10.0.0.1", "port": 8080}, "proxy.host"},
+			{map[string]any{"url": "ftp://x.example.com:21"}, "proxy.url"},
+		} {
+			r = h.post("/api/v1/profiles", map[string]any{"name": "x", "templateId": windowsTemplate, "proxy": c.proxy}, bearer(a.access)...)
+			expect(t, r, http.StatusUnprocessableEntity)
+			if f := r.errFields(); len(f) != 1 || f[0] != c.field {
+				t.Fatalf("%v: fields %v, want [%s]", c.proxy, f, c.field)
+			}
+		}
+		if n := countProxies(); n != 2 {
+			t.Fatalf("refused profiles stored proxies: %d, want 2", n)
+		}
+
+		// PATCH: inline by url, then a stale If-Match stores nothing, then
+		// another team's id, then null.
+		r = h.patch("/api/v1/profiles/"+p1, map[string]any{"proxy": map[string]any{"url": "http://erin:" + proxyPassword + "@patched.example.com:8080"}}, bearer(a.access)...)
+		expect(t, r, http.StatusOK)
+		m, _ = r.data()["proxy"].(map[string]any)
+		patched := str(m["id"])
+		wantView("patch inline", r.data()["proxy"], patched, "http", "patched.example.com", 8080)
+		r = h.do(req{method: http.MethodPatch, path: "/api/v1/profiles/" + p1, body: map[string]any{"proxy": map[string]any{"url": "http://stale.example.com:8080"}},
+			headers: pairs(append(bearer(a.access), "If-Match", `"1"`))})
+		expect(t, r, http.StatusPreconditionFailed)
+		if n := countProxies(); n != 3 {
+			t.Fatalf("%d proxies after a refused PATCH, want 3", n)
+		}
+		r = h.patch("/api/v1/profiles/"+p1, map[string]any{"proxy": map[string]any{"id": theirs}}, bearer(a.access)...)
+		expect(t, r, http.StatusUnprocessableEntity)
+		if f := r.errFields(); len(f) != 1 || f[0] != "proxy.id" {
+			t.Fatalf("patch to another team's proxy: fields %v", f)
+		}
+		r = h.get("/api/v1/profiles/"+p2, bearer(a.access)...)
+		expect(t, r, http.StatusOK)
+		wantView("read", r.data()["proxy"], inline, "socks5", "inline.example.com", 1080)
+		r = h.get("/api/v1/profiles", bearer(a.access)...)
+		expect(t, r, http.StatusOK)
+		for _, it := range asList(r.env["data"]) {
+			pm := it.(map[string]any)
+			if str(pm["id"]) == p1 {
+				wantView("list", pm["proxy"], patched, "http", "patched.example.com", 8080)
+			}
+		}
+
+		// The proxy in use cannot go; once the profile lets it go, it can.
+		expect(t, h.delete("/api/v1/proxies/"+inline, bearer(a.access)...), http.StatusConflict)
+		r = h.patch("/api/v1/profiles/"+p2, map[string]any{"proxy": nil}, bearer(a.access)...)
+		expect(t, r, http.StatusOK)
+		if r.data()["proxy"] != nil {
+			t.Fatalf("proxy after null: %v", r.data()["proxy"])
+		}
+		expect(t, h.delete("/api/v1/proxies/"+inline, bearer(a.access)...), http.StatusNoContent)
+
+		// Events: proxy.added for each proxy of a (two added, two inline),
+		// proxy.assigned for each assignment, with data.proxy and
+		// data.profile, and never the password.
+		var addedA int
+		for _, e := range h.events(t, event.ProxyAdded) {
+			if e.TeamID == a.teamID {
+				addedA++
+			}
+		}
+		if addedA != 3 {
+			t.Errorf("%d proxy.added of team a, want 3 (one added, two inline)", addedA)
+		}
+		assigned := h.events(t, event.ProxyAssigned)
+		wantAssigned := []struct{ profile, proxy string }{{p1, mine}, {p2, inline}, {p1, patched}}
+		if len(assigned) != len(wantAssigned) {
+			t.Fatalf("%d proxy.assigned events, want %d", len(assigned), len(wantAssigned))
+		}
+		for i, e := range assigned {
+			d := eventData(t, e)
+			px, _ := d["proxy"].(map[string]any)
+			pf, _ := d["profile"].(map[string]any)
+			if str(px["id"]) != wantAssigned[i].proxy || str(pf["id"]) != wantAssigned[i].profile || px["host"] == nil || px["port"] == nil || px["name"] == nil {
+				t.Errorf("proxy.assigned %d: %s", i, e.Data)
+			}
+			if bytes.Contains(e.Data, []byte(proxyPassword)) {
+				t.Errorf("proxy.assigned carries the password")
+			}
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for _, body := range h.bodies {
+			if bytes.Contains(body, []byte(proxyPassword)) {
+				t.Errorf("a response contains the proxy password: %s", truncate(body))
+			}
+		}
+	})
+}
