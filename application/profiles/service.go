@@ -204,6 +204,12 @@ func (s *Service) assignable(ctx context.Context, teamID, proxyID string, inline
 	case s.d.Proxies == nil:
 		return nil, domain.Invalid("proxy.id", "must name a stored proxy of this team")
 	}
+	// The team's lock orders the assignment with a delete of the proxy
+	// (which takes it too): the proxy read here is not deleted before the
+	// profile that uses it commits.
+	if err := s.d.Teams.Lock(ctx, teamID); err != nil {
+		return nil, err
+	}
 	px, err := s.d.Proxies.Lookup(ctx, teamID, proxyID)
 	if domain.IsKind(err, domain.KindNotFound) {
 		return nil, domain.Invalid("proxy.id", "must name a stored proxy of this team")

@@ -267,7 +267,14 @@ func (s *Service) Delete(ctx context.Context, actor team.Actor, id string) error
 	if err := actor.Require(team.ActDelete); err != nil {
 		return err
 	}
-	return s.d.Proxies.Delete(ctx, actor.TeamID, id)
+	// The team's lock orders the delete with a profile taking the proxy
+	// (profiles take it too), so neither misses the other across instances.
+	return s.d.Tx.Do(ctx, func(ctx context.Context) error {
+		if err := s.d.Teams.Lock(ctx, actor.TeamID); err != nil {
+			return err
+		}
+		return s.d.Proxies.Delete(ctx, actor.TeamID, id)
+	})
 }
 
 // Test probes a proxy that is not stored; nothing is kept.

@@ -501,3 +501,36 @@ func TestProfilesTakeTheirTeamsProxies(t *testing.T) {
 		}
 	})
 }
+
+// TestDeletingAProxyRacesNoAssignment deletes a proxy while profiles take
+// it: afterwards either the proxy exists or no profile names it.
+func TestDeletingAProxyRacesNoAssignment(t *testing.T) {
+	eachProxyBackend(t, nil, func(t *testing.T, h *harness, _ *fakeProber, _ string) {
+		a := h.register(t)
+		profiles := make([]string, 4)
+		for i := range profiles {
+			profiles[i] = h.createProfile(t, a, nil)
+		}
+		for round := range 10 {
+			id := str(h.addProxy(t, a, map[string]any{"type": "http", "host": "race.example.com", "port": 8080})["id"])
+			var wg sync.WaitGroup
+			for _, p := range profiles {
+				wg.Go(func() {
+					h.rawDo(http.MethodPatch, "/api/v1/profiles/"+p, `{"proxy":{"id":"`+id+`"}}`, bearer(a.access)...)
+				})
+			}
+			wg.Go(func() { h.rawDo(http.MethodDelete, "/api/v1/proxies/"+id, "", bearer(a.access)...) })
+			wg.Wait()
+			if h.get("/api/v1/proxies/"+id, bearer(a.access)...).status == http.StatusOK {
+				continue
+			}
+			for _, p := range profiles {
+				r := h.get("/api/v1/profiles/"+p, bearer(a.access)...)
+				expect(t, r, http.StatusOK)
+				if m, _ := r.data()["proxy"].(map[string]any); str(m["id"]) == id {
+					t.Fatalf("round %d: profile %s names the deleted proxy %s", round, p, id)
+				}
+			}
+		}
+	})
+}
