@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -38,6 +39,8 @@ const (
 	// answerLimit is how much of the check service's answer is read: an
 	// IP echo answers in a few hundred bytes.
 	answerLimit = 64 << 10
+	// connectAnswerLimit bounds a proxy's answer to CONNECT.
+	connectAnswerLimit = 16 << 10
 	// maxErrorLen keeps an unexpected error short enough for a person.
 	maxErrorLen = 160
 )
@@ -110,14 +113,27 @@ func (p *Prober) CheckHost(ctx context.Context, host string) error {
 // password.
 func (p *Prober) Probe(ctx context.Context, target ports.ProxyTarget) ports.ProbeResult {
 	start := time.Now()
+	budget := p.timeout
+	if deadline, ok := ctx.Deadline(); ok && deadline.Sub(start) < budget {
+		budget = roughly(deadline.Sub(start))
+	}
 	pctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	res, err := p.probe(pctx, target)
 	if err != nil {
-		res = ports.ProbeResult{Error: p.describe(ctx, pctx, err, target.Password)}
+		res = ports.ProbeResult{Error: describe(ctx, pctx, err, budget, target.Password)}
 	}
 	res.Latency = time.Since(start)
 	return res
+}
+
+// roughly rounds a caller's remaining time to what it was most likely set
+// to: 200ms rather than 199.93ms.
+func roughly(d time.Duration) time.Duration {
+	if d >= 10*time.Millisecond {
+		return d.Round(10 * time.Millisecond)
+	}
+	return max(d.Round(time.Millisecond), 0)
 }
 
 // failure is an error whose text is already meant for a person.
@@ -262,11 +278,18 @@ func (p *Prober) connect(ctx context.Context, conn net.Conn, target ports.ProxyT
 	if err := req.Write(conn); err != nil {
 		return nil, err
 	}
-	br := bufio.NewReader(conn)
+	// A proxy's answer to CONNECT is a few short lines: one that never ends
+	// is cut off instead of filling memory until the time-out.
+	limited := &io.LimitedReader{R: conn, N: connectAnswerLimit}
+	br := bufio.NewReader(limited)
 	resp, err := http.ReadResponse(br, req)
 	if err != nil {
+		if limited.N == 0 {
+			return nil, fail("the proxy's answer to CONNECT was too long")
+		}
 		return nil, err
 	}
+	limited.N = math.MaxInt64
 	_ = resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusProxyAuthRequired:
@@ -274,13 +297,11 @@ func (p *Prober) connect(ctx context.Context, conn net.Conn, target ports.ProxyT
 	case resp.StatusCode != http.StatusOK:
 		return nil, fail("the proxy could not connect to the check service (status %d)", resp.StatusCode)
 	}
-	if br.Buffered() > 0 {
-		return &bufferedConn{Conn: conn, r: br}, nil
-	}
-	return conn, nil
+	return &bufferedConn{Conn: conn, r: br}, nil
 }
 
-// bufferedConn reads first what the proxy sent after its answer.
+// bufferedConn reads first what the proxy sent after its answer, then the
+// rest of the tunnel.
 type bufferedConn struct {
 	net.Conn
 	r *bufio.Reader
@@ -309,15 +330,10 @@ func (g guardedDialer) DialContext(ctx context.Context, _, addr string) (net.Con
 	return g.p.dial(ctx, addr)
 }
 
-// socksError maps the SOCKS5 client's failures, which are plain strings,
-// to the ones a person tells apart.
+// socksError maps the SOCKS5 client's failures that are plain strings to
+// the ones a person tells apart. A failed dial to the proxy itself keeps
+// its cause (refused, unreachable, not allowed, timed out) wrapped.
 func socksError(err error) error {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op != "socks connect" {
-		// The dial to the proxy itself failed: refused, unreachable,
-		// not allowed, timed out.
-		return err
-	}
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, "username/password authentication failed"),
@@ -330,8 +346,9 @@ func socksError(err error) error {
 }
 
 // describe turns a probe's error into words a person tells apart. ctx is
-// the caller's, pctx the probe's own (bounded by the time-out).
-func (p *Prober) describe(ctx, pctx context.Context, err error, password string) string {
+// the caller's, pctx the probe's own, and budget the time it had: the
+// prober's time-out or the caller's shorter deadline.
+func describe(ctx, pctx context.Context, err error, budget time.Duration, password string) string {
 	var f *failure
 	var dnsErr *net.DNSError
 	switch {
@@ -342,7 +359,7 @@ func (p *Prober) describe(ctx, pctx context.Context, err error, password string)
 	case errors.Is(ctx.Err(), context.Canceled):
 		return "the probe was cancelled"
 	case pctx.Err() != nil, isTimeout(err):
-		return "timed out after " + p.timeout.String()
+		return "timed out after " + budget.String()
 	case errors.As(err, &dnsErr):
 		return "proxy host not found"
 	case errors.Is(err, syscall.ECONNREFUSED):

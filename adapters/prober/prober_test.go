@@ -3,6 +3,8 @@ package prober_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -133,5 +135,67 @@ func TestNewRefusesABadCheckURL(t *testing.T) {
 		if _, err := prober.New(prober.Options{CheckURL: u}); err == nil {
 			t.Errorf("New accepted check URL %q", u)
 		}
+	}
+}
+
+// startHeaderFlood is a proxy that answers CONNECT with headers that never
+// end.
+func startHeaderFlood(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer func() { _ = c.Close() }()
+				if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n"); err != nil {
+					return
+				}
+				line := "X-Padding: " + strings.Repeat("a", 1000) + "\r\n"
+				for {
+					if _, err := io.WriteString(c, line); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func TestProxyAnswerToConnectIsBounded(t *testing.T) {
+	echo := conformance.StartIPEcho(t, conformance.IPEchoHandler("NL", "Amsterdam", "Europe/Amsterdam"))
+	p, err := prober.New(prober.Options{CheckURL: echo, Timeout: time.Minute, AllowPrivate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := p.Probe(context.Background(), ports.ProxyTarget{Type: "http", Host: "127.0.0.1", Port: startHeaderFlood(t)})
+	if res.OK || res.Error != "the proxy's answer to CONNECT was too long" {
+		t.Fatalf("probe = %+v", res)
+	}
+	if res.Latency > 30*time.Second {
+		t.Fatalf("the probe read the proxy's headers for %s", res.Latency)
+	}
+}
+
+func TestTimeOutNamesTheCallersShorterDeadline(t *testing.T) {
+	echo := conformance.StartIPEcho(t, conformance.IPEchoHandler("NL", "Amsterdam", "Europe/Amsterdam"))
+	p, err := prober.New(prober.Options{CheckURL: echo, Timeout: time.Minute, AllowPrivate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stall := conformance.StartStallingProxy(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	res := p.Probe(ctx, ports.ProxyTarget{Type: "socks5", Host: stall.Host, Port: stall.Port})
+	if res.OK || res.Error != "timed out after 200ms" {
+		t.Fatalf("probe = %+v, want the caller's 200ms named", res)
 	}
 }
