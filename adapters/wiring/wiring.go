@@ -36,6 +36,7 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		Profiles,
 		Teams,
 		Webhooks,
+		Prober,
 		HTTP,
 		fx.Options(extra...),
 	)
