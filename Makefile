@@ -5,7 +5,8 @@ FUZZTIME    ?= 5s
 # package:target pairs that `make test` fuzzes for FUZZTIME each after the
 # unit tests; their seed corpora live in each package's testdata/fuzz.
 FUZZ        := ./adapters/http:FuzzDecodeJSON ./application/paging:FuzzCheckCursor \
-               ./adapters/webhook:FuzzCheckTarget ./adapters/webhook:FuzzGuard
+               ./adapters/webhook:FuzzCheckTarget ./adapters/webhook:FuzzGuard \
+               ./adapters/prober:FuzzParseAnswer
 
 .PHONY: run test fuzz lint migrate bench build
 

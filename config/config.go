@@ -74,6 +74,13 @@ type Config struct {
 	DatabaseQueryTimeout time.Duration
 	// RateLimit bounds the requests of each API key and of each user.
 	RateLimit RateLimit
+
+	// proxy checks: ProxyCheckURL is the IP echo service a proxy test or
+	// check reaches through the proxy (the operator's, trusted);
+	// ProxyCheckTimeout bounds one whole test, from dialling the proxy to
+	// the echo's answer.
+	ProxyCheckURL     string
+	ProxyCheckTimeout time.Duration
 }
 
 // Error names the variable whose value is unusable.
@@ -125,6 +132,9 @@ func Load(getenv func(string) string) (Config, error) {
 	c.HTTPReadTimeout = l.duration("HTTP_READ_TIMEOUT", 30*time.Second)
 	c.HTTPIdleTimeout = l.duration("HTTP_IDLE_TIMEOUT", 60*time.Second)
 	c.Quotas = l.quotas()
+	// proxy checks
+	c.ProxyCheckURL = l.httpURL("PROXY_CHECK_URL", "https://ipinfo.io/json")
+	c.ProxyCheckTimeout = l.duration("PROXY_CHECK_TIMEOUT", 10*time.Second)
 	l.check(c)
 	if l.err != nil {
 		return Config{}, l.err
@@ -179,6 +189,16 @@ func (l *loader) duration(name string, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// httpURL reads an absolute http or https URL with a host.
+func (l *loader) httpURL(name, def string) string {
+	v := l.str(name, def)
+	if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		l.fail(name, fmt.Sprintf("%q is not an absolute http or https URL", v))
+		return def
+	}
+	return v
 }
 
 func (l *loader) atLeastOne(name string, def int) int {

@@ -52,6 +52,10 @@ func TestLoadDefaults(t *testing.T) {
 		RedisRetryInterval:   time.Second,
 		DatabaseQueryTimeout: 5 * time.Second,
 		RateLimit:            config.RateLimit{Requests: 600, Window: time.Minute},
+
+		// proxy checks
+		ProxyCheckURL:     "https://ipinfo.io/json",
+		ProxyCheckTimeout: 10 * time.Second,
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("Load with nothing set =\n%+v\nwant\n%+v", cfg, want)
@@ -253,5 +257,34 @@ func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// proxy checks
+
+func TestLoadProxyChecks(t *testing.T) {
+	c, err := load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ProxyCheckURL != "https://ipinfo.io/json" || c.ProxyCheckTimeout != 10*time.Second {
+		t.Fatalf("defaults: %q %s, want https://ipinfo.io/json 10s", c.ProxyCheckURL, c.ProxyCheckTimeout)
+	}
+	c, err = load(map[string]string{"PROXY_CHECK_URL": "http://127.0.0.1:9000/json", "PROXY_CHECK_TIMEOUT": "3s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ProxyCheckURL != "http://127.0.0.1:9000/json" || c.ProxyCheckTimeout != 3*time.Second {
+		t.Fatalf("read: %q %s", c.ProxyCheckURL, c.ProxyCheckTimeout)
+	}
+	for _, bad := range []struct{ variable, value, problem string }{
+		{"PROXY_CHECK_URL", "ipinfo.io/json", `"ipinfo.io/json" is not an absolute http or https URL`},
+		{"PROXY_CHECK_URL", "ftp://example.com/ip", `"ftp://example.com/ip" is not an absolute http or https URL`},
+		{"PROXY_CHECK_URL", "https:///json", `"https:///json" is not an absolute http or https URL`},
+		{"PROXY_CHECK_TIMEOUT", "0s", `"0s" is not a positive duration`},
+		{"PROXY_CHECK_TIMEOUT", "ten", `"ten" is not a positive duration`},
+	} {
+		_, err := load(map[string]string{bad.variable: bad.value})
+		wantRefusal(t, err, bad.variable, bad.problem, "hunter2")
 	}
 }

@@ -6,6 +6,9 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/profilesvc/profilesvc/adapters/netguard"
+	"github.com/profilesvc/profilesvc/adapters/netguard/netguardtest"
 )
 
 // refusedPrefixes are, written out independently of the guard, ranges no
@@ -51,19 +54,19 @@ func FuzzGuard(f *testing.F) {
 		if !ok {
 			return
 		}
-		allowed := allowedAddr(ip)
+		allowed := netguard.AllowedAddr(ip)
 		if allowed && refusedIndependently(ip) {
 			t.Fatalf("guard allows %s", ip)
 		}
-		err := dialControl("tcp6", netip.AddrPortFrom(ip, 443).String(), nil)
+		err := netguard.DialControl("tcp6", netip.AddrPortFrom(ip, 443).String(), nil)
 		if ip.Is4() {
-			err = dialControl("tcp4", netip.AddrPortFrom(ip, 443).String(), nil)
+			err = netguard.DialControl("tcp4", netip.AddrPortFrom(ip, 443).String(), nil)
 		}
 		if (err == nil) != allowed {
-			t.Fatalf("dialControl(%s) = %v, allowedAddr = %v", ip, err, allowed)
+			t.Fatalf("netguard.DialControl(%s) = %v, allowedAddr = %v", ip, err, allowed)
 		}
 		if err != nil && err.Error() != "refused: the address is not allowed" {
-			t.Fatalf("dialControl(%s) = %q", ip, err)
+			t.Fatalf("netguard.DialControl(%s) = %q", ip, err)
 		}
 	})
 }
@@ -89,7 +92,7 @@ func FuzzCheckTarget(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
-	s := NewSender(Options{Resolver: fakeResolver(f, fuzzRecords)})
+	s := NewSender(Options{Resolver: netguardtest.FakeResolver(f, fuzzRecords)})
 	f.Fuzz(func(t *testing.T, raw string) {
 		err := s.CheckTarget(context.Background(), raw)
 		if err != nil {

@@ -5,6 +5,9 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/profilesvc/profilesvc/adapters/netguard"
+	"github.com/profilesvc/profilesvc/adapters/netguard/netguardtest"
 )
 
 // specialPurpose are addresses of the IANA special-purpose registries that
@@ -52,7 +55,7 @@ func hostFor(a netip.Addr) string {
 }
 
 func TestGuardRefusesSpecialPurposeAddressLiterals(t *testing.T) {
-	s := NewSender(Options{Resolver: fakeResolver(t, nil)})
+	s := NewSender(Options{Resolver: netguardtest.FakeResolver(t, nil)})
 	for name, a := range specialPurpose {
 		addr := netip.MustParseAddr(a)
 		// The URL holds the address as written above: [::127.0.0.1] is
@@ -63,15 +66,15 @@ func TestGuardRefusesSpecialPurposeAddressLiterals(t *testing.T) {
 			t.Errorf("%s: CheckTarget(%s) = %v, want the generic refusal", name, u, err)
 		}
 		// The dial-time check judges the address dialled after DNS.
-		if err := dialControl("tcp", netip.AddrPortFrom(addr, 443).String(), nil); err == nil || err.Error() != "refused: the address is not allowed" {
-			t.Errorf("%s: dialControl(%s) = %v, want the generic refusal", name, addr, err)
+		if err := netguard.DialControl("tcp", netip.AddrPortFrom(addr, 443).String(), nil); err == nil || err.Error() != "refused: the address is not allowed" {
+			t.Errorf("%s: netguard.DialControl(%s) = %v, want the generic refusal", name, addr, err)
 		}
 	}
 }
 
 func TestGuardRefusesNamesResolvingToSpecialPurposeAddresses(t *testing.T) {
 	records := resolvedTo()
-	s := NewSender(Options{Resolver: fakeResolver(t, records)})
+	s := NewSender(Options{Resolver: netguardtest.FakeResolver(t, records)})
 	for name, a := range specialPurpose {
 		addr := netip.MustParseAddr(a)
 		host := hostFor(addr)
@@ -96,7 +99,7 @@ func TestGuardRefusesNamesResolvingToSpecialPurposeAddresses(t *testing.T) {
 
 func TestGuardAllowPrivateTargetsAdmitsSpecialPurposeAddresses(t *testing.T) {
 	records := resolvedTo()
-	s := NewSender(Options{AllowPrivate: true, Resolver: fakeResolver(t, records)})
+	s := NewSender(Options{AllowPrivate: true, Resolver: netguardtest.FakeResolver(t, records)})
 	for name, a := range specialPurpose {
 		addr := netip.MustParseAddr(a)
 		for _, u := range []string{"https://" + hostPort(a) + "/hook", "http://" + hostFor(addr) + "/hook"} {

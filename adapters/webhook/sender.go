@@ -1,7 +1,7 @@
 // Package webhook owns the outbound side of webhook delivery: the HTTP
-// client that POSTs deliveries to customers' servers, the guard that keeps
-// it (and the URLs customers register) away from the service's own network
-// (SSRF), and the delivery pipeline's Prometheus metrics.
+// client that POSTs deliveries to customers' servers, kept (with the URLs
+// customers register) away from the service's own network by the shared
+// guard of adapters/netguard, and the delivery pipeline's Prometheus metrics.
 package webhook
 
 import (
@@ -13,13 +13,13 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"syscall"
 	"time"
 	"unicode/utf8"
 
+	"github.com/profilesvc/profilesvc/adapters/netguard"
 	"github.com/profilesvc/profilesvc/ports"
 )
 
@@ -79,7 +79,7 @@ func NewSender(opts Options) *Sender {
 		Resolver:  resolver,
 	}
 	if !opts.AllowPrivate {
-		dialer.Control = dialControl
+		dialer.Control = netguard.DialControl
 	}
 	transport := &http.Transport{
 		// No proxy from HTTP(S)_PROXY: the guard checks the address dialled,
@@ -153,32 +153,7 @@ func (s *Sender) CheckTarget(ctx context.Context, rawURL string) error {
 	if err != nil {
 		return err
 	}
-	host := u.Hostname()
-	if ip, err := netip.ParseAddr(host); err == nil {
-		if s.allowPrivate {
-			return nil
-		}
-		if !allowedAddr(ip) {
-			return errRefused
-		}
-		return nil
-	}
-	addrs, err := s.resolver.LookupNetIP(ctx, "ip", host)
-	if err != nil || len(addrs) == 0 {
-		if ctx.Err() != nil {
-			return fmt.Errorf("cannot resolve host %s: %w", host, ctx.Err())
-		}
-		return fmt.Errorf("cannot resolve host %s", host)
-	}
-	if s.allowPrivate {
-		return nil
-	}
-	for _, ip := range addrs {
-		if !allowedAddr(ip) {
-			return &refusedHostError{host: host}
-		}
-	}
-	return nil
+	return netguard.CheckHost(ctx, s.resolver, u.Hostname(), s.allowPrivate)
 }
 
 // parseURL accepts an absolute https URL with a host (or http when private
@@ -213,8 +188,8 @@ func (s *Sender) describe(ctx context.Context, err error) error {
 	var dnsErr *net.DNSError
 	var certErr *tls.CertificateVerificationError
 	switch {
-	case errors.Is(err, errRefused):
-		return errRefused
+	case errors.Is(err, netguard.ErrRefused):
+		return netguard.ErrRefused
 	case ctx.Err() != nil:
 		// The caller gave up (shutdown, its own deadline): not the
 		// receiver's fault, and errors.Is still tells the caller why.

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/profilesvc/profilesvc/adapters/netguard"
+	"github.com/profilesvc/profilesvc/adapters/netguard/netguardtest"
 	"github.com/profilesvc/profilesvc/ports"
 )
 
@@ -31,7 +33,7 @@ var testRecords = map[string][]netip.Addr{
 
 func guarded(t *testing.T) *Sender {
 	t.Helper()
-	return NewSender(Options{Timeout: 2 * time.Second, Resolver: fakeResolver(t, testRecords)})
+	return NewSender(Options{Timeout: 2 * time.Second, Resolver: netguardtest.FakeResolver(t, testRecords)})
 }
 
 func TestAllowedAddr(t *testing.T) {
@@ -68,8 +70,8 @@ func TestAllowedAddr(t *testing.T) {
 		"2606:4700::1111":        true,
 	}
 	for addr, want := range cases {
-		if got := allowedAddr(netip.MustParseAddr(addr)); got != want {
-			t.Errorf("allowedAddr(%s) = %v, want %v", addr, got, want)
+		if got := netguard.AllowedAddr(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("netguard.AllowedAddr(%s) = %v, want %v", addr, got, want)
 		}
 	}
 }
@@ -136,7 +138,7 @@ func TestCheckTargetRejectsBadURLs(t *testing.T) {
 }
 
 func TestCheckTargetAllowPrivate(t *testing.T) {
-	s := NewSender(Options{AllowPrivate: true, Resolver: fakeResolver(t, testRecords)})
+	s := NewSender(Options{AllowPrivate: true, Resolver: netguardtest.FakeResolver(t, testRecords)})
 	for _, u := range []string{"http://127.0.0.1:8080/hook", "https://10.0.0.1", "http://localhost/", "http://rebind.example/"} {
 		if err := s.CheckTarget(context.Background(), u); err != nil {
 			t.Errorf("CheckTarget(%s) = %v, want nil", u, err)
@@ -165,7 +167,7 @@ func TestSendGuardRefusesBeforeConnecting(t *testing.T) {
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
-	resolver := fakeResolver(t, testRecords)
+	resolver := netguardtest.FakeResolver(t, testRecords)
 
 	s := NewSender(Options{Timeout: 2 * time.Second, Resolver: resolver})
 	for _, host := range []string{"127.0.0.1", "localhost", "rebind.example"} {

@@ -36,6 +36,7 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		Profiles,
 		Teams,
 		Webhooks,
+		Prober,
 		Proxies,
 		HTTP,
 		fx.Options(extra...),

@@ -1,4 +1,7 @@
-package webhook
+// Package netguardtest gives tests of guarded adapters a DNS resolver they
+// control, so a public-looking name can resolve to a refused address
+// without touching real DNS.
+package netguardtest
 
 import (
 	"context"
@@ -10,11 +13,11 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 )
 
-// fakeResolver returns a resolver whose DNS server answers A and AAAA
+// FakeResolver returns a resolver whose DNS server answers A and AAAA
 // queries from records (keyed by name without the trailing dot) and
 // NXDOMAIN for any other name, so tests can make a public-looking name
 // resolve to a forbidden address without touching real DNS.
-func fakeResolver(t testing.TB, records map[string][]netip.Addr) *net.Resolver {
+func FakeResolver(t testing.TB, records map[string][]netip.Addr) *net.Resolver {
 	t.Helper()
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {

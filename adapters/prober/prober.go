@@ -1,0 +1,389 @@
+// Package prober tests a proxy through the network: it connects through
+// the proxy (HTTP CONNECT, over TLS for https proxies, or SOCKS5) to the
+// configured check service, an IP echo, and reports the exit address and
+// location it saw. The proxy host is dialled through the shared SSRF
+// guard; the check URL is the operator's configuration and is trusted.
+package prober
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/net/proxy"
+
+	"github.com/profilesvc/profilesvc/adapters/netguard"
+	"github.com/profilesvc/profilesvc/ports"
+)
+
+var _ ports.ProxyProber = (*Prober)(nil)
+
+const (
+	// DefaultTimeout bounds a probe when Options.Timeout is not set.
+	DefaultTimeout = 10 * time.Second
+	// answerLimit is how much of the check service's answer is read: an
+	// IP echo answers in a few hundred bytes.
+	answerLimit = 64 << 10
+	// connectAnswerLimit bounds a proxy's answer to CONNECT.
+	connectAnswerLimit = 16 << 10
+	// maxErrorLen keeps an unexpected error short enough for a person.
+	maxErrorLen = 160
+)
+
+// Options configure a Prober.
+type Options struct {
+	// CheckURL is the IP echo service reached through the proxy.
+	CheckURL string
+	// Timeout bounds a whole probe, from dialling the proxy to the end of
+	// the check service's answer. Zero means DefaultTimeout.
+	Timeout time.Duration
+	// AllowPrivate lets probes reach proxies on loopback, private,
+	// link-local and metadata addresses: for development and tests only.
+	AllowPrivate bool
+	// Resolver resolves proxy host names; nil is net.DefaultResolver.
+	Resolver *net.Resolver
+	// RootCAs verifies https proxies and an https check URL; nil is the
+	// system's roots.
+	RootCAs *x509.CertPool
+}
+
+// Prober implements ports.ProxyProber. It keeps no connection between
+// probes and is safe for concurrent use.
+type Prober struct {
+	checkURL     *url.URL
+	checkAddr    string
+	timeout      time.Duration
+	allowPrivate bool
+	resolver     *net.Resolver
+	rootCAs      *x509.CertPool
+}
+
+// New returns a Prober, or an error when the check URL is not an absolute
+// http or https URL.
+func New(opts Options) (*Prober, error) {
+	u, err := url.Parse(opts.CheckURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		return nil, fmt.Errorf("proxy check URL %q is not an absolute http or https URL", opts.CheckURL)
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.Resolver == nil {
+		opts.Resolver = net.DefaultResolver
+	}
+	return &Prober{
+		checkURL:     u,
+		checkAddr:    net.JoinHostPort(u.Hostname(), port),
+		timeout:      opts.Timeout,
+		allowPrivate: opts.AllowPrivate,
+		resolver:     opts.Resolver,
+		rootCAs:      opts.RootCAs,
+	}, nil
+}
+
+// CheckHost refuses a proxy host the prober would not dial, by the same
+// rule as at dial time, without connecting.
+func (p *Prober) CheckHost(ctx context.Context, host string) error {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	return netguard.CheckHost(ctx, p.resolver, host, p.allowPrivate)
+}
+
+// Probe makes one GET of the check URL through the proxy. Every failure is
+// a result with OK false and an Error that names the cause and never the
+// password.
+func (p *Prober) Probe(ctx context.Context, target ports.ProxyTarget) ports.ProbeResult {
+	start := time.Now()
+	budget := p.timeout
+	if deadline, ok := ctx.Deadline(); ok && deadline.Sub(start) < budget {
+		budget = roughly(deadline.Sub(start))
+	}
+	pctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	res, err := p.probe(pctx, target)
+	if err != nil {
+		res = ports.ProbeResult{Error: describe(ctx, pctx, err, budget, target.Password)}
+	}
+	res.Latency = time.Since(start)
+	return res
+}
+
+// roughly rounds a caller's remaining time to what it was most likely set
+// to: 200ms rather than 199.93ms.
+func roughly(d time.Duration) time.Duration {
+	if d >= 10*time.Millisecond {
+		return d.Round(10 * time.Millisecond)
+	}
+	return max(d.Round(time.Millisecond), 0)
+}
+
+// failure is an error whose text is already meant for a person.
+type failure struct{ msg string }
+
+func (f *failure) Error() string { return f.msg }
+
+func fail(format string, args ...any) error { return &failure{msg: fmt.Sprintf(format, args...)} }
+
+var errAuth = fail("proxy authentication failed")
+
+func (p *Prober) probe(ctx context.Context, target ports.ProxyTarget) (ports.ProbeResult, error) {
+	switch {
+	case target.Type != "http" && target.Type != "https" && target.Type != "socks5":
+		return ports.ProbeResult{}, fail("unsupported proxy type %q", target.Type)
+	case target.Port < 1 || target.Port > 65535:
+		return ports.ProbeResult{}, fail("invalid proxy port %d", target.Port)
+	case target.Host == "":
+		return ports.ProbeResult{}, fail("the proxy has no host")
+	}
+	transport := &http.Transport{
+		// Every connection is a new tunnel through the proxy: the probe
+		// measures the proxy, not a pooled connection.
+		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+			return p.tunnel(ctx, target, addr)
+		},
+		TLSClientConfig:   &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: p.rootCAs},
+		DisableKeepAlives: true,
+	}
+	defer transport.CloseIdleConnections()
+	client := &http.Client{
+		Transport: transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.checkURL.String(), nil)
+	if err != nil {
+		return ports.ProbeResult{}, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return ports.ProbeResult{}, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return ports.ProbeResult{}, fail("the check service answered with status %d", resp.StatusCode)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, answerLimit))
+	if err != nil {
+		return ports.ProbeResult{}, err
+	}
+	return parseAnswer(body)
+}
+
+// parseAnswer reads what IP echo services answer: the exit address in ip
+// (ipinfo.io, ifconfig.co), query (ip-api.com) or origin (httpbin.org,
+// "client, proxy" when proxies add themselves), the country as country or
+// countryCode, city and timezone where the service has them.
+func parseAnswer(body []byte) (ports.ProbeResult, error) {
+	var answer map[string]any
+	if err := json.Unmarshal(body, &answer); err != nil {
+		return ports.ProbeResult{}, fail("the check service's answer was not JSON")
+	}
+	str := func(keys ...string) string {
+		for _, k := range keys {
+			if s, ok := answer[k].(string); ok && strings.TrimSpace(s) != "" {
+				return strings.TrimSpace(s)
+			}
+		}
+		return ""
+	}
+	raw, _, _ := strings.Cut(str("ip", "query", "origin"), ",")
+	ip, err := netip.ParseAddr(strings.TrimSpace(raw))
+	if err != nil {
+		return ports.ProbeResult{}, fail("the check service's answer had no IP address")
+	}
+	return ports.ProbeResult{
+		OK:       true,
+		ExitIP:   ip.String(),
+		Country:  str("country", "countryCode"),
+		City:     str("city"),
+		Timezone: str("timezone"),
+	}, nil
+}
+
+// tunnel opens a connection to addr through the proxy.
+func (p *Prober) tunnel(ctx context.Context, target ports.ProxyTarget, addr string) (net.Conn, error) {
+	proxyAddr := net.JoinHostPort(target.Host, strconv.Itoa(target.Port))
+	if target.Type == "socks5" {
+		var auth *proxy.Auth
+		if target.Username != "" || target.Password != "" {
+			auth = &proxy.Auth{User: target.Username, Password: target.Password}
+		}
+		d, err := proxy.SOCKS5("tcp", proxyAddr, auth, guardedDialer{p})
+		if err != nil {
+			return nil, err
+		}
+		conn, err := d.(proxy.ContextDialer).DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, socksError(err)
+		}
+		return conn, nil
+	}
+	conn, err := p.dial(ctx, proxyAddr)
+	if err != nil {
+		return nil, err
+	}
+	// Reads and writes to the proxy end with the probe.
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	tunnel, err := p.connect(ctx, conn, target, addr)
+	if !stop() || err != nil {
+		_ = conn.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	return tunnel, nil
+}
+
+// connect asks an HTTP proxy, over conn, for a tunnel to addr.
+func (p *Prober) connect(ctx context.Context, conn net.Conn, target ports.ProxyTarget, addr string) (net.Conn, error) {
+	if target.Type == "https" {
+		tc := tls.Client(conn, &tls.Config{MinVersion: tls.VersionTLS12, ServerName: target.Host, RootCAs: p.rootCAs})
+		if err := tc.HandshakeContext(ctx); err != nil {
+			return nil, fmt.Errorf("TLS to the proxy failed: %w", err)
+		}
+		conn = tc
+	}
+	req := &http.Request{
+		Method: http.MethodConnect,
+		URL:    &url.URL{Opaque: addr},
+		Host:   addr,
+		Header: http.Header{},
+	}
+	if target.Username != "" || target.Password != "" {
+		cred := base64.StdEncoding.EncodeToString([]byte(target.Username + ":" + target.Password))
+		req.Header.Set("Proxy-Authorization", "Basic "+cred)
+	}
+	if err := req.Write(conn); err != nil {
+		return nil, err
+	}
+	// A proxy's answer to CONNECT is a few short lines: one that never ends
+	// is cut off instead of filling memory until the time-out.
+	limited := &io.LimitedReader{R: conn, N: connectAnswerLimit}
+	br := bufio.NewReader(limited)
+	resp, err := http.ReadResponse(br, req)
+	if err != nil {
+		if limited.N == 0 {
+			return nil, fail("the proxy's answer to CONNECT was too long")
+		}
+		return nil, err
+	}
+	limited.N = math.MaxInt64
+	_ = resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusProxyAuthRequired:
+		return nil, errAuth
+	case resp.StatusCode != http.StatusOK:
+		return nil, fail("the proxy could not connect to the check service (status %d)", resp.StatusCode)
+	}
+	return &bufferedConn{Conn: conn, r: br}, nil
+}
+
+// bufferedConn reads first what the proxy sent after its answer, then the
+// rest of the tunnel.
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *bufferedConn) Read(b []byte) (int, error) { return c.r.Read(b) }
+
+// dial connects to the proxy itself, through the guard unless private
+// targets are allowed.
+func (p *Prober) dial(ctx context.Context, addr string) (net.Conn, error) {
+	d := &net.Dialer{Resolver: p.resolver}
+	if !p.allowPrivate {
+		d.Control = netguard.DialControl
+	}
+	return d.DialContext(ctx, "tcp", addr)
+}
+
+// guardedDialer hands the SOCKS5 client the guarded dial to the proxy.
+type guardedDialer struct{ p *Prober }
+
+func (g guardedDialer) Dial(network, addr string) (net.Conn, error) {
+	return g.DialContext(context.Background(), network, addr)
+}
+
+func (g guardedDialer) DialContext(ctx context.Context, _, addr string) (net.Conn, error) {
+	return g.p.dial(ctx, addr)
+}
+
+// socksError maps the SOCKS5 client's failures that are plain strings to
+// the ones a person tells apart. A failed dial to the proxy itself keeps
+// its cause (refused, unreachable, not allowed, timed out) wrapped.
+func socksError(err error) error {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "username/password authentication failed"),
+		strings.Contains(msg, "no acceptable authentication methods"):
+		return errAuth
+	case strings.Contains(msg, "unknown error"):
+		return fail("the proxy could not connect to the check service")
+	}
+	return err
+}
+
+// describe turns a probe's error into words a person tells apart. ctx is
+// the caller's, pctx the probe's own, and budget the time it had: the
+// prober's time-out or the caller's shorter deadline.
+func describe(ctx, pctx context.Context, err error, budget time.Duration, password string) string {
+	var f *failure
+	var dnsErr *net.DNSError
+	switch {
+	case errors.Is(err, netguard.ErrRefused):
+		return "proxy host not allowed"
+	case errors.As(err, &f):
+		return f.msg
+	case errors.Is(ctx.Err(), context.Canceled):
+		return "the probe was cancelled"
+	case pctx.Err() != nil, isTimeout(err):
+		return "timed out after " + budget.String()
+	case errors.As(err, &dnsErr):
+		return "proxy host not found"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "proxy refused the connection"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return "proxy not reachable"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "the proxy closed the connection"
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	msg := err.Error()
+	if password != "" {
+		msg = strings.ReplaceAll(msg, password, "***")
+	}
+	if len(msg) > maxErrorLen {
+		msg = msg[:maxErrorLen]
+	}
+	return "the connection through the proxy failed: " + strings.ToValidUTF8(msg, "")
+}
+
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &t) && t.Timeout())
+}
