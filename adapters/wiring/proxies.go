@@ -1,8 +1,6 @@
 package wiring
 
 import (
-	"context"
-	"errors"
 	"log/slog"
 
 	"go.uber.org/fx"
@@ -14,15 +12,14 @@ import (
 	"github.com/profilesvc/profilesvc/ports/storage"
 )
 
-// ProxyDeps are the ports of the proxy use cases. The prober is provided by
-// the prober module; an app built without it gets noProber, which refuses
-// to check or connect to anything.
+// ProxyDeps are the ports of the proxy use cases; the prober module
+// provides the prober.
 type ProxyDeps struct {
 	fx.In
 	Store   storage.Store
 	Tx      ports.UnitOfWork
 	Outbox  ports.Outbox
-	Prober  ports.ProxyProber `optional:"true"`
+	Prober  ports.ProxyProber
 	Box     ports.SecretBox
 	Limiter ports.RateLimiter
 	Clock   ports.Clock
@@ -40,12 +37,8 @@ var Proxies = fx.Module("proxies",
 )
 
 func newProxies(d ProxyDeps) *proxies.Service {
-	prober := d.Prober
-	if prober == nil {
-		prober = noProber{}
-	}
 	return proxies.New(proxies.Deps{
-		Tx: d.Tx, Teams: d.Store.Teams(), Proxies: d.Store.Proxies(), Outbox: d.Outbox, Prober: prober, Box: d.Box,
+		Tx: d.Tx, Teams: d.Store.Teams(), Proxies: d.Store.Proxies(), Outbox: d.Outbox, Prober: d.Prober, Box: d.Box,
 		Limiter: d.Limiter, Clock: d.Clock, IDs: d.IDs, Log: d.Log,
 		Policy: proxies.Policy{
 			AllowPrivateTargets: d.Config.AllowPrivateTargets,
@@ -54,15 +47,3 @@ func newProxies(d ProxyDeps) *proxies.Service {
 		},
 	})
 }
-
-// noProber stands in when no prober is provided: nothing is probed and no
-// host passes the check, so no proxy host goes unchecked.
-type noProber struct{}
-
-const noProberError = "proxy checks are not available on this instance"
-
-func (noProber) Probe(context.Context, ports.ProxyTarget) ports.ProbeResult {
-	return ports.ProbeResult{Error: noProberError}
-}
-
-func (noProber) CheckHost(context.Context, string) error { return errors.New(noProberError) }
