@@ -21,7 +21,8 @@ type NewStore func(t *testing.T) storage.Store
 // profile filters, a team lock that serialises units counting the team's
 // owners, session swaps with one winner among concurrent callers, outbox
 // ordering, outbox events claimed by one of concurrent units until marked
-// dispatched, webhook endpoints and their deliveries, delivery leases that
+// dispatched, proxies with their last check and the refusal to delete one a
+// profile uses, webhook endpoints and their deliveries, delivery leases that
 // concurrent claims never share, a unit of work that commits all of its
 // writes or none of them, even under concurrency, and idempotency records
 // claimed in the unit of their request's effect.
