@@ -81,6 +81,11 @@ type Config struct {
 	// the echo's answer.
 	ProxyCheckURL     string
 	ProxyCheckTimeout time.Duration
+
+	// Blob says where browser data are kept (BLOB_URL); ProfileDataMax is
+	// the largest browser data archive accepted, in bytes.
+	Blob           Blob
+	ProfileDataMax int64
 }
 
 // Error names the variable whose value is unusable.
@@ -135,6 +140,8 @@ func Load(getenv func(string) string) (Config, error) {
 	// proxy checks
 	c.ProxyCheckURL = l.httpURL("PROXY_CHECK_URL", "https://ipinfo.io/json")
 	c.ProxyCheckTimeout = l.duration("PROXY_CHECK_TIMEOUT", 10*time.Second)
+	c.Blob = l.blob("BLOB_URL", c.DataDir, c.Database)
+	c.ProfileDataMax = l.size("PROFILE_DATA_MAX", 512<<20)
 	l.check(c)
 	if l.err != nil {
 		return Config{}, l.err

@@ -56,6 +56,9 @@ func TestLoadDefaults(t *testing.T) {
 		// proxy checks
 		ProxyCheckURL:     "https://ipinfo.io/json",
 		ProxyCheckTimeout: 10 * time.Second,
+
+		Blob:           config.Blob{Kind: config.BlobFiles, Dir: filepath.Join(dir, "blobs")},
+		ProfileDataMax: 512 << 20,
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("Load with nothing set =\n%+v\nwant\n%+v", cfg, want)
