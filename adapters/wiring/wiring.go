@@ -28,6 +28,7 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		Logging,
 		Runtime,
 		Storage,
+		Blob,
 		Idempotency,
 		Cache,
 		Security,
