@@ -33,7 +33,7 @@ func NewBlobStore(lc fx.Lifecycle, cfg config.Config, store storage.Store, log *
 	if !ok || sql.Dialect() != bunstore.DialectPostgres {
 		return nil, fmt.Errorf("BLOB_URL: postgres needs DATABASE_URL to be a PostgreSQL database")
 	}
-	s := blobpg.New(sql.DB())
+	s := blobpg.New(sql.DB(), cfg.DatabaseQueryTimeout)
 	// Appended after the store's hook, which migrates: the tables exist.
 	lc.Append(fx.Hook{OnStart: func(ctx context.Context) error {
 		removed, err := s.RemoveAbandoned(ctx, blobpg.AbandonedAfter)

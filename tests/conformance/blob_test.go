@@ -41,7 +41,7 @@ func TestPostgresBlobStore(t *testing.T) {
 		if _, err := s.Migrate(context.Background()); err != nil {
 			t.Fatalf("Migrate: %v", err)
 		}
-		return blobpg.New(s.DB())
+		return blobpg.New(s.DB(), 0)
 	})
 }
 
@@ -56,7 +56,7 @@ func newPostgresBlobStore(t *testing.T) (*blobpg.Store, *bun.DB) {
 	if _, err := s.Migrate(context.Background()); err != nil {
 		t.Fatalf("Migrate: %v", err)
 	}
-	return blobpg.New(s.DB()), s.DB()
+	return blobpg.New(s.DB(), 0), s.DB()
 }
 
 func countChunks(t *testing.T, db *bun.DB) int {

@@ -29,13 +29,20 @@ const AbandonedAfter = 24 * time.Hour
 // Store is a ports.BlobStore on a PostgreSQL database migrated with the
 // service's migrations.
 type Store struct {
-	db bun.IDB
+	db      *bun.DB
+	timeout time.Duration
 }
 
 var _ ports.BlobStore = (*Store)(nil)
 
-// New returns a store on db.
-func New(db bun.IDB) *Store { return &Store{db: db} }
+// New returns a store on db. Chunks are written through db's database/sql
+// pool with bytea sent as a binary parameter (bun would spell it out in hex,
+// doubling what goes over the wire); chunkTimeout bounds each chunk's
+// statement as bun's query hooks bound the others, zero leaving it
+// unbounded.
+func New(db *bun.DB, chunkTimeout time.Duration) *Store {
+	return &Store{db: db, timeout: chunkTimeout}
+}
 
 // Put implements ports.BlobStore.
 func (s *Store) Put(ctx context.Context, r io.Reader, maxBytes int64) (ports.BlobInfo, error) {
@@ -65,8 +72,7 @@ func (s *Store) put(ctx context.Context, upload int64, in *blob.Reader) (ports.B
 		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 			return ports.BlobInfo{}, fmt.Errorf("blob put: %w", err)
 		}
-		if _, err := s.db.NewRaw("INSERT INTO blob_chunks (upload_id, n, data) VALUES (?, ?, ?)",
-			upload, n, buf[:k]).Exec(ctx); err != nil {
+		if err := s.insertChunk(ctx, upload, n, buf[:k]); err != nil {
 			return ports.BlobInfo{}, fmt.Errorf("blob put: %w", err)
 		}
 		if k < ChunkSize {
@@ -87,6 +93,16 @@ func (s *Store) put(ctx context.Context, upload int64, in *blob.Reader) (ports.B
 		}
 	}
 	return info, nil
+}
+
+func (s *Store) insertChunk(ctx context.Context, upload int64, n int, data []byte) error {
+	if s.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.timeout)
+		defer cancel()
+	}
+	_, err := s.db.DB.ExecContext(ctx, "INSERT INTO blob_chunks (upload_id, n, data) VALUES ($1, $2, $3)", upload, n, data)
+	return err
 }
 
 func (s *Store) dropChunks(ctx context.Context, upload int64) error {
@@ -165,7 +181,7 @@ func (s *Store) RemoveAbandoned(ctx context.Context, olderThan time.Duration) (i
 
 type chunkReader struct {
 	ctx    context.Context
-	db     bun.IDB
+	db     *bun.DB
 	upload int64
 	n      int
 	left   int64
