@@ -52,9 +52,9 @@ func (r *Reader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	// One byte more than the limit is let through to tell "exactly at the
-	// limit" from "over it".
-	if left := r.max + 1 - r.n; int64(len(p)) > left {
-		p = p[:left]
+	// limit" from "over it"; a negative limit takes that one byte too.
+	if left := max(r.max, 0) - r.n; left < int64(len(p)) {
+		p = p[:left+1]
 	}
 	n, err := r.r.Read(p)
 	r.n += int64(n)

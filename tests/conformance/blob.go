@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"math"
 	"runtime"
 	"strings"
 	"sync"
@@ -91,6 +92,21 @@ func RunBlobStore(t *testing.T, newStore NewBlobStore) {
 		}
 		if _, err := s.Stat(ctx, sum(over)); !domain.IsKind(err, domain.KindNotFound) {
 			t.Fatalf("Stat after refused Put = %v, want NotFound", err)
+		}
+	})
+
+	t.Run("extreme limits", func(t *testing.T) {
+		s := newStore(t)
+		if _, err := s.Put(ctx, strings.NewReader("unbounded"), math.MaxInt64); err != nil {
+			t.Fatalf("Put with the largest limit: %v", err)
+		}
+		if _, err := s.Put(ctx, strings.NewReader(""), 0); err != nil {
+			t.Fatalf("Put of nothing with a zero limit: %v", err)
+		}
+		for _, max := range []int64{0, -1, -5} {
+			if _, err := s.Put(ctx, strings.NewReader("x"), max); !errors.Is(err, ports.ErrBlobTooLarge) {
+				t.Fatalf("Put with limit %d = %v, want ErrBlobTooLarge", max, err)
+			}
 		}
 	})
 
