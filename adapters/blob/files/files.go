@@ -90,7 +90,13 @@ func (s *Store) Put(ctx context.Context, r io.Reader, maxBytes int64) (ports.Blo
 		return ports.BlobInfo{}, fmt.Errorf("blob put: %w", err)
 	}
 	dir := filepath.Dir(final)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// A new shard directory must itself survive a crash: its parent is
+	// fsynced too.
+	if err := os.Mkdir(dir, 0o700); err == nil {
+		if err := syncDir(s.root); err != nil {
+			return ports.BlobInfo{}, fmt.Errorf("blob put: %w", err)
+		}
+	} else if !errors.Is(err, fs.ErrExist) {
 		return ports.BlobInfo{}, fmt.Errorf("blob put: %w", err)
 	}
 	// Concurrent Puts of the same content rename identical files onto the
