@@ -106,7 +106,7 @@ func Sanitize(dst io.Writer, src io.Reader, limits Limits) (Summary, error) {
 	wrec := &writeRecorder{w: dst}
 	zw := gzip.NewWriter(wrec)
 	tw := tar.NewWriter(zw)
-	tr := tar.NewReader(zr)
+	tr := tar.NewReader(&boundedReader{r: zr, left: streamBound(limits)})
 	var entries int
 	var unpacked int64
 	for {
@@ -242,7 +242,43 @@ func readFailure(rec *errRecorder, err error) error {
 	if rec.err != nil {
 		return rec.err
 	}
+	if errors.Is(err, ErrTooLarge) {
+		return err
+	}
 	return domain.Invalid("data", "the body is not a tar.gz: "+err.Error())
+}
+
+// Tar metadata allowed per entry besides its name (header block, PAX header
+// block and records such as times and extended attributes, padding), and
+// at the end of the archive (end blocks and the padding of the last record).
+const (
+	entryOverhead   = 8 << 10
+	trailerOverhead = 20 << 10
+)
+
+// streamBound is how many bytes the decompressed tar stream may hold: the
+// files themselves plus metadata for each entry, so that headers cannot be
+// used to expand a bomb either.
+func streamBound(l Limits) int64 {
+	return l.MaxUnpacked + int64(l.MaxEntries)*(entryOverhead+2*int64(l.MaxPathLen)) + trailerOverhead
+}
+
+// boundedReader fails with ErrTooLarge once more than left bytes are read.
+type boundedReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, fmt.Errorf("%w: the unpacked archive is larger than its files and their metadata may be", ErrTooLarge)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // errRecorder remembers the first error of its reader other than io.EOF.

@@ -327,3 +327,44 @@ func TestSanitizePassesSourceErrorsThrough(t *testing.T) {
 type iotestErr struct{ err error }
 
 func (r iotestErr) Read([]byte) (int, error) { return 0, r.err }
+
+func TestSanitizeCountsMetadataTowardsTheLimit(t *testing.T) {
+	// Tar metadata (PAX records) is expanded too: headers that carry far
+	// more than names and times are refused like a bomb.
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for i := range 3 {
+		hdr := &tar.Header{Name: "f" + strconv.Itoa(i), Typeflag: tar.TypeReg, Mode: 0o600, Size: 1,
+			PAXRecords: map[string]string{"comment": strings.Repeat("m", 900<<10)}}
+		if err := tw.WriteHeader(hdr); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Sanitize(io.Discard, bytes.NewReader(buf.Bytes()), Limits{MaxUnpacked: 1 << 20, MaxEntries: 10, MaxPathLen: 255})
+	if !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("err = %v, want ErrTooLarge", err)
+	}
+}
+
+func TestSanitizeReportsWriteErrorsAsSuch(t *testing.T) {
+	in := buildTarGz(t, []entry{{name: "a", typ: tar.TypeReg, body: strings.Repeat("a", 100000)}})
+	full := errors.New("disk full")
+	_, err := Sanitize(failingWriter{full}, bytes.NewReader(in), testLimits)
+	if !errors.Is(err, full) || domain.IsKind(err, domain.KindValidation) {
+		t.Fatalf("err = %v, want the writer's error and not a validation error", err)
+	}
+}
+
+type failingWriter struct{ err error }
+
+func (w failingWriter) Write([]byte) (int, error) { return 0, w.err }
