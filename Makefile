@@ -6,7 +6,8 @@ FUZZTIME    ?= 5s
 # unit tests; their seed corpora live in each package's testdata/fuzz.
 FUZZ        := ./adapters/http:FuzzDecodeJSON ./application/paging:FuzzCheckCursor \
                ./adapters/webhook:FuzzCheckTarget ./adapters/webhook:FuzzGuard \
-               ./adapters/prober:FuzzParseAnswer
+               ./adapters/prober:FuzzParseAnswer \
+               ./domain/browserdata:FuzzSanitize
 
 .PHONY: run test fuzz lint migrate bench build
 
