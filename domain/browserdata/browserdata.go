@@ -21,7 +21,8 @@ import (
 // passed; callers answer it with 413.
 var ErrTooLarge = errors.New("browser data too large")
 
-// Limits bound what Sanitize accepts. The compressed size is the caller's to
+// Limits bound what Sanitize accepts; each must be set, a zero limit refuses
+// every archive that has an entry. The compressed size is the caller's to
 // bound, by wrapping the reader.
 type Limits struct {
 	// MaxUnpacked bounds the sum of the sizes of all regular files, dropped
