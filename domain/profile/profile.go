@@ -51,14 +51,44 @@ type Profile struct {
 	ProxyID string
 	// Proxy is how the proxy is shown with the profile: filled from the
 	// proxies module when the profile is read, never stored with it.
-	Proxy     *ProxyRef
-	Tags      []string
-	Notes     string
-	Session   *Session
+	Proxy   *ProxyRef
+	Tags    []string
+	Notes   string
+	Session *Session
+	// Data is the profile's browser-data archive; nil until one is stored.
+	Data *Data
+	// Cookies are the profile's cookies, kept as a blob of their own; nil
+	// while the profile has none.
+	Cookies   *Content
 	Version   int
 	CreatedBy string
 	CreatedAt time.Time
 	UpdatedAt time.Time
+}
+
+// Content is a blob that a profile or a snapshot refers to: its sha256 (the
+// address in the blob store) and size.
+type Content struct {
+	SHA256 string
+	Size   int64
+}
+
+// Data is a profile's stored browser-data archive.
+type Data struct {
+	Content
+	UpdatedAt time.Time
+}
+
+// Blobs lists the blobs the profile refers to.
+func (p Profile) Blobs() []string {
+	var out []string
+	if p.Data != nil {
+		out = append(out, p.Data.SHA256)
+	}
+	if p.Cookies != nil {
+		out = append(out, p.Cookies.SHA256)
+	}
+	return out
 }
 
 // ProxyRef is a profile's proxy as the profile shows it.

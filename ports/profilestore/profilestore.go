@@ -52,9 +52,14 @@ type Profiles interface {
 	// Count returns how many profiles the team has.
 	Count(ctx context.Context, teamID string) (int, error)
 	List(ctx context.Context, teamID string, f Filter) ([]profile.Profile, error)
-	// Update replaces p's settings (not its session) if the stored version
-	// is expectVersion; a different version is a precondition-failed error.
+	// Update replaces p's settings, data and cookies (not its session) if
+	// the stored version is expectVersion; a different version is a
+	// precondition-failed error.
 	Update(ctx context.Context, p profile.Profile, expectVersion int) error
+	// UpdateIdle is Update that also requires the profile to hold no
+	// session: a running profile is profile.ErrRunning (checked after the
+	// version), so that data never change under a running browser.
+	UpdateIdle(ctx context.Context, p profile.Profile, expectVersion int) error
 	// Delete removes an idle profile; a running one is a conflict.
 	Delete(ctx context.Context, teamID, id string) error
 	// SwapSession applies s atomically and reports whether it matched: of

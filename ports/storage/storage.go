@@ -13,6 +13,7 @@ import (
 	"github.com/profilesvc/profilesvc/ports/accountstore"
 	"github.com/profilesvc/profilesvc/ports/profilestore"
 	"github.com/profilesvc/profilesvc/ports/proxystore"
+	"github.com/profilesvc/profilesvc/ports/snapshotstore"
 	"github.com/profilesvc/profilesvc/ports/teamstore"
 	"github.com/profilesvc/profilesvc/ports/webhookstore"
 )
@@ -47,6 +48,9 @@ type Store interface {
 	Profiles() profilestore.Profiles
 
 	Proxies() proxystore.Proxies
+
+	Snapshots() snapshotstore.Snapshots
+	BlobRefs() snapshotstore.BlobRefs
 
 	WebhookEndpoints() webhookstore.Endpoints
 	Deliveries() webhookstore.Deliveries
