@@ -7,7 +7,7 @@ FUZZTIME    ?= 5s
 FUZZ        := ./adapters/http:FuzzDecodeJSON ./application/paging:FuzzCheckCursor \
                ./adapters/webhook:FuzzCheckTarget ./adapters/webhook:FuzzGuard \
                ./adapters/prober:FuzzParseAnswer \
-               ./domain/browserdata:FuzzSanitize
+               ./domain/browserdata:FuzzSanitize ./domain/browserdata:FuzzParseNetscape
 
 .PHONY: run test fuzz lint migrate bench build
 
