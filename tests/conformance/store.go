@@ -22,7 +22,9 @@ type NewStore func(t *testing.T) storage.Store
 // owners, session swaps with one winner among concurrent callers, outbox
 // ordering, outbox events claimed by one of concurrent units until marked
 // dispatched, proxies with their last check and the refusal to delete one a
-// profile uses, webhook endpoints and their deliveries, delivery leases that
+// profile uses, snapshots scoped to their team and profile, blob candidates
+// that nothing of any team refers to, uploads that keep a collecting unit's
+// blobs safe, webhook endpoints and their deliveries, delivery leases that
 // concurrent claims never share, a unit of work that commits all of its
 // writes or none of them, even under concurrency, and idempotency records
 // claimed in the unit of their request's effect.
@@ -57,6 +59,8 @@ func RunStore(t *testing.T, newStore NewStore) {
 	t.Run("outbox", func(t *testing.T) { runOutbox(t, newStore) })
 	t.Run("outbox dispatch", func(t *testing.T) { runOutboxDispatch(t, newStore) })
 	t.Run("proxies", func(t *testing.T) { runProxyRepository(t, newStore) })
+	t.Run("snapshots", func(t *testing.T) { runSnapshotRepository(t, newStore) })
+	t.Run("blob refs", func(t *testing.T) { runBlobRefs(t, newStore) })
 	t.Run("webhook endpoints", func(t *testing.T) { runWebhookEndpoints(t, newStore) })
 	t.Run("deliveries", func(t *testing.T) { runDeliveries(t, newStore) })
 	t.Run("unit of work", func(t *testing.T) { runUnitOfWork(t, newStore) })

@@ -130,6 +130,16 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		full.Version = 7
 		full.CreatedAt = storeAt(time.Minute).In(storeZone)
 		full.UpdatedAt = storeAt(time.Hour).In(storeZone)
+		full.Data = &profile.Data{Content: *f.content(5 << 30), UpdatedAt: storeAt(30 * time.Minute).In(storeZone)}
+		full.Cookies = f.content(0)
+		// Data without cookies, and cookies without data, each stay alone.
+		dataOnly := f.profile(teamID, "Data only")
+		dataOnly.Data = &profile.Data{Content: *f.content(1), UpdatedAt: storeAt(0)}
+		cookiesOnly := f.profile(teamID, "Cookies only")
+		cookiesOnly.Cookies = f.content(123)
+		f.createProfiles(dataOnly, cookiesOnly)
+		f.expectProfile(f.ctx, dataOnly)
+		f.expectProfile(f.ctx, cookiesOnly)
 		bare := f.profile(teamID, "Bare")
 		bare.Notes = ""
 		f.createProfiles(full, bare)
@@ -166,23 +176,30 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 	t.Run("returned values are copies", func(t *testing.T) {
 		f := newStoreFixture(t, newStore)
 		p := f.profile(storeID("tm"), "Copy", "a", "b")
+		p.Data = &profile.Data{Content: *f.content(10), UpdatedAt: storeAt(0)}
+		p.Cookies = f.content(20)
 		s := f.session(storeAt(0), time.Hour)
 		want := p
 		want.Tags = slices.Clone(p.Tags)
 		sessCopy := *s
 		want.Session = &sessCopy
+		data, cookies := *p.Data, *p.Cookies
+		want.Data, want.Cookies = &data, &cookies
 		f.createProfiles(p)
 		f.start(p, s)
 		p.Tags[0] = "changed"
 		s.ID, s.Headless = "changed", false
+		p.Data.SHA256, p.Cookies.Size = "changed", 1
 
 		got, err := f.s.Profiles().ByID(f.ctx, p.TeamID, p.ID)
 		f.must("ByID", err)
 		got.Tags[1] = "changed"
 		got.Session.ID = "changed"
+		got.Data.Size, got.Cookies.SHA256 = 1, "changed"
 		listed := f.list(p.TeamID, profilestore.Filter{Limit: 10})
 		listed[0].Tags[0] = "changed"
 		listed[0].Session.CDPURL = "changed"
+		listed[0].Data.UpdatedAt, listed[0].Cookies.Size = storeAt(time.Hour), 2
 
 		f.expectProfile(f.ctx, want)
 	})
@@ -193,6 +210,12 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		var mine []profile.Profile
 		for i := range 25 {
 			p := f.profile(teamID, fmt.Sprintf("Profile %02d", i), fmt.Sprintf("t%d", i%3))
+			if i%2 == 0 {
+				p.Data = &profile.Data{Content: *f.content(int64(i) << 20), UpdatedAt: storeAt(time.Duration(i) * time.Minute)}
+			}
+			if i%3 == 0 {
+				p.Cookies = f.content(int64(i))
+			}
 			f.createProfiles(p, f.profile(otherTeam, "Not mine"))
 			mine = append(mine, p)
 		}
@@ -297,6 +320,8 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		next.ProxyID = ""
 		next.Tags = []string{"c", "new", "a"}
 		next.Notes = "changed"
+		next.Data = &profile.Data{Content: *f.content(1 << 40), UpdatedAt: storeAt(2 * time.Hour).In(storeZone)}
+		next.Cookies = f.content(77)
 		next.Version = 2
 		next.UpdatedAt = storeAt(2 * time.Hour).In(storeZone)
 		// Neither the session nor the creation is Update's to change.
@@ -320,7 +345,8 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		}
 		last := want
 		last.Tags, last.Version, last.Session = nil, 3, nil
-		f.must("Update to no tags", f.s.Profiles().Update(f.ctx, last, 2))
+		last.Data, last.Cookies = nil, nil
+		f.must("Update to no tags, data or cookies", f.s.Profiles().Update(f.ctx, last, 2))
 		last.Tags = []string{}
 		f.expectProfile(f.ctx, last)
 	})
@@ -350,6 +376,65 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		f.expectProfile(f.ctx, p)
 		_, err := f.s.Profiles().ByID(f.ctx, stranger.TeamID, p.ID)
 		expectNotFound(t, "profile after an Update from another team", err)
+	})
+
+	t.Run("UpdateIdle replaces an idle profile's settings, data and cookies", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		p := f.profile(storeID("tm"), "Before", "a", "b")
+		p.Cookies = f.content(5)
+		f.createProfiles(p)
+
+		next := p
+		next.Name, next.Tags, next.Notes = "After", []string{"b", "new"}, "restored"
+		next.Data = &profile.Data{Content: *f.content(4 << 20), UpdatedAt: storeAt(time.Hour).In(storeZone)}
+		next.Cookies = f.content(6)
+		next.Version, next.UpdatedAt = 2, storeAt(time.Hour).In(storeZone)
+		next.CreatedAt = storeAt(5 * time.Hour)
+		f.must("UpdateIdle", f.s.Profiles().UpdateIdle(f.ctx, next, 1))
+		want := next
+		want.CreatedAt = p.CreatedAt
+		f.expectProfile(f.ctx, want)
+		checkIDs(t, "profiles tagged new", profileIDs(f.list(p.TeamID, profilestore.Filter{Tag: "new", Limit: 10})), []string{p.ID})
+
+		cleared := want
+		cleared.Data, cleared.Cookies, cleared.Version = nil, nil, 3
+		expectPreconditionFailed(t, "UpdateIdle expecting a stale version", f.s.Profiles().UpdateIdle(f.ctx, cleared, 1))
+		f.expectProfile(f.ctx, want)
+		f.must("UpdateIdle clearing data and cookies", f.s.Profiles().UpdateIdle(f.ctx, cleared, 2))
+		f.expectProfile(f.ctx, cleared)
+	})
+
+	t.Run("UpdateIdle of a running profile is refused", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		p := f.profile(storeID("tm"), "Running", "a")
+		p.Data = &profile.Data{Content: *f.content(1), UpdatedAt: storeAt(0)}
+		p.Version = 4
+		f.createProfiles(p)
+		s := f.session(storeAt(0), time.Hour)
+		f.start(p, s)
+		want := p
+		want.Session = s
+
+		next := p
+		next.Name, next.Data, next.Cookies, next.Version = "Lost", nil, f.content(2), 5
+		err := f.s.Profiles().UpdateIdle(f.ctx, next, 4)
+		expectConflict(t, "UpdateIdle of a running profile", err)
+		if !errors.Is(err, profile.ErrRunning) {
+			t.Errorf("UpdateIdle of a running profile: %v, want profile.ErrRunning", err)
+		}
+		// The version is checked first.
+		expectPreconditionFailed(t, "UpdateIdle of a running profile at another version", f.s.Profiles().UpdateIdle(f.ctx, next, 3))
+		stranger := next
+		stranger.TeamID = storeID("tm")
+		expectNotFound(t, "UpdateIdle from another team", f.s.Profiles().UpdateIdle(f.ctx, stranger, 4))
+		expectNotFound(t, "UpdateIdle of an unknown id", f.s.Profiles().UpdateIdle(f.ctx, f.profile(p.TeamID, "Missing"), 1))
+		f.expectProfile(f.ctx, want)
+
+		// Update does not mind the session.
+		f.must("Update of a running profile", f.s.Profiles().Update(f.ctx, next, 4))
+		want = next
+		want.Session = s
+		f.expectProfile(f.ctx, want)
 	})
 
 	t.Run("Delete removes an idle profile and its tags", func(t *testing.T) {
@@ -570,6 +655,8 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		now := storeAt(24 * time.Hour)
 		teamA, teamB := storeID("tm"), storeID("tm")
 		long := f.profile(teamA, "Expired long ago", "a", "b")
+		long.Data = &profile.Data{Content: *f.content(99), UpdatedAt: storeAt(time.Hour)}
+		long.Cookies = f.content(98)
 		atNow := f.profile(teamB, "Expires now", "c")
 		tied := f.profile(teamB, "Expired long ago too")
 		later := f.profile(teamA, "Expires a millisecond later")

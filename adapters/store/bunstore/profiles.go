@@ -43,6 +43,12 @@ type profileRow struct {
 	SessionLaunchedBy *string    `bun:"session_launched_by"`
 	SessionHeadless   *bool      `bun:"session_headless"`
 	SessionCDPURL     *string    `bun:"session_cdp_url"`
+
+	DataSHA256    *string    `bun:"data_sha256"`
+	DataSize      *int64     `bun:"data_size"`
+	DataUpdatedAt *time.Time `bun:"data_updated_at"`
+	CookiesSHA256 *string    `bun:"cookies_sha256"`
+	CookiesSize   *int64     `bun:"cookies_size"`
 }
 
 // profileSettingsColumns are what Update replaces: everything but the
@@ -50,6 +56,7 @@ type profileRow struct {
 var profileSettingsColumns = []string{
 	"name", "template_id", "browser", "user_agent", "platform", "locale", "timezone",
 	"screen_width", "screen_height", "proxy_id", "notes", "version", "updated_at",
+	"data_sha256", "data_size", "data_updated_at", "cookies_sha256", "cookies_size",
 }
 
 // profileSessionColumns are what SwapSession sets.
@@ -79,7 +86,33 @@ func newProfileRow(p profile.Profile) *profileRow {
 		UpdatedAt:    utc(p.UpdatedAt),
 	}
 	row.setSession(p.Session)
+	if d := p.Data; d != nil {
+		sha, size := d.SHA256, d.Size
+		row.DataSHA256, row.DataSize, row.DataUpdatedAt = &sha, &size, utcPtr(&d.UpdatedAt)
+	}
+	row.CookiesSHA256, row.CookiesSize = contentColumns(p.Cookies)
 	return row
+}
+
+// contentColumns are the sha256 and size columns of c, both NULL for nil.
+func contentColumns(c *profile.Content) (*string, *int64) {
+	if c == nil {
+		return nil, nil
+	}
+	sha, size := c.SHA256, c.Size
+	return &sha, &size
+}
+
+// content reads the sha256 and size columns back: nil when sha is NULL.
+func content(sha *string, size *int64) *profile.Content {
+	if sha == nil {
+		return nil
+	}
+	c := &profile.Content{SHA256: *sha}
+	if size != nil {
+		c.Size = *size
+	}
+	return c
 }
 
 // setSession fills the session columns from s, or sets them NULL for nil.
@@ -120,11 +153,26 @@ func (r *profileRow) profile(tags []string) profile.Profile {
 		Tags:      tags,
 		Notes:     r.Notes,
 		Session:   r.session(),
+		Data:      r.data(),
+		Cookies:   content(r.CookiesSHA256, r.CookiesSize),
 		Version:   r.Version,
 		CreatedBy: r.CreatedBy,
 		CreatedAt: utc(r.CreatedAt),
 		UpdatedAt: utc(r.UpdatedAt),
 	}
+}
+
+// data reads the data columns back: nil when data_sha256 is NULL.
+func (r *profileRow) data() *profile.Data {
+	c := content(r.DataSHA256, r.DataSize)
+	if c == nil {
+		return nil
+	}
+	d := &profile.Data{Content: *c}
+	if r.DataUpdatedAt != nil {
+		d.UpdatedAt = utc(*r.DataUpdatedAt)
+	}
+	return d
 }
 
 func (r *profileRow) session() *profile.Session {
@@ -241,28 +289,58 @@ func escapeLike(s string) string {
 // Update is one UPDATE conditional on the version, so that of two writers
 // that read one version only one can succeed.
 func (r profileRepository) Update(ctx context.Context, p profile.Profile, expectVersion int) error {
+	return r.update(ctx, p, expectVersion, false)
+}
+
+// UpdateIdle also requires session_id IS NULL in the same UPDATE, so that
+// no session can start between the check and the write.
+func (r profileRepository) UpdateIdle(ctx context.Context, p profile.Profile, expectVersion int) error {
+	return r.update(ctx, p, expectVersion, true)
+}
+
+// update tells why it changed nothing by reading the profile back: missing,
+// at another version, or (for idle) running.
+func (r profileRepository) update(ctx context.Context, p profile.Profile, expectVersion int, idle bool) error {
 	return conn(ctx, r.db).RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		res, err := tx.NewUpdate().Model(newProfileRow(p)).
+		q := tx.NewUpdate().Model(newProfileRow(p)).
 			Column(profileSettingsColumns...).
 			Where("team_id = ?", p.TeamID).
 			Where("id = ?", p.ID).
-			Where("version = ?", expectVersion).
-			Exec(ctx)
+			Where("version = ?", expectVersion)
+		if idle {
+			q = q.Where("session_id IS NULL")
+		}
+		res, err := q.Exec(ctx)
 		n, err := rowsAffected(res, err, "profile")
 		if err != nil {
 			return err
 		}
 		if n == 0 {
-			if err := profileExists(ctx, tx, p.TeamID, p.ID); err != nil {
-				return err
-			}
-			return domain.PreconditionFailed("the profile was changed since it was read")
+			return whyNotUpdated(ctx, tx, p.TeamID, p.ID, expectVersion, idle)
 		}
 		if _, err := tx.NewDelete().Model((*profileTagRow)(nil)).Where("profile_id = ?", p.ID).Exec(ctx); err != nil {
 			return fmt.Errorf("bunstore: write profile tags: %w", err)
 		}
 		return insertProfileTags(ctx, tx, p)
 	})
+}
+
+// whyNotUpdated is the error of a conditional update that matched no row:
+// not found, precondition failed for another version, or else running when
+// the update required an idle profile.
+func whyNotUpdated(ctx context.Context, db bun.IDB, teamID, id string, expectVersion int, idle bool) error {
+	var cur profileRow
+	err := db.NewSelect().Model(&cur).Column("version", "session_id").
+		Where("team_id = ?", teamID).
+		Where("id = ?", id).
+		Scan(ctx)
+	if err != nil {
+		return readErr(err, "profile")
+	}
+	if cur.Version != expectVersion || !idle {
+		return domain.PreconditionFailed("the profile was changed since it was read")
+	}
+	return profile.ErrRunning
 }
 
 // Delete removes the profile only while it holds no session.

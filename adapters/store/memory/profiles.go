@@ -53,8 +53,18 @@ func profileMatches(p *profile.Profile, f profilestore.Filter, query string) boo
 }
 
 // Update keeps the stored session, creator and creation time: only the
-// settings, version and UpdatedAt come from p.
+// settings, data, cookies, version and UpdatedAt come from p.
 func (r profiles) Update(ctx context.Context, p profile.Profile, expectVersion int) error {
+	return r.update(ctx, p, expectVersion, false)
+}
+
+// UpdateIdle is Update that refuses a profile holding a session, once the
+// version matched.
+func (r profiles) UpdateIdle(ctx context.Context, p profile.Profile, expectVersion int) error {
+	return r.update(ctx, p, expectVersion, true)
+}
+
+func (r profiles) update(ctx context.Context, p profile.Profile, expectVersion int, idle bool) error {
 	return r.s.write(ctx, func(st *state, undo *undoLog) error {
 		next, err := st.profiles.inTeam(p.TeamID, p.ID)
 		if err != nil {
@@ -63,8 +73,12 @@ func (r profiles) Update(ctx context.Context, p profile.Profile, expectVersion i
 		if next.Version != expectVersion {
 			return domain.PreconditionFailed("the profile was changed since it was read")
 		}
+		if idle && next.Session != nil {
+			return profile.ErrRunning
+		}
 		next.Name, next.TemplateID, next.Browser = p.Name, p.TemplateID, p.Browser
 		next.Fingerprint, next.ProxyID, next.Tags, next.Notes = p.Fingerprint, p.ProxyID, p.Tags, p.Notes
+		next.Data, next.Cookies = p.Data, p.Cookies
 		next.Version, next.UpdatedAt = p.Version, p.UpdatedAt
 		st.profiles.put(undo, next)
 		return nil

@@ -8,6 +8,7 @@ import (
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/domain/proxy"
+	"github.com/profilesvc/profilesvc/domain/snapshot"
 	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/domain/webhook"
 	"github.com/profilesvc/profilesvc/ports"
@@ -26,6 +27,9 @@ type state struct {
 	resets      table[account.ResetToken]
 	profiles    table[profile.Profile]
 	proxies     table[proxy.Proxy]
+	snapshots   table[snapshot.Snapshot]
+	uploads     table[uploadRow]
+	garbage     table[garbageRow]
 	endpoints   table[webhook.Endpoint]
 	deliveries  table[deliveryRow]
 	outbox      table[outboxRow]
@@ -66,6 +70,9 @@ func newState() state {
 		resets:      newTable("reset token", func(t *account.ResetToken) rowKey { return rowKey{id: t.ID} }, cloneResetToken),
 		profiles:    newTable("profile", func(p *profile.Profile) rowKey { return rowKey{p.ID, p.TeamID} }, cloneProfile),
 		proxies:     newTable("proxy", func(p *proxy.Proxy) rowKey { return rowKey{p.ID, p.TeamID} }, cloneProxy),
+		snapshots:   newTable("snapshot", func(s *snapshot.Snapshot) rowKey { return rowKey{s.ID, s.TeamID} }, cloneSnapshot),
+		uploads:     newTable("upload", func(u *uploadRow) rowKey { return rowKey{id: u.id} }, cloneUploadRow),
+		garbage:     newTable("blob candidate", func(g *garbageRow) rowKey { return rowKey{id: g.sha256} }, cloneGarbageRow),
 		endpoints:   newTable("webhook endpoint", func(e *webhook.Endpoint) rowKey { return rowKey{e.ID, e.TeamID} }, cloneEndpoint),
 		deliveries:  newTable("delivery", func(r *deliveryRow) rowKey { return rowKey{r.d.ID, r.d.TeamID} }, cloneDeliveryRow).withBacklog(pending),
 		outbox:      newTable("event", func(r *outboxRow) rowKey { return rowKey{r.e.ID, r.e.TeamID} }, cloneOutboxRow).withBacklog(undispatched),
@@ -141,8 +148,22 @@ func cloneProfile(p profile.Profile) profile.Profile {
 		p.Tags = []string{}
 	}
 	p.Session = cloneSession(p.Session)
+	if p.Data != nil {
+		d := *p.Data
+		d.UpdatedAt = d.UpdatedAt.UTC()
+		p.Data = &d
+	}
+	p.Cookies = cloneContent(p.Cookies)
 	p.CreatedAt, p.UpdatedAt = p.CreatedAt.UTC(), p.UpdatedAt.UTC()
 	return p
+}
+
+func cloneContent(c *profile.Content) *profile.Content {
+	if c == nil {
+		return nil
+	}
+	out := *c
+	return &out
 }
 
 func cloneSession(s *profile.Session) *profile.Session {
