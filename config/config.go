@@ -86,6 +86,12 @@ type Config struct {
 	// the largest browser data archive accepted, in bytes.
 	Blob           Blob
 	ProfileDataMax int64
+	// ProfileDataUploadTimeout bounds one browser data upload, from its
+	// first byte to the data being stored (PROFILE_DATA_UPLOAD_TIMEOUT).
+	ProfileDataUploadTimeout time.Duration
+	// SnapshotsPerProfile is how many snapshots a profile keeps; the oldest
+	// are pruned beyond it.
+	SnapshotsPerProfile int
 }
 
 // Error names the variable whose value is unusable.
@@ -142,6 +148,8 @@ func Load(getenv func(string) string) (Config, error) {
 	c.ProxyCheckTimeout = l.duration("PROXY_CHECK_TIMEOUT", 10*time.Second)
 	c.Blob = l.blob("BLOB_URL", c.DataDir, c.Database)
 	c.ProfileDataMax = l.size("PROFILE_DATA_MAX", 512<<20)
+	c.ProfileDataUploadTimeout = l.duration("PROFILE_DATA_UPLOAD_TIMEOUT", time.Hour)
+	c.SnapshotsPerProfile = l.atLeastOne("SNAPSHOTS_PER_PROFILE", 20)
 	l.check(c)
 	if l.err != nil {
 		return Config{}, l.err

@@ -57,8 +57,10 @@ func TestLoadDefaults(t *testing.T) {
 		ProxyCheckURL:     "https://ipinfo.io/json",
 		ProxyCheckTimeout: 10 * time.Second,
 
-		Blob:           config.Blob{Kind: config.BlobFiles, Dir: filepath.Join(dir, "blobs")},
-		ProfileDataMax: 512 << 20,
+		Blob:                     config.Blob{Kind: config.BlobFiles, Dir: filepath.Join(dir, "blobs")},
+		ProfileDataMax:           512 << 20,
+		ProfileDataUploadTimeout: time.Hour,
+		SnapshotsPerProfile:      20,
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("Load with nothing set =\n%+v\nwant\n%+v", cfg, want)
@@ -135,6 +137,8 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		{map[string]string{"HTTP_READ_HEADER_TIMEOUT": "3s"}, func(c config.Config) any { return c.HTTPReadHeaderTimeout }, 3 * time.Second},
 		{map[string]string{"HTTP_READ_TIMEOUT": "750ms"}, func(c config.Config) any { return c.HTTPReadTimeout }, 750 * time.Millisecond},
 		{map[string]string{"HTTP_IDLE_TIMEOUT": "5m"}, func(c config.Config) any { return c.HTTPIdleTimeout }, 5 * time.Minute},
+		{map[string]string{"PROFILE_DATA_UPLOAD_TIMEOUT": "10m"}, func(c config.Config) any { return c.ProfileDataUploadTimeout }, 10 * time.Minute},
+		{map[string]string{"SNAPSHOTS_PER_PROFILE": "3"}, func(c config.Config) any { return c.SnapshotsPerProfile }, 3},
 		{map[string]string{"API_KEYS_PER_USER": "5"}, func(c config.Config) any { return c.APIKeysPerUser }, 5},
 		{map[string]string{"REGISTRATIONS_PER_ADDR": "100"}, func(c config.Config) any { return c.RegistrationsPerAddr }, 100},
 

@@ -21,24 +21,30 @@ const maxBodyBytes = 1 << 20
 // deadline, left in place, also ends net/http's attempt to drain the rest
 // of the body before it answers and closes the connection.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	if r.ContentLength > maxBodyBytes {
-		return nil, tooLarge(nil)
+	return readBodyUpTo(w, r, maxBodyBytes)
+}
+
+// readBodyUpTo is readBody with another limit, for the few endpoints whose
+// bodies are larger by nature.
+func readBodyUpTo(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength > limit {
+		return nil, tooLarge(nil, limit)
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, tooLarge(err)
+			return nil, tooLarge(err, limit)
 		}
 		return nil, &domain.Error{Kind: domain.KindBadRequest, Message: "request body could not be read", Err: err}
 	}
 	return body, nil
 }
 
-func tooLarge(err error) error {
+func tooLarge(err error, limit int64) error {
 	return &transportError{
 		kind:    kindPayloadTooLarge,
-		message: fmt.Sprintf("request body must not exceed %d bytes", maxBodyBytes),
+		message: fmt.Sprintf("request body must not exceed %d bytes", limit),
 		err:     err,
 	}
 }

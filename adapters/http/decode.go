@@ -33,12 +33,17 @@ type readOnlyFielder interface {
 // given twice or in another case, invalid UTF-8, NUL). Only fields the DTO
 // declares can be set, which is what prevents mass assignment.
 func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
+	return decodeJSONUpTo(w, r, dst, maxBodyBytes)
+}
+
+// decodeJSONUpTo is decodeJSON with another size limit.
+func decodeJSONUpTo(w http.ResponseWriter, r *http.Request, dst any, limit int64) error {
 	if err := checkJSONContentType(r.Header.Get("Content-Type")); err != nil {
 		return err
 	}
 	// The whole body is read before parsing, so a body over the limit is 413
 	// whatever its content, not 400 when the oversize part is malformed.
-	body, err := readBody(w, r)
+	body, err := readBodyUpTo(w, r, limit)
 	if err != nil {
 		return err
 	}
@@ -47,7 +52,7 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
 		return domain.BadRequest("request body is empty; send a JSON object")
 	}
 	if bytes.Equal(trimmed, []byte("null")) {
-		return domain.BadRequest("request body must be a JSON object, not null")
+		return domain.BadRequest("request body must not be null")
 	}
 	if err := checkStrictJSON(trimmed, dst); err != nil {
 		return err

@@ -35,7 +35,7 @@ func TestErrorStatusAndCodeByKind(t *testing.T) {
 		{domain.NotFound("profile"), 404, "not_found"},
 		{domain.Conflict("profile already running"), 409, "conflict"},
 		{domain.PreconditionFailed("version is 4"), 412, "precondition_failed"},
-		{tooLarge(nil), 413, "payload_too_large"},
+		{tooLarge(nil, maxBodyBytes), 413, "payload_too_large"},
 		{&transportError{kind: kindUnsupportedMediaType, message: "send JSON"}, 415, "unsupported_media_type"},
 		{domain.Invalid("name", "is required"), 422, "validation_failed"},
 		{domain.RateLimited("slow down", 3*time.Second), 429, "rate_limited"},

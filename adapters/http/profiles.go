@@ -107,6 +107,7 @@ type profileDTO struct {
 	Notes       string             `json:"notes"`
 	Status      string             `json:"status"`
 	Session     *browserSessionDTO `json:"session"`
+	Data        *dataDTO           `json:"data"`
 	Version     int                `json:"version"`
 	CreatedAt   int64              `json:"createdAt"`
 	UpdatedAt   int64              `json:"updatedAt"`
@@ -132,6 +133,10 @@ func toProfileDTO(p profile.Profile) profileDTO {
 	if p.Session != nil {
 		s := toBrowserSessionDTO(*p.Session)
 		d.Session = &s
+	}
+	if p.Data != nil {
+		data := toDataDTO(*p.Data)
+		d.Data = &data
 	}
 	return d
 }
@@ -169,7 +174,7 @@ type createProfileRequest struct {
 
 func (createProfileRequest) readOnlyFields() []string { return profileReadOnly }
 
-var profileReadOnly = []string{"browser", "session"}
+var profileReadOnly = []string{"browser", "session", "data"}
 
 // profileProxy reads the proxy field: absent or null is no proxy (id ""),
 // {"id": ...} a stored proxy of the team, and {type, host, port,

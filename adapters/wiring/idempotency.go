@@ -44,6 +44,10 @@ type claimingStore struct {
 	tx ports.UnitOfWork
 }
 
+// Unwrap returns the store underneath, for the pieces of wiring that need
+// the adapter itself (the PostgreSQL blob store shares its database).
+func (s claimingStore) Unwrap() storage.Store { return s.Store }
+
 func (s claimingStore) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	return s.tx.Do(ctx, fn)
 }

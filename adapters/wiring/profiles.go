@@ -33,6 +33,7 @@ type ProfileDeps struct {
 	Tx      ports.UnitOfWork
 	Outbox  ports.Outbox
 	Runtime ports.BrowserRuntime
+	Blobs   ports.BlobStore
 	Proxies *proxies.Service
 	Clock   ports.Clock
 	IDs     ports.IDs
@@ -48,18 +49,43 @@ var Profiles = fx.Module("profiles",
 		func(d ProfileDeps) *profiles.Service {
 			return profiles.New(profiles.Deps{
 				Tx: d.Tx, Teams: d.Store.Teams(), Profiles: d.Store.Profiles(), Users: d.Store.Users(), Proxies: d.Proxies, Outbox: d.Outbox,
-				Runtime: d.Runtime, Clock: d.Clock, IDs: d.IDs, Log: d.Log,
+				Runtime: d.Runtime, Blobs: d.Blobs, BlobRefs: d.Store.BlobRefs(), Snapshots: d.Store.Snapshots(),
+				Clock: d.Clock, IDs: d.IDs, Log: d.Log,
 				Policy: profiles.Policy{
 					SessionTTLDefault: d.Config.SessionTTLDefault, SessionTTLMax: d.Config.SessionTTLMax,
-					MaxProfiles: d.Config.Quotas.Profiles,
+					MaxProfiles: d.Config.Quotas.Profiles, DataMax: d.Config.ProfileDataMax,
+					UploadTimeout: d.Config.ProfileDataUploadTimeout, SnapshotsPerProfile: d.Config.SnapshotsPerProfile,
 				},
 			})
 		},
 		func() ReaperInterval { return defaultReaperInterval },
+		func() CollectorInterval { return defaultCollectorInterval },
 		fx.Annotate(func(svc *profiles.Service) Routes { return httpapi.NewProfileHandlers(svc).Routes() }, fx.ResultTags(`group:"routes"`)),
+		fx.Annotate(func(svc *profiles.Service, cfg config.Config) Routes {
+			return httpapi.NewDataHandlers(svc, cfg.ProfileDataUploadTimeout).Routes()
+		}, fx.ResultTags(`group:"routes"`)),
 	),
-	fx.Invoke(startReaper),
+	fx.Invoke(startReaper, startCollector),
 )
+
+// CollectorInterval is how often each instance deletes the blobs nothing
+// refers to any more. Tests replace it (fx.Decorate).
+type CollectorInterval time.Duration
+
+// defaultCollectorInterval frees storage within minutes of a deletion
+// without querying often.
+const defaultCollectorInterval = CollectorInterval(time.Minute)
+
+// startCollector runs the blob collector on every instance, as the reaper.
+func startCollector(lc fx.Lifecycle, svc *profiles.Service, every CollectorInterval, log *slog.Logger) {
+	runEvery(lc, time.Duration(every), func(ctx context.Context) {
+		if n, err := svc.CollectBlobs(ctx); err != nil && ctx.Err() == nil {
+			log.ErrorContext(ctx, "blob collector", "error", err.Error(), "deleted", n)
+		} else if n > 0 {
+			log.InfoContext(ctx, "blob collector deleted unreferenced blobs", "deleted", n)
+		}
+	})
+}
 
 // newBrowserRuntime picks the runtime of BROWSER_RUNTIME. Until a Chromium
 // runtime is built in, "auto" finds none and leases only.
@@ -75,19 +101,26 @@ func newBrowserRuntime(cfg config.Config) (ports.BrowserRuntime, error) {
 // that ran out while the service was down end at once, and then every
 // interval until the app stops.
 func startReaper(lc fx.Lifecycle, svc *profiles.Service, every ReaperInterval, log *slog.Logger) {
+	runEvery(lc, time.Duration(every), func(ctx context.Context) {
+		if n, err := svc.ReapExpired(ctx); err != nil && ctx.Err() == nil {
+			log.ErrorContext(ctx, "session reaper", "error", err.Error(), "ended", n)
+		} else if n > 0 {
+			log.InfoContext(ctx, "session reaper ended expired sessions", "ended", n)
+		}
+	})
+}
+
+// runEvery runs job at start and then every interval until the app stops.
+func runEvery(lc fx.Lifecycle, every time.Duration, job func(ctx context.Context)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	lc.Append(fx.Hook{
 		OnStart: func(context.Context) error {
 			wg.Go(func() {
-				tick := time.NewTicker(time.Duration(every))
+				tick := time.NewTicker(every)
 				defer tick.Stop()
 				for {
-					if n, err := svc.ReapExpired(ctx); err != nil && ctx.Err() == nil {
-						log.ErrorContext(ctx, "session reaper", "error", err.Error(), "ended", n)
-					} else if n > 0 {
-						log.InfoContext(ctx, "session reaper ended expired sessions", "ended", n)
-					}
+					job(ctx)
 					select {
 					case <-ctx.Done():
 						return

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/profilesvc/profilesvc/adapters/blob/files"
 	"github.com/profilesvc/profilesvc/adapters/clock"
 	"github.com/profilesvc/profilesvc/adapters/store/memory"
 	"github.com/profilesvc/profilesvc/application/apptest"
@@ -169,8 +170,13 @@ func newFixture(t *testing.T) *fixture {
 		}
 	}
 	f := &fixture{store: st, clock: clock.NewFake(t0), rt: &fakeRuntime{}, logs: &apptest.Logs{}}
+	blobs, err := files.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	f.deps = profiles.Deps{
 		Tx: st, Teams: st.Teams(), Profiles: st.Profiles(), Users: st.Users(), Outbox: st.Outbox(),
+		Snapshots: st.Snapshots(), BlobRefs: st.BlobRefs(), Blobs: blobs,
 		Runtime: f.rt, Clock: f.clock, IDs: apptest.NewPrefixIDs(), Log: f.logs.Logger(),
 		Policy: profiles.Policy{SessionTTLDefault: 10 * time.Minute, SessionTTLMax: time.Hour},
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/ports/profilestore"
+	"github.com/profilesvc/profilesvc/ports/snapshotstore"
 )
 
 // Policy holds the session lease lengths and the reaper's batch size.
@@ -34,6 +35,13 @@ type Policy struct {
 	UpdateAttempts int
 	// MaxProfiles bounds a team's profiles; 0 is no bound.
 	MaxProfiles int
+	// DataMax is the largest browser-data archive accepted, in bytes.
+	DataMax int64
+	// UploadTimeout bounds one upload of browser data or cookies, from its
+	// first byte to the profile referring to it.
+	UploadTimeout time.Duration
+	// SnapshotsPerProfile is how many snapshots a profile keeps.
+	SnapshotsPerProfile int
 }
 
 // Deps are the ports the service needs.
@@ -47,10 +55,16 @@ type Deps struct {
 	Proxies ProxyPool
 	Outbox  ports.Outbox
 	Runtime ports.BrowserRuntime
-	Clock   ports.Clock
-	IDs     ports.IDs
-	Log     *slog.Logger
-	Policy  Policy
+	// Blobs keeps browser data and cookies by content; BlobRefs records
+	// which of them may have lost their last reference; Snapshots are the
+	// time machine's.
+	Blobs     ports.BlobStore
+	BlobRefs  snapshotstore.BlobRefs
+	Snapshots snapshotstore.Snapshots
+	Clock     ports.Clock
+	IDs       ports.IDs
+	Log       *slog.Logger
+	Policy    Policy
 }
 
 // TeamLock takes a team's lock for the rest of the unit of work
@@ -89,6 +103,15 @@ func New(d Deps) *Service {
 	}
 	if d.Policy.UpdateAttempts <= 0 {
 		d.Policy.UpdateAttempts = 3
+	}
+	if d.Policy.DataMax <= 0 {
+		d.Policy.DataMax = 512 << 20
+	}
+	if d.Policy.UploadTimeout <= 0 {
+		d.Policy.UploadTimeout = time.Hour
+	}
+	if d.Policy.SnapshotsPerProfile <= 0 {
+		d.Policy.SnapshotsPerProfile = 20
 	}
 	return &Service{d: d}
 }
@@ -382,6 +405,19 @@ func (s *Service) Delete(ctx context.Context, actor team.Actor, id string) error
 			return s.running(ctx, p)
 		}
 		if err := s.d.Profiles.Delete(ctx, actor.TeamID, id); err != nil {
+			return err
+		}
+		// The snapshots go with the profile, and every blob they or the
+		// profile referred to may now be unreferenced.
+		removed, err := s.d.Snapshots.DeleteAll(ctx, actor.TeamID, id)
+		if err != nil {
+			return err
+		}
+		blobs := p.Blobs()
+		for _, sn := range removed {
+			blobs = append(blobs, sn.Blobs()...)
+		}
+		if err := s.d.BlobRefs.Release(ctx, s.d.Clock.Now(), blobs...); err != nil {
 			return err
 		}
 		return s.emit(ctx, p, event.ProfileDeleted, nil)

@@ -1,6 +1,7 @@
-// Package snapshotstore is the storage port of the time machine: snapshots
-// of profiles, and the bookkeeping that lets blobs (browser data, cookies)
-// be shared by content and deleted only once nothing refers to them.
+// Package snapshotstore is the storage port of application/profiles for
+// the time machine: snapshots of profiles, and the bookkeeping that lets
+// blobs (browser data, cookies) be shared by content and deleted only once
+// nothing refers to them.
 //
 // Missing rows are reported as domain not-found errors, unique-key clashes as
 // domain conflict errors; anything else is an internal error.

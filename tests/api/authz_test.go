@@ -57,6 +57,21 @@ func (f *authzFixture) profile(t *testing.T) string {
 	return f.h.createProfile(t, f.owner, nil)
 }
 
+// profileWithData is a profile of the owner's with browser data stored.
+func (f *authzFixture) profileWithData(t *testing.T) string {
+	id := f.profile(t)
+	expect(t, f.h.do(archiveReq(id, testArchive(t, archiveA), f.as(f.owner))), http.StatusOK)
+	return id
+}
+
+// snapshot is a profile of the owner's and a snapshot of it.
+func (f *authzFixture) snapshot(t *testing.T) (string, string) {
+	id := f.profile(t)
+	r := f.h.post("/api/v1/time-machine/"+id+"/snapshots", map[string]any{"label": "s"}, f.as(f.owner)...)
+	expect(t, r, http.StatusCreated)
+	return id, str(r.data()["id"])
+}
+
 func (f *authzFixture) launched(t *testing.T, by account) (string, string) {
 	id := f.profile(t)
 	r := f.h.post("/api/v1/profiles/"+id+"/launch", nil, f.as(by)...)
@@ -200,6 +215,39 @@ var authzCases = map[string]authzCase{
 	}},
 	"proxies.check": {team.RoleMember, 200, func(t *testing.T, f *authzFixture, a account, _ team.Role) req {
 		return req{method: "POST", path: "/api/v1/proxies/" + f.proxy(t) + "/check", headers: pairs(f.as(a))}
+	}},
+	"profiles.data.read": {team.RoleMember, 200, func(t *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return req{method: "GET", path: "/api/v1/profiles/" + f.profileWithData(t) + "/data", headers: pairs(f.as(a))}
+	}},
+	"profiles.data.write": {team.RoleMember, 200, func(t *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return archiveReq(f.profile(t), testArchive(t, archiveA), f.as(a))
+	}},
+	"profiles.data.delete": {team.RoleMember, 204, func(t *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return req{method: "DELETE", path: "/api/v1/profiles/" + f.profileWithData(t) + "/data", headers: pairs(f.as(a))}
+	}},
+	"profiles.cookies.read": {team.RoleMember, 200, func(t *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return req{method: "GET", path: "/api/v1/profiles/" + f.profile(t) + "/cookies", headers: pairs(f.as(a))}
+	}},
+	"profiles.cookies.write": {team.RoleMember, 200, func(t *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return req{method: "PUT", path: "/api/v1/profiles/" + f.profile(t) + "/cookies", body: cookiesA, headers: pairs(f.as(a))}
+	}},
+	"snapshots.list": {team.RoleViewer, 200, func(t *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return req{method: "GET", path: "/api/v1/time-machine/" + f.profile(t) + "/snapshots", headers: pairs(f.as(a))}
+	}},
+	"snapshots.create": {team.RoleMember, 201, func(t *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return req{method: "POST", path: "/api/v1/time-machine/" + f.profile(t) + "/snapshots", body: map[string]any{"label": "l"}, headers: pairs(f.as(a))}
+	}},
+	"snapshots.read": {team.RoleViewer, 200, func(t *testing.T, f *authzFixture, a account, _ team.Role) req {
+		id, snap := f.snapshot(t)
+		return req{method: "GET", path: "/api/v1/time-machine/" + id + "/snapshots/" + snap, headers: pairs(f.as(a))}
+	}},
+	"snapshots.delete": {team.RoleAdmin, 204, func(t *testing.T, f *authzFixture, a account, _ team.Role) req {
+		id, snap := f.snapshot(t)
+		return req{method: "DELETE", path: "/api/v1/time-machine/" + id + "/snapshots/" + snap, headers: pairs(f.as(a))}
+	}},
+	"snapshots.restore": {team.RoleMember, 200, func(t *testing.T, f *authzFixture, a account, _ team.Role) req {
+		id, snap := f.snapshot(t)
+		return req{method: "POST", path: "/api/v1/time-machine/" + id + "/restore/" + snap, headers: pairs(f.as(a))}
 	}},
 	"teams.members.update": {team.RoleAdmin, 200, func(t *testing.T, f *authzFixture, a account, _ team.Role) req {
 		inviteSeq++

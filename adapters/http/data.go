@@ -1,0 +1,383 @@
+package httpapi
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/profilesvc/profilesvc/application/profiles"
+	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/browserdata"
+	"github.com/profilesvc/profilesvc/domain/profile"
+	"github.com/profilesvc/profilesvc/domain/snapshot"
+)
+
+// maxCookiesBody bounds a cookie list as sent: MaxCookies cookies of a few
+// hundred bytes each, which is more than the 1 MiB other bodies get.
+const maxCookiesBody = 8 << 20
+
+// DataHandlers serves a profile's browser data, its cookies and its
+// snapshots (the time machine).
+type DataHandlers struct {
+	svc *profiles.Service
+	// uploadTimeout is how long a client may take to send an archive; the
+	// server's read timeout, meant for small bodies, is lifted to it.
+	uploadTimeout time.Duration
+}
+
+// NewDataHandlers returns the browser data, cookie and snapshot endpoints
+// of svc.
+func NewDataHandlers(svc *profiles.Service, uploadTimeout time.Duration) *DataHandlers {
+	return &DataHandlers{svc: svc, uploadTimeout: uploadTimeout}
+}
+
+// Routes lists the endpoints.
+func (h *DataHandlers) Routes() []Route {
+	return []Route{
+		{Method: http.MethodGet, Path: "/api/v1/profiles/{id}/data", Handler: h.getData, Name: "profiles.data.read"},
+		{Method: http.MethodPut, Path: "/api/v1/profiles/{id}/data", Handler: h.putData, Name: "profiles.data.write"},
+		{Method: http.MethodDelete, Path: "/api/v1/profiles/{id}/data", Handler: h.deleteData, Name: "profiles.data.delete"},
+		{Method: http.MethodGet, Path: "/api/v1/profiles/{id}/cookies", Handler: h.getCookies, Name: "profiles.cookies.read"},
+		{Method: http.MethodPut, Path: "/api/v1/profiles/{id}/cookies", Handler: h.putCookies, Name: "profiles.cookies.write"},
+		{Method: http.MethodGet, Path: "/api/v1/time-machine/{profileId}/snapshots", Handler: h.listSnapshots, Name: "snapshots.list"},
+		{Method: http.MethodPost, Path: "/api/v1/time-machine/{profileId}/snapshots", Handler: h.createSnapshot, Name: "snapshots.create"},
+		{Method: http.MethodGet, Path: "/api/v1/time-machine/{profileId}/snapshots/{snapshotId}", Handler: h.getSnapshot, Name: "snapshots.read"},
+		{Method: http.MethodDelete, Path: "/api/v1/time-machine/{profileId}/snapshots/{snapshotId}", Handler: h.deleteSnapshot, Name: "snapshots.delete"},
+		{Method: http.MethodPost, Path: "/api/v1/time-machine/{profileId}/restore/{snapshotId}", Handler: h.restore, Name: "snapshots.restore"},
+	}
+}
+
+type dataDTO struct {
+	SizeBytes int64  `json:"sizeBytes"`
+	SHA256    string `json:"sha256"`
+	UpdatedAt int64  `json:"updatedAt"`
+}
+
+func toDataDTO(d profile.Data) dataDTO {
+	return dataDTO{SizeBytes: d.Size, SHA256: d.SHA256, UpdatedAt: d.UpdatedAt.UnixMilli()}
+}
+
+// dataETag is the strong ETag of an archive: its sha256, quoted.
+func dataETag(sum string) string { return `"` + sum + `"` }
+
+func (h *DataHandlers) getData(w http.ResponseWriter, r *http.Request) error {
+	dl, err := h.svc.Data(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"])
+	if err != nil {
+		return err
+	}
+	defer dl.Body.Close()
+	hdr := w.Header()
+	hdr.Set("ETag", dataETag(dl.Data.SHA256))
+	// The archive holds the signed-in sessions of the profile's accounts.
+	hdr.Set("Cache-Control", "private, no-store")
+	if inm := r.Header.Get("If-None-Match"); inm != "" && etagListHas(inm, dl.Data.SHA256) {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	hdr.Set("Content-Type", "application/gzip")
+	hdr.Set("Content-Length", strconv.FormatInt(dl.Data.Size, 10))
+	hdr.Set("Content-Disposition", `attachment; filename="`+mux.Vars(r)["id"]+`.tar.gz"`)
+	w.WriteHeader(http.StatusOK)
+	if _, err := io.Copy(w, dl.Body); err != nil {
+		// The status is sent; the client sees a body shorter than its
+		// Content-Length, and the log says why.
+		responseLogger(w).Warn("browser data download cut short: " + err.Error())
+	}
+	return nil
+}
+
+// etagListHas reports whether an If-None-Match list names sum (or is "*").
+func etagListHas(list, sum string) bool {
+	for _, tag := range strings.Split(list, ",") {
+		tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/")
+		if tag == "*" || strings.Trim(tag, `"`) == sum {
+			return true
+		}
+	}
+	return false
+}
+
+// archiveTypes are the content types an uploaded archive may carry.
+var archiveTypes = []string{"application/gzip", "application/x-gzip", "application/octet-stream"}
+
+func (h *DataHandlers) putData(w http.ResponseWriter, r *http.Request) error {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || !slices.Contains(archiveTypes, mt) {
+		return &transportError{kind: kindUnsupportedMediaType, message: "browser data must be sent as application/gzip (a tar.gz of the user-data directory)"}
+	}
+	match, err := dataIfMatch(r)
+	if err != nil {
+		return err
+	}
+	max := h.svc.DataMax()
+	if r.ContentLength > max {
+		return tooLarge(nil, max)
+	}
+	// Large archives take longer than the read timeout meant for JSON.
+	if err := http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.uploadTimeout)); err != nil {
+		responseLogger(w).Warn("could not extend the read deadline of an upload: " + err.Error())
+	}
+	d, err := h.svc.PutData(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"], profiles.PutDataInput{Body: r.Body, IfMatch: match})
+	if err != nil {
+		return dataError(err, max)
+	}
+	w.Header().Set("ETag", dataETag(d.SHA256))
+	writeJSON(w, http.StatusOK, toDataDTO(d))
+	return nil
+}
+
+// dataIfMatch reads If-Match for browser data: the sha256 of the data the
+// client expects to replace, quoted as in the ETag or not; "*" requires
+// that the profile has data.
+func dataIfMatch(r *http.Request) (*string, error) {
+	v := strings.TrimSpace(r.Header.Get("If-Match"))
+	if v == "" {
+		return nil, nil
+	}
+	if v == "*" {
+		return &v, nil
+	}
+	v = strings.Trim(v, `"`)
+	if len(v) != 64 || strings.Trim(v, "0123456789abcdef") != "" {
+		return nil, domain.BadRequest(`If-Match must be the data's ETag: "<sha256>"`)
+	}
+	return &v, nil
+}
+
+// dataError turns the size limits of an upload into 413.
+func dataError(err error, max int64) error {
+	if errors.Is(err, browserdata.ErrTooLarge) {
+		return &transportError{
+			kind:    kindPayloadTooLarge,
+			message: fmt.Sprintf("browser data must not exceed %d bytes as sent nor %d bytes unpacked: %v", max, max*profiles.DataUnpackedFactor, err),
+		}
+	}
+	return err
+}
+
+func (h *DataHandlers) deleteData(w http.ResponseWriter, r *http.Request) error {
+	if err := h.svc.DeleteData(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"]); err != nil {
+		return err
+	}
+	writeNoContent(w)
+	return nil
+}
+
+// cookieDTO is Playwright's cookie shape.
+type cookieDTO struct {
+	Name     string   `json:"name"`
+	Value    string   `json:"value"`
+	Domain   string   `json:"domain"`
+	Path     string   `json:"path"`
+	Expires  *float64 `json:"expires"`
+	HTTPOnly bool     `json:"httpOnly"`
+	Secure   bool     `json:"secure"`
+	SameSite string   `json:"sameSite"`
+}
+
+func toCookieDTOs(cs []browserdata.Cookie) []cookieDTO {
+	out := make([]cookieDTO, len(cs))
+	for i, c := range cs {
+		exp := c.Expires
+		out[i] = cookieDTO{
+			Name: c.Name, Value: c.Value, Domain: c.Domain, Path: c.Path, Expires: &exp,
+			HTTPOnly: c.HTTPOnly, Secure: c.Secure, SameSite: string(c.SameSite),
+		}
+	}
+	return out
+}
+
+// wantsText reports whether the client asks for cookies.txt: text/plain is
+// acceptable and JSON is not preferred to it.
+func wantsText(r *http.Request) bool {
+	accept := r.Header.Get("Accept")
+	return strings.Contains(accept, "text/plain") && !strings.Contains(accept, "application/json")
+}
+
+func (h *DataHandlers) getCookies(w http.ResponseWriter, r *http.Request) error {
+	cs, err := h.svc.Cookies(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"])
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "private, no-store")
+	if wantsText(r) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		if err := browserdata.WriteNetscape(w, cs); err != nil {
+			responseLogger(w).Warn("cookies.txt cut short: " + err.Error())
+		}
+		return nil
+	}
+	writeJSON(w, http.StatusOK, toCookieDTOs(cs))
+	return nil
+}
+
+func (h *DataHandlers) putCookies(w http.ResponseWriter, r *http.Request) error {
+	var cs []browserdata.Cookie
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mt == "text/plain" {
+		body, err := readBodyUpTo(w, r, maxCookiesBody)
+		if err != nil {
+			return err
+		}
+		if cs, err = browserdata.ParseNetscape(bytes.NewReader(body), maxCookiesBody); err != nil {
+			return err
+		}
+	} else {
+		var in []cookieDTO
+		if err := decodeJSONUpTo(w, r, &in, maxCookiesBody); err != nil {
+			return err
+		}
+		if len(in) > browserdata.MaxCookies {
+			return domain.Invalid("cookies", fmt.Sprintf("at most %d cookies", browserdata.MaxCookies))
+		}
+		cs = make([]browserdata.Cookie, len(in))
+		for i, c := range in {
+			exp := -1.0
+			if c.Expires != nil {
+				exp = *c.Expires
+			}
+			cs[i] = browserdata.Cookie{
+				Name: c.Name, Value: c.Value, Domain: c.Domain, Path: c.Path, Expires: exp,
+				HTTPOnly: c.HTTPOnly, Secure: c.Secure, SameSite: browserdata.SameSite(c.SameSite),
+			}
+		}
+	}
+	stored, err := h.svc.PutCookies(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"], cs)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toCookieDTOs(stored))
+	return nil
+}
+
+type snapshotContentDTO struct {
+	SizeBytes int64  `json:"sizeBytes"`
+	SHA256    string `json:"sha256"`
+}
+
+type snapshotProfileDTO struct {
+	Name        string         `json:"name"`
+	TemplateID  string         `json:"templateId"`
+	Fingerprint fingerprintDTO `json:"fingerprint"`
+	Proxy       *proxyRefDTO   `json:"proxy"`
+	Tags        []string       `json:"tags"`
+	Notes       string         `json:"notes"`
+}
+
+type snapshotDTO struct {
+	ID        string              `json:"id"`
+	ProfileID string              `json:"profileId"`
+	Label     string              `json:"label"`
+	Kind      string              `json:"kind"`
+	Profile   snapshotProfileDTO  `json:"profile"`
+	Data      *snapshotContentDTO `json:"data"`
+	CreatedAt int64               `json:"createdAt"`
+}
+
+func toSnapshotDTO(s snapshot.Snapshot) snapshotDTO {
+	st := s.Settings
+	fp := st.Fingerprint
+	d := snapshotDTO{
+		ID: s.ID, ProfileID: s.ProfileID, Label: s.Label, Kind: string(s.Kind),
+		Profile: snapshotProfileDTO{
+			Name: st.Name, TemplateID: st.TemplateID,
+			Fingerprint: fingerprintDTO{UserAgent: fp.UserAgent, Platform: fp.Platform, Locale: fp.Locale, Timezone: fp.Timezone, Screen: screenDTO(fp.Screen)},
+			Tags:        st.Tags, Notes: st.Notes,
+		},
+		CreatedAt: s.CreatedAt.UnixMilli(),
+	}
+	if d.Profile.Tags == nil {
+		d.Profile.Tags = []string{}
+	}
+	switch {
+	case st.Proxy != nil:
+		d.Profile.Proxy = &proxyRefDTO{ID: st.Proxy.ID, Type: st.Proxy.Type, Host: st.Proxy.Host, Port: st.Proxy.Port}
+	case st.ProxyID != "":
+		d.Profile.Proxy = &proxyRefDTO{ID: st.ProxyID}
+	}
+	if s.Data != nil {
+		d.Data = &snapshotContentDTO{SizeBytes: s.Data.Size, SHA256: s.Data.SHA256}
+	}
+	return d
+}
+
+func (h *DataHandlers) listSnapshots(w http.ResponseWriter, r *http.Request) error {
+	limit, cursor, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	page, err := h.svc.Snapshots(r.Context(), actorFrom(r.Context()), mux.Vars(r)["profileId"], profiles.SnapshotListInput{Cursor: cursor, Limit: limit})
+	if err != nil {
+		return err
+	}
+	out := make([]snapshotDTO, 0, len(page.Items))
+	for _, s := range page.Items {
+		out = append(out, toSnapshotDTO(s))
+	}
+	writeList(w, out, page.NextCursor, page.Limit)
+	return nil
+}
+
+type createSnapshotRequest struct {
+	Label string `json:"label"`
+}
+
+func (createSnapshotRequest) readOnlyFields() []string {
+	return []string{"kind", "profileId", "profile", "data"}
+}
+
+func (h *DataHandlers) createSnapshot(w http.ResponseWriter, r *http.Request) error {
+	var in createSnapshotRequest
+	if err := decodeOptionalJSON(w, r, &in); err != nil {
+		return err
+	}
+	s, err := h.svc.CreateSnapshot(r.Context(), actorFrom(r.Context()), mux.Vars(r)["profileId"], in.Label)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, toSnapshotDTO(s))
+	return nil
+}
+
+func (h *DataHandlers) getSnapshot(w http.ResponseWriter, r *http.Request) error {
+	vars := mux.Vars(r)
+	s, err := h.svc.Snapshot(r.Context(), actorFrom(r.Context()), vars["profileId"], vars["snapshotId"])
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toSnapshotDTO(s))
+	return nil
+}
+
+func (h *DataHandlers) deleteSnapshot(w http.ResponseWriter, r *http.Request) error {
+	vars := mux.Vars(r)
+	if err := h.svc.DeleteSnapshot(r.Context(), actorFrom(r.Context()), vars["profileId"], vars["snapshotId"]); err != nil {
+		return err
+	}
+	writeNoContent(w)
+	return nil
+}
+
+func (h *DataHandlers) restore(w http.ResponseWriter, r *http.Request) error {
+	var none struct{}
+	if err := decodeOptionalJSON(w, r, &none); err != nil {
+		return err
+	}
+	vars := mux.Vars(r)
+	p, err := h.svc.Restore(r.Context(), actorFrom(r.Context()), vars["profileId"], vars["snapshotId"])
+	if err != nil {
+		return err
+	}
+	writeProfile(w, http.StatusOK, p)
+	return nil
+}
