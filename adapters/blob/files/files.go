@@ -14,6 +14,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/profilesvc/profilesvc/adapters/blob"
@@ -25,6 +26,9 @@ import (
 // instance starting beside another sharing the directory never removes an
 // upload in progress.
 const TempMaxAge = 24 * time.Hour
+
+// tempPrefix starts the name of every temporary file.
+const tempPrefix = "put-"
 
 // Store is a ports.BlobStore on a local directory.
 type Store struct {
@@ -45,6 +49,11 @@ func New(root string) (*Store, error) {
 		return nil, fmt.Errorf("blob directory: %w", err)
 	}
 	for _, e := range entries {
+		// Only the store's own temporary files: whatever else someone put
+		// there is theirs.
+		if !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), tempPrefix) {
+			continue
+		}
 		info, err := e.Info()
 		if err != nil || time.Since(info.ModTime()) < TempMaxAge {
 			continue
@@ -62,7 +71,7 @@ func (s *Store) path(sum string) string { return filepath.Join(s.root, sum[:2], 
 
 // Put implements ports.BlobStore.
 func (s *Store) Put(ctx context.Context, r io.Reader, maxBytes int64) (ports.BlobInfo, error) {
-	tmp, err := os.CreateTemp(s.tmpDir(), "put-*")
+	tmp, err := os.CreateTemp(s.tmpDir(), tempPrefix+"*")
 	if err != nil {
 		return ports.BlobInfo{}, fmt.Errorf("blob put: %w", err)
 	}

@@ -52,14 +52,23 @@ func TestTemporaryFilesOfACrashAreRemovedOnceOld(t *testing.T) {
 	}
 	old := filepath.Join(root, "tmp", "put-crashed")
 	recent := filepath.Join(root, "tmp", "put-in-progress")
-	for _, p := range []string{old, recent} {
+	foreign := filepath.Join(root, "tmp", "notes.txt")
+	for _, p := range []string{old, recent, foreign} {
 		if err := os.WriteFile(p, []byte("partial"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	past := time.Now().Add(-files.TempMaxAge - time.Minute)
-	if err := os.Chtimes(old, past, past); err != nil {
+	// A folder someone left there, not empty: neither removed nor a
+	// reason to refuse to start.
+	dir := filepath.Join(root, "tmp", "put-dir")
+	if err := os.MkdirAll(filepath.Join(dir, "x"), 0o700); err != nil {
 		t.Fatal(err)
+	}
+	past := time.Now().Add(-files.TempMaxAge - time.Minute)
+	for _, p := range []string{old, foreign, dir} {
+		if err := os.Chtimes(p, past, past); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := files.New(root); err != nil {
 		t.Fatal(err)
@@ -69,5 +78,10 @@ func TestTemporaryFilesOfACrashAreRemovedOnceOld(t *testing.T) {
 	}
 	if _, err := os.Stat(recent); err != nil {
 		t.Errorf("recent temporary file: %v, want it kept (an upload may be in progress)", err)
+	}
+	for _, p := range []string{foreign, dir} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s: %v, want it left alone", p, err)
+		}
 	}
 }
