@@ -2,22 +2,54 @@ package ports
 
 import (
 	"context"
+	"io"
 
+	"github.com/profilesvc/profilesvc/domain/browserdata"
 	"github.com/profilesvc/profilesvc/domain/profile"
 )
 
 // LaunchSpec is what a browser runtime needs to start a profile's browser.
 type LaunchSpec struct {
+	// Profile is the profile as launched; its fingerprint is resolved (no
+	// "auto" left in it).
 	Profile   profile.Profile
 	SessionID string
 	Headless  bool
+	// Proxy is the upstream proxy all of the browser's traffic goes
+	// through, with its credentials; nil for a direct connection.
+	Proxy *ProxyTarget
+	// Data is the profile's browser-data archive (a tar.gz of a user-data
+	// directory, checked when it was stored) to start from; nil for a
+	// fresh profile. Start reads it to its end before it returns.
+	Data io.Reader
+	// Cookies are put into the browser before Start returns.
+	Cookies []browserdata.Cookie
 }
 
 // RunningBrowser is what a runtime reports about a browser it started.
 type RunningBrowser struct {
-	// CDPURL is the Chrome DevTools Protocol address clients connect to, or
-	// "" when the client runs the browser itself.
+	// CDPURL is the browser's own DevTools WebSocket address on loopback
+	// (ws://127.0.0.1:<port>/devtools/browser/<id>), which the service
+	// relays clients to; "" when the client runs the browser itself.
 	CDPURL string
+}
+
+// BrowserState is what a browser leaves when its session ends: its
+// user-data directory packed as a tar.gz (caches may still be in it; the
+// caller cleans it as any upload) and the cookies it held.
+type BrowserState struct {
+	// Archive streams the packed directory; closing it releases what the
+	// runtime kept of the session (its directory).
+	Archive io.ReadCloser
+	Cookies []browserdata.Cookie
+}
+
+// BrowserExit reports a browser that ended without being asked: its client
+// closed it (profile.StopClosed) or it died (profile.StopCrashed).
+type BrowserExit struct {
+	ProfileID string
+	SessionID string
+	Reason    profile.StopReason
 }
 
 // BrowserRuntime runs the browsers of launched profiles. The service holds
@@ -25,10 +57,23 @@ type RunningBrowser struct {
 // Start, and calls Stop before it ends the lease, so a runtime never sees two
 // sessions of one profile at once.
 type BrowserRuntime interface {
-	// Start launches the browser of a session.
+	// Start launches the browser of a session and answers once it accepts
+	// CDP connections. A runtime running as many browsers as it may refuses
+	// with a domain Unavailable error.
 	Start(ctx context.Context, spec LaunchSpec) (RunningBrowser, error)
-	// Stop ends the browser of a session and keeps its browser data; a
-	// session the runtime does not know is not an error (another instance,
-	// or the client, ran it).
-	Stop(ctx context.Context, profileID, sessionID string) error
+	// Stop closes the browser of a session gracefully (if it still runs)
+	// and returns what it left, which the caller stores and then closes. A
+	// session the runtime does not know is (nil, nil): another instance, or
+	// the client, ran it.
+	Stop(ctx context.Context, profileID, sessionID string) (*BrowserState, error)
+	// Cookies reads the cookies of a running browser, for checkpoints; a
+	// session the runtime does not run is a domain NotFound error.
+	Cookies(ctx context.Context, sessionID string) ([]browserdata.Cookie, error)
+	// Endpoint returns the DevTools WebSocket address of a browser this
+	// runtime runs, or false.
+	Endpoint(sessionID string) (string, bool)
+	// Exits delivers the browsers that ended by themselves; the service then
+	// calls Stop to collect what they left. Nil for a runtime without
+	// browsers.
+	Exits() <-chan BrowserExit
 }

@@ -6,6 +6,8 @@ package browser
 import (
 	"context"
 
+	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/browserdata"
 	"github.com/profilesvc/profilesvc/ports"
 )
 
@@ -20,5 +22,16 @@ func (LeaseOnly) Start(context.Context, ports.LaunchSpec) (ports.RunningBrowser,
 	return ports.RunningBrowser{}, nil
 }
 
-// Stop has nothing to stop.
-func (LeaseOnly) Stop(context.Context, string, string) error { return nil }
+// Stop has nothing to stop and nothing to return.
+func (LeaseOnly) Stop(context.Context, string, string) (*ports.BrowserState, error) { return nil, nil }
+
+// Cookies has no browser to read.
+func (LeaseOnly) Cookies(context.Context, string) ([]browserdata.Cookie, error) {
+	return nil, domain.NotFound("browser")
+}
+
+// Endpoint has no browser to name.
+func (LeaseOnly) Endpoint(string) (string, bool) { return "", false }
+
+// Exits is nil: no browser ends by itself.
+func (LeaseOnly) Exits() <-chan ports.BrowserExit { return nil }

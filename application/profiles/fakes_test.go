@@ -13,7 +13,9 @@ import (
 	"github.com/profilesvc/profilesvc/adapters/store/memory"
 	"github.com/profilesvc/profilesvc/application/apptest"
 	"github.com/profilesvc/profilesvc/application/profiles"
+	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/account"
+	"github.com/profilesvc/profilesvc/domain/browserdata"
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/domain/team"
@@ -59,12 +61,20 @@ func (r *fakeRuntime) Start(_ context.Context, spec ports.LaunchSpec) (ports.Run
 	return ports.RunningBrowser{CDPURL: url}, nil
 }
 
-func (r *fakeRuntime) Stop(_ context.Context, profileID, sessionID string) error {
+func (r *fakeRuntime) Stop(_ context.Context, profileID, sessionID string) (*ports.BrowserState, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls = append(r.calls, "stop "+profileID+" "+sessionID)
-	return r.stopErr
+	return nil, r.stopErr
 }
+
+func (r *fakeRuntime) Cookies(context.Context, string) ([]browserdata.Cookie, error) {
+	return nil, domain.NotFound("browser")
+}
+
+func (r *fakeRuntime) Endpoint(string) (string, bool) { return "", false }
+
+func (r *fakeRuntime) Exits() <-chan ports.BrowserExit { return nil }
 
 func (r *fakeRuntime) Calls() []string {
 	r.mu.Lock()

@@ -42,6 +42,10 @@ type Policy struct {
 	UploadTimeout time.Duration
 	// SnapshotsPerProfile is how many snapshots a profile keeps.
 	SnapshotsPerProfile int
+	// PublicURL is the base of the URLs handed to clients (cdpUrl);
+	// NodeURL is this instance's address as the other instances reach it.
+	PublicURL string
+	NodeURL   string
 }
 
 // Deps are the ports the service needs.

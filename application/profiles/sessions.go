@@ -141,8 +141,12 @@ func (s *Service) abortLaunch(ctx context.Context, p profile.Profile, sess profi
 }
 
 func (s *Service) stopBrowser(ctx context.Context, profileID, sessionID string) {
-	if err := s.d.Runtime.Stop(context.WithoutCancel(ctx), profileID, sessionID); err != nil {
+	state, err := s.d.Runtime.Stop(context.WithoutCancel(ctx), profileID, sessionID)
+	if err != nil {
 		s.d.Log.ErrorContext(ctx, "stop browser", "profile_id", profileID, "session_id", sessionID, "error", err.Error())
+	}
+	if state != nil {
+		_ = state.Archive.Close()
 	}
 }
 
@@ -213,8 +217,12 @@ func (s *Service) Release(ctx context.Context, actor team.Actor, id string) (pro
 	if err := mayHandle(actor, sess); err != nil {
 		return profile.Profile{}, err
 	}
-	if err := s.d.Runtime.Stop(ctx, id, sess.ID); err != nil {
+	state, err := s.d.Runtime.Stop(ctx, id, sess.ID)
+	if err != nil {
 		return profile.Profile{}, fmt.Errorf("stop browser of profile %s: %w", id, err)
+	}
+	if state != nil {
+		_ = state.Archive.Close()
 	}
 	err = s.d.Tx.Do(ctx, func(ctx context.Context) error {
 		ok, err := s.d.Profiles.SwapSession(ctx, actor.TeamID, id, profilestore.SessionSwap{ExpectSessionID: sess.ID})

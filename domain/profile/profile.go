@@ -115,9 +115,16 @@ type Session struct {
 	ExpiresAt  time.Time
 	LaunchedBy string // user id
 	Headless   bool
-	// CDPURL is where a browser run by the service listens for the Chrome
-	// DevTools Protocol; empty when the client runs the browser itself.
+	// CDPURL is where clients reach the session's browser over the Chrome
+	// DevTools Protocol, through the service's relay, without its token;
+	// empty when the client runs the browser itself.
 	CDPURL string
+	// CDPTokenHash is the sha256 (hex) of the secret token the relay
+	// requires; the token itself is shown once, in the launch's answer.
+	CDPTokenHash string
+	// Node is the address (NODE_URL) of the instance that runs the browser,
+	// where other instances relay its clients.
+	Node string
 }
 
 // Expired reports whether the lease has run out at now.
@@ -132,6 +139,12 @@ const (
 	StopExpired  StopReason = "expired"
 	// StopFailed ends a session whose browser could not be started.
 	StopFailed StopReason = "failed"
+	// StopClosed: the client closed the browser.
+	StopClosed StopReason = "closed"
+	// StopCrashed: the browser died.
+	StopCrashed StopReason = "crashed"
+	// StopShutdown: the instance running the browser shut down.
+	StopShutdown StopReason = "shutdown"
 )
 
 // Settings are what a client sets on create; every field is validated.

@@ -66,6 +66,11 @@ type Profiles interface {
 	// concurrent swaps expecting the same session exactly one applies, in
 	// every instance of the service sharing the database.
 	SwapSession(ctx context.Context, teamID, id string, s SessionSwap) (bool, error)
+	// BySession returns the profile, of any team, that holds the session
+	// sessionID now; none holds it: not found. It serves the CDP relay,
+	// whose URL names only the session and whose token is then checked
+	// against the session's.
+	BySession(ctx context.Context, sessionID string) (profile.Profile, error)
 	// ListExpiredSessions returns up to limit profiles of any team whose
 	// session expired at or before now, earliest expiry first.
 	ListExpiredSessions(ctx context.Context, now time.Time, limit int) ([]profile.Profile, error)

@@ -87,9 +87,11 @@ func RunBrowserRuntime(t *testing.T, newRuntime NewBrowserRuntime, kind BrowserR
 	}
 	stop := func(t *testing.T, rt ports.BrowserRuntime, s ports.LaunchSpec, running ports.RunningBrowser) {
 		t.Helper()
-		if err := rt.Stop(ctx(t), s.Profile.ID, s.SessionID); err != nil {
+		state, err := rt.Stop(ctx(t), s.Profile.ID, s.SessionID)
+		if err != nil {
 			t.Fatalf("Stop %s: %v", s.SessionID, err)
 		}
+		closeState(t, state)
 		if kind == BrowserServesCDP {
 			expectNothingAnswers(t, running.CDPURL)
 		}
@@ -102,7 +104,7 @@ func RunBrowserRuntime(t *testing.T, newRuntime NewBrowserRuntime, kind BrowserR
 	})
 	t.Run("stopping an unknown session is not an error", func(t *testing.T) {
 		rt := newRuntime(t)
-		if err := rt.Stop(ctx(t), "prf_conf_unknown", "ses_conf_unknown"); err != nil {
+		if err := stopUnknown(t, rt, ctx(t), "prf_conf_unknown", "ses_conf_unknown"); err != nil {
 			t.Fatalf("Stop of an unknown session: %v", err)
 		}
 	})
@@ -112,7 +114,7 @@ func RunBrowserRuntime(t *testing.T, newRuntime NewBrowserRuntime, kind BrowserR
 		running := start(t, rt, s)
 		// A late release of the profile's previous session must not end
 		// the browser of the current one.
-		if err := rt.Stop(ctx(t), s.Profile.ID, "ses_conf_c_previous"); err != nil {
+		if err := stopUnknown(t, rt, ctx(t), s.Profile.ID, "ses_conf_c_previous"); err != nil {
 			t.Fatalf("Stop of a session the runtime does not know: %v", err)
 		}
 		if kind == BrowserServesCDP {
@@ -124,7 +126,7 @@ func RunBrowserRuntime(t *testing.T, newRuntime NewBrowserRuntime, kind BrowserR
 		rt := newRuntime(t)
 		s := spec("prf_conf_d", "ses_conf_d")
 		stop(t, rt, s, start(t, rt, s))
-		if err := rt.Stop(ctx(t), s.Profile.ID, s.SessionID); err != nil {
+		if err := stopUnknown(t, rt, ctx(t), s.Profile.ID, s.SessionID); err != nil {
 			t.Fatalf("second Stop of %s: %v", s.SessionID, err)
 		}
 	})
@@ -164,7 +166,7 @@ func RunBrowserRuntime(t *testing.T, newRuntime NewBrowserRuntime, kind BrowserR
 		case err == nil && running.CDPURL != "":
 			t.Fatalf("a lease-only runtime reported the CDP address %q", running.CDPURL)
 		}
-		if err := rt.Stop(ctx(t), s.Profile.ID, s.SessionID); err != nil {
+		if err := stopUnknown(t, rt, ctx(t), s.Profile.ID, s.SessionID); err != nil {
 			t.Fatalf("Stop of a session that did not start: %v", err)
 		}
 	})
@@ -265,4 +267,25 @@ func expectNothingAnswers(t *testing.T, raw string) {
 func webSocketAccept(key string) string {
 	sum := sha1.Sum([]byte(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
 	return base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// closeState closes what a Stop returned, if anything.
+func closeState(t *testing.T, state *ports.BrowserState) {
+	t.Helper()
+	if state != nil {
+		if err := state.Archive.Close(); err != nil {
+			t.Fatalf("closing the state of a stopped browser: %v", err)
+		}
+	}
+}
+
+// stopUnknown stops a session that should leave nothing to collect.
+func stopUnknown(t *testing.T, rt ports.BrowserRuntime, ctx context.Context, profileID, sessionID string) error {
+	t.Helper()
+	state, err := rt.Stop(ctx, profileID, sessionID)
+	if state != nil {
+		closeState(t, state)
+		t.Errorf("Stop of %s, which the runtime does not run, returned a state", sessionID)
+	}
+	return err
 }

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/profilesvc/profilesvc/adapters/browser"
+	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/browserdata"
 	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/tests/conformance"
 )
@@ -205,7 +207,7 @@ func (rt *fakeCDPRuntime) Start(ctx context.Context, spec ports.LaunchSpec) (por
 	return ports.RunningBrowser{CDPURL: reported}, nil
 }
 
-func (rt *fakeCDPRuntime) Stop(_ context.Context, profileID, sessionID string) error {
+func (rt *fakeCDPRuntime) Stop(_ context.Context, profileID, sessionID string) (*ports.BrowserState, error) {
 	rt.mu.Lock()
 	b, ok := rt.browsers[sessionID]
 	if ok && b.profileID != profileID {
@@ -225,8 +227,16 @@ func (rt *fakeCDPRuntime) Stop(_ context.Context, profileID, sessionID string) e
 	if ok && rt.fault != keepsRunningAfterStop {
 		b.stop()
 	}
-	return nil
+	return nil, nil
 }
+
+func (rt *fakeCDPRuntime) Cookies(context.Context, string) ([]browserdata.Cookie, error) {
+	return nil, domain.NotFound("browser")
+}
+
+func (rt *fakeCDPRuntime) Endpoint(string) (string, bool) { return "", false }
+
+func (rt *fakeCDPRuntime) Exits() <-chan ports.BrowserExit { return nil }
 
 // serveHandshake accepts a WebSocket handshake and hangs up: the suite
 // checks the handshake, not the protocol that would follow.

@@ -43,6 +43,8 @@ type profileRow struct {
 	SessionLaunchedBy *string    `bun:"session_launched_by"`
 	SessionHeadless   *bool      `bun:"session_headless"`
 	SessionCDPURL     *string    `bun:"session_cdp_url"`
+	SessionTokenHash  *string    `bun:"session_cdp_token_hash"`
+	SessionNode       *string    `bun:"session_node"`
 
 	DataSHA256    *string    `bun:"data_sha256"`
 	DataSize      *int64     `bun:"data_size"`
@@ -63,6 +65,7 @@ var profileSettingsColumns = []string{
 var profileSessionColumns = []string{
 	"session_id", "session_started_at", "session_expires_at",
 	"session_launched_by", "session_headless", "session_cdp_url",
+	"session_cdp_token_hash", "session_node",
 }
 
 func newProfileRow(p profile.Profile) *profileRow {
@@ -120,9 +123,12 @@ func (r *profileRow) setSession(s *profile.Session) {
 	if s == nil {
 		r.SessionID, r.SessionStartedAt, r.SessionExpiresAt = nil, nil, nil
 		r.SessionLaunchedBy, r.SessionHeadless, r.SessionCDPURL = nil, nil, nil
+		r.SessionTokenHash, r.SessionNode = nil, nil
 		return
 	}
 	id, launchedBy, headless, cdpURL := s.ID, s.LaunchedBy, s.Headless, s.CDPURL
+	tokenHash, node := s.CDPTokenHash, s.Node
+	r.SessionTokenHash, r.SessionNode = &tokenHash, &node
 	r.SessionID = &id
 	r.SessionStartedAt = utcPtr(&s.StartedAt)
 	r.SessionExpiresAt = utcPtr(&s.ExpiresAt)
@@ -195,6 +201,12 @@ func (r *profileRow) session() *profile.Session {
 	if r.SessionCDPURL != nil {
 		s.CDPURL = *r.SessionCDPURL
 	}
+	if r.SessionTokenHash != nil {
+		s.CDPTokenHash = *r.SessionTokenHash
+	}
+	if r.SessionNode != nil {
+		s.Node = *r.SessionNode
+	}
 	return s
 }
 
@@ -231,6 +243,23 @@ func (r profileRepository) ByID(ctx context.Context, teamID, id string) (profile
 		Scan(ctx)
 	if err != nil {
 		return profile.Profile{}, readErr(err, "profile")
+	}
+	tags, err := loadProfileTags(ctx, conn(ctx, r.db), []profileRow{row})
+	if err != nil {
+		return profile.Profile{}, err
+	}
+	return row.profile(tags[row.ID]), nil
+}
+
+// BySession looks the session up by its id, on the index of session ids.
+func (r profileRepository) BySession(ctx context.Context, sessionID string) (profile.Profile, error) {
+	var row profileRow
+	err := conn(ctx, r.db).NewSelect().Model(&row).
+		Where("session_id = ?", sessionID).
+		Limit(1).
+		Scan(ctx)
+	if err != nil {
+		return profile.Profile{}, readErr(err, "session")
 	}
 	tags, err := loadProfileTags(ctx, conn(ctx, r.db), []profileRow{row})
 	if err != nil {

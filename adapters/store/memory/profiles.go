@@ -123,6 +123,19 @@ func sessionMatches(cur *profile.Session, s profilestore.SessionSwap) bool {
 	return s.ExpiredBy == nil || !cur.ExpiresAt.After(*s.ExpiredBy)
 }
 
+// BySession scans: the memory store holds few profiles.
+func (r profiles) BySession(ctx context.Context, sessionID string) (profile.Profile, error) {
+	return readValue(ctx, r.s, func(st *state) (profile.Profile, error) {
+		found := st.profiles.query(func(p *profile.Profile) bool {
+			return p.Session != nil && p.Session.ID == sessionID
+		}, func(a, b *profile.Profile) int { return cmp.Compare(a.ID, b.ID) }, 1)
+		if len(found) == 0 {
+			return profile.Profile{}, domain.NotFound("session")
+		}
+		return found[0], nil
+	})
+}
+
 // ListExpiredSessions breaks ties by id, so that the order never depends on
 // map order.
 func (r profiles) ListExpiredSessions(ctx context.Context, now time.Time, limit int) ([]profile.Profile, error) {

@@ -1,0 +1,54 @@
+package profiles
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+
+	"github.com/profilesvc/profilesvc/domain"
+)
+
+// CDPTarget is where the relay takes a client of a session's browser:
+// Local, the browser's own DevTools WebSocket address when this instance
+// runs it, or else Node, the address (NODE_URL) of the instance that does.
+type CDPTarget struct {
+	Local string
+	Node  string
+}
+
+// errBadCDPToken answers alike an unknown session, an ended one and a
+// wrong token, so the relay reveals nothing about sessions.
+var errBadCDPToken = domain.Unauthorized("the session is over or the token is wrong; launch the profile again for a new cdpUrl")
+
+// CDPTarget checks a relay client's token against the live session and
+// says where its browser runs.
+func (s *Service) CDPTarget(ctx context.Context, sessionID, token string) (CDPTarget, error) {
+	if sessionID == "" || token == "" {
+		return CDPTarget{}, errBadCDPToken
+	}
+	p, err := s.d.Profiles.BySession(ctx, sessionID)
+	if domain.IsKind(err, domain.KindNotFound) {
+		return CDPTarget{}, errBadCDPToken
+	}
+	if err != nil {
+		return CDPTarget{}, err
+	}
+	sess := p.Session
+	if sess == nil || sess.ID != sessionID || sess.Expired(s.d.Clock.Now()) || sess.CDPTokenHash == "" {
+		return CDPTarget{}, errBadCDPToken
+	}
+	sum := sha256.Sum256([]byte(token))
+	if subtle.ConstantTimeCompare([]byte(hex.EncodeToString(sum[:])), []byte(sess.CDPTokenHash)) != 1 {
+		return CDPTarget{}, errBadCDPToken
+	}
+	if url, ok := s.d.Runtime.Endpoint(sessionID); ok {
+		return CDPTarget{Local: url}, nil
+	}
+	if sess.Node == "" || sess.Node == s.d.Policy.NodeURL {
+		// This instance should run it and does not: the browser is gone
+		// and its session about to end.
+		return CDPTarget{}, errBadCDPToken
+	}
+	return CDPTarget{Node: sess.Node}, nil
+}
