@@ -60,15 +60,17 @@ var credentialHeaders = []string{"Authorization", "X-API-Key", "Cookie"}
 // DevTools WebSocket on loopback, or to the instance that runs it.
 type CDPHandlers struct {
 	svc CDPTargets
-	// publicURL is the base of the URLs handed to clients (PUBLIC_URL).
-	publicURL string
+	// publicURL is the base of the URLs handed to clients (PUBLIC_URL),
+	// read per request: by default it is the listening address, known
+	// only once the server has started.
+	publicURL func() string
 	transport *http.Transport
 	client    *http.Client
 }
 
 // NewCDPHandlers returns the relay endpoints of svc; publicURL is the base
 // of the cdpUrl that /json/version hands back.
-func NewCDPHandlers(svc CDPTargets, publicURL string) *CDPHandlers {
+func NewCDPHandlers(svc CDPTargets, publicURL func() string) *CDPHandlers {
 	transport := &http.Transport{
 		// No proxy from the environment: the targets are this host's
 		// browsers and the other instances, which a proxy cannot reach.
@@ -153,7 +155,7 @@ func (h *CDPHandlers) version(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	public, err := publicCDPURL(h.publicURL, mux.Vars(r)["id"], r.URL.Query().Get("token"))
+	public, err := publicCDPURL(h.publicURL(), mux.Vars(r)["id"], r.URL.Query().Get("token"))
 	if err != nil {
 		return err
 	}

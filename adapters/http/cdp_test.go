@@ -125,7 +125,7 @@ func newRelay(t *testing.T, target profiles.CDPTarget, publicURL string, configu
 // newRelayStack is newRelay that also returns the stack, to read its log.
 func newRelayStack(t *testing.T, target profiles.CDPTarget, publicURL string, configure func(*http.Server)) (*httptest.Server, testStack) {
 	t.Helper()
-	s := newTestStack(t, NewCDPHandlers(fakeTargets{target: target}, publicURL).Routes(), nil)
+	s := newTestStack(t, NewCDPHandlers(fakeTargets{target: target}, constURL(publicURL)).Routes(), nil)
 	srv := httptest.NewUnstartedServer(s.handler)
 	if configure != nil {
 		configure(srv.Config)
@@ -363,7 +363,7 @@ func TestCDPRelayGoesToTheInstanceThatRunsTheBrowser(t *testing.T) {
 	}
 
 	// The owner checks the token itself, whatever the front let through.
-	lax := httptest.NewServer(newTestStack(t, NewCDPHandlers(anyToken{target: profiles.CDPTarget{Node: owner.URL}}, "https://front.example.com").Routes(), nil).handler)
+	lax := httptest.NewServer(newTestStack(t, NewCDPHandlers(anyToken{target: profiles.CDPTarget{Node: owner.URL}}, constURL("https://front.example.com")).Routes(), nil).handler)
 	t.Cleanup(lax.Close)
 	expectErrorResponse(t, upgradeRequest(t, lax.URL+cdpPath(cdpSession, "guess")), 401, "unauthorized")
 	if n := len(b.seen()); n != 1 {
@@ -376,7 +376,7 @@ func TestCDPRelayDoesNotRelayARelayedRequest(t *testing.T) {
 	// Each instance believes the other runs the browser.
 	second := httptest.NewUnstartedServer(nil)
 	first := newRelay(t, profiles.CDPTarget{Node: "http://" + second.Listener.Addr().String()}, "http://localhost:8080", nil)
-	second.Config.Handler = newTestStack(t, NewCDPHandlers(fakeTargets{target: profiles.CDPTarget{Node: first.URL}}, "http://localhost:8080").Routes(), nil).handler
+	second.Config.Handler = newTestStack(t, NewCDPHandlers(fakeTargets{target: profiles.CDPTarget{Node: first.URL}}, constURL("http://localhost:8080")).Routes(), nil).handler
 	second.Start()
 	t.Cleanup(second.Close)
 
@@ -430,3 +430,6 @@ func TestCDPRelayOutlivesTheServersTimeouts(t *testing.T) {
 		})
 	}
 }
+
+// constURL is a PUBLIC_URL known from the start.
+func constURL(u string) func() string { return func() string { return u } }
