@@ -68,6 +68,9 @@ var Profiles = fx.Module("profiles",
 		fx.Annotate(func(svc *profiles.Service, cfg config.Config) Routes {
 			return httpapi.NewDataHandlers(svc, cfg.ProfileDataUploadTimeout).Routes()
 		}, fx.ResultTags(`group:"routes"`)),
+		fx.Annotate(func(svc *profiles.Service, cfg config.Config, listen *ListenAddr) Routes {
+			return httpapi.NewCDPHandlers(svc, publicURL(cfg, listen)).Routes()
+		}, fx.ResultTags(`group:"routes"`)),
 	),
 	fx.Invoke(startReaper, startCollector, runBrowsers),
 )
