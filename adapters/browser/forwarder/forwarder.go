@@ -265,6 +265,8 @@ type upstreamConn struct {
 	addr string
 	conn net.Conn
 	r    *bufio.Reader
+	// used is set once a request went through the connection.
+	used bool
 }
 
 // relay sends req through up in origin form and the answer back to the
@@ -276,14 +278,23 @@ func (f *Forwarder) relay(client net.Conn, up *upstreamConn, req *http.Request) 
 		req.Header["User-Agent"] = []string{""}
 	}
 	req.RequestURI = ""
+	// A kept-alive connection that the server closed meanwhile fails
+	// without an answer, which is what browsers retry on a new connection;
+	// on a new connection it is the server's failure.
+	reused := up.used
+	up.used = true
 	if err := req.Write(up.conn); err != nil {
 		_ = req.Body.Close()
-		writeError(client, http.StatusBadGateway, "the connection to "+up.addr+" failed")
+		if !reused {
+			writeError(client, http.StatusBadGateway, "the connection to "+up.addr+" failed")
+		}
 		return false
 	}
 	resp, err := http.ReadResponse(up.r, req)
 	if err != nil {
-		writeError(client, http.StatusBadGateway, "no answer from "+up.addr)
+		if !reused {
+			writeError(client, http.StatusBadGateway, "no answer from "+up.addr)
+		}
 		return false
 	}
 	defer func() { _ = resp.Body.Close() }()

@@ -50,6 +50,11 @@ func startTarget(t *testing.T, tlsToo bool, body string) *target {
 		tg.mu.Lock()
 		tg.last = r.Clone(context.Background())
 		tg.mu.Unlock()
+		if r.Method == http.MethodPost {
+			sent, _ := io.ReadAll(r.Body)
+			_, _ = io.WriteString(w, "posted "+string(sent))
+			return
+		}
 		_, _ = io.WriteString(w, body+" "+r.URL.RequestURI())
 	})
 	if tlsToo {
@@ -316,8 +321,17 @@ func TestThroughUpstream(t *testing.T) {
 			if status != http.StatusOK || body != "plain /again" {
 				t.Fatalf("second plain GET = %d %q", status, body)
 			}
-			if plain.hits.Load() != 2 || secure.hits.Load() != 1 {
-				t.Fatalf("target hits: plain %d, secure %d; want 2 and 1", plain.hits.Load(), secure.hits.Load())
+			resp, err := c.Post(plain.srv.URL+"/form", "text/plain", strings.NewReader("a=1&b=2"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			posted, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || string(posted) != "posted a=1&b=2" {
+				t.Fatalf("plain POST = %d %q", resp.StatusCode, posted)
+			}
+			if plain.hits.Load() != 3 || secure.hits.Load() != 1 {
+				t.Fatalf("target hits: plain %d, secure %d; want 3 and 1", plain.hits.Load(), secure.hits.Load())
 			}
 			creds, targets := up.seen()
 			if len(creds) == 0 {
@@ -346,8 +360,8 @@ func TestThroughUpstream(t *testing.T) {
 					t.Fatalf("target received %s: %q", h, v)
 				}
 			}
-			if last.RequestURI != "/again" {
-				t.Fatalf("target's request URI = %q, want origin form /again", last.RequestURI)
+			if last.RequestURI != "/form" {
+				t.Fatalf("target's request URI = %q, want origin form /form", last.RequestURI)
 			}
 			if strings.Contains(logs.String(), pass) {
 				t.Fatalf("the logs name the password:\n%s", logs)
@@ -488,24 +502,7 @@ func TestGuardAppliesToUpstream(t *testing.T) {
 }
 
 func TestCloseEndsTunnels(t *testing.T) {
-	// An echo server: a tunnel to it stays open until someone cuts it.
-	echo, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = echo.Close() })
-	go func() {
-		for {
-			c, err := echo.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer func() { _ = c.Close() }()
-				_, _ = io.Copy(c, c)
-			}()
-		}
-	}()
+	echo := startEcho(t)
 	for _, typ := range []string{"direct", "http", "socks5"} {
 		t.Run(typ, func(t *testing.T) {
 			var opts Options
@@ -520,7 +517,7 @@ func TestCloseEndsTunnels(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			resp, _, conn, br := rawConnect(t, f, echo.Addr().String())
+			resp, _, conn, br := rawConnect(t, f, echo)
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("CONNECT = %d", resp.StatusCode)
 			}
@@ -591,4 +588,92 @@ func TestRefusesNonProxyRequest(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("origin-form request = %d, want 400", resp.StatusCode)
 	}
+}
+
+func TestEarlyDataAfterConnect(t *testing.T) {
+	echo := startEcho(t)
+	f, _ := start(t, Options{})
+	conn, err := net.Dial("tcp", f.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	// The bytes for the tunnel come in the same write as the CONNECT, as a
+	// client that does not wait for the answer sends them.
+	if _, err := fmt.Fprintf(conn, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\nearly\n", echo, echo); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("CONNECT = %v, %v", resp, err)
+	}
+	if line, err := br.ReadString('\n'); err != nil || line != "early\n" {
+		t.Fatalf("echo of the early bytes = %q, %v", line, err)
+	}
+}
+
+// TestServerClosedKeptAliveConnection: an origin that closes its
+// connection after each answer without saying so. The forwarder's second
+// request on its kept connection fails unanswered, which the client
+// retries on a new connection, instead of a 502.
+func TestServerClosedKeptAliveConnection(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	var conns atomic.Int32
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer func() { _ = c.Close() }()
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				_, _ = fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(req.URL.Path), req.URL.Path)
+			}()
+		}
+	}()
+	f, _ := start(t, Options{})
+	c := client(t, f, nil)
+	for _, path := range []string{"/one", "/two"} {
+		if status, body := get(t, c, "http://"+l.Addr().String()+path); status != http.StatusOK || body != path {
+			t.Fatalf("GET %s = %d %q", path, status, body)
+		}
+	}
+	if n := conns.Load(); n != 2 {
+		t.Fatalf("origin saw %d connections, want 2", n)
+	}
+}
+
+// startEcho runs a TCP echo server on loopback: a tunnel to it stays open
+// until someone cuts it.
+func startEcho(t *testing.T) string {
+	t.Helper()
+	echo, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = echo.Close() })
+	go func() {
+		for {
+			c, err := echo.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer func() { _ = c.Close() }()
+				_, _ = io.Copy(c, c)
+			}()
+		}
+	}()
+	return echo.Addr().String()
 }
