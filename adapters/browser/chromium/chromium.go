@@ -157,6 +157,10 @@ func New(opts Options) (*Runtime, error) {
 // browser accepts CDP with the fingerprint in place and the cookies put.
 func (r *Runtime) Start(ctx context.Context, spec ports.LaunchSpec) (ports.RunningBrowser, error) {
 	fail := func(err error) (ports.RunningBrowser, error) {
+		// A caller that gave up is told so, whichever step noticed.
+		if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+			err = fmt.Errorf("%w: %v", ctxErr, err)
+		}
 		return ports.RunningBrowser{}, fmt.Errorf("start the browser of session %s: %w", spec.SessionID, err)
 	}
 	if err := ctx.Err(); err != nil {

@@ -406,3 +406,35 @@ func hasCookie(cookies []browserdata.Cookie, name, value string) bool {
 	}
 	return false
 }
+
+func TestAHeadedLaunchWithoutADisplayRuns(t *testing.T) {
+	t.Setenv("DISPLAY", "")
+	t.Setenv("WAYLAND_DISPLAY", "")
+	rt := newRuntime(t, 1)
+	spec := launchSpec("prf_headed", "ses_headed")
+	spec.Headless = false
+	running, err := rt.Start(testContext(t), spec)
+	if err != nil {
+		t.Fatalf("a headed launch without a display: %v", err)
+	}
+	if got, ok := rt.Endpoint(spec.SessionID); !ok || got != running.CDPURL {
+		t.Errorf("Endpoint = %q, %v; want %q", got, ok, running.CDPURL)
+	}
+}
+
+func TestAFailedLaunchFreesItsSlot(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "browsers")
+	rt, err := New(Options{Path: "/bin/false", MaxBrowsers: 1, WorkDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		_, err := rt.Start(testContext(t), launchSpec("prf_false", "ses_false_"+strconv.Itoa(i)))
+		if err == nil || domain.IsKind(err, domain.KindUnavailable) {
+			t.Fatalf("Start %d of a browser that exits at once: %v, want a launch failure", i, err)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("failed launches left %d directories", len(entries))
+	}
+}
