@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -165,6 +166,10 @@ func (r *Runtime) Start(ctx context.Context, spec ports.LaunchSpec) (ports.Runni
 	}
 	if err := ctx.Err(); err != nil {
 		return fail(err)
+	}
+	// The session id names the session's directory.
+	if id := spec.SessionID; id == "" || id == "." || id == ".." || strings.ContainsAny(id, "/\\\x00") {
+		return fail(fmt.Errorf("session id %q cannot name a directory", id))
 	}
 	if err := r.reserve(spec.SessionID); err != nil {
 		return ports.RunningBrowser{}, err
@@ -342,7 +347,7 @@ func browserEnv(fp profile.Fingerprint) []string {
 }
 
 func hasKey(kv, key string) bool {
-	return len(kv) > len(key) && kv[:len(key)] == key && kv[len(key)] == '='
+	return strings.HasPrefix(kv, key+"=")
 }
 
 // watch reports a browser that ends without Stop.

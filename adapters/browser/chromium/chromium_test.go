@@ -422,6 +422,22 @@ func TestAHeadedLaunchWithoutADisplayRuns(t *testing.T) {
 	}
 }
 
+func TestASessionIDThatIsNoDirectoryNameIsRefused(t *testing.T) {
+	root := t.TempDir()
+	rt, err := New(Options{Path: "/bin/false", MaxBrowsers: 1, WorkDir: filepath.Join(root, "browsers")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"", "..", "../escape", "a/b"} {
+		if _, err := rt.Start(testContext(t), launchSpec("prf_bad", id)); err == nil {
+			t.Errorf("Start accepted the session id %q", id)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "escape")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a directory was made outside the work directory: %v", err)
+	}
+}
+
 func TestAFailedLaunchFreesItsSlot(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "browsers")
 	rt, err := New(Options{Path: "/bin/false", MaxBrowsers: 1, WorkDir: dir})
