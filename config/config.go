@@ -32,6 +32,7 @@ type Config struct {
 	// SMTP is set when MailTransport is "smtp".
 	SMTP                 SMTP
 	BrowserRuntime       string
+	Browser              Browser
 	SessionTTLDefault    time.Duration
 	SessionTTLMax        time.Duration
 	WebhookRetrySchedule []time.Duration
@@ -150,6 +151,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c.ProfileDataMax = l.size("PROFILE_DATA_MAX", 512<<20)
 	c.ProfileDataUploadTimeout = l.duration("PROFILE_DATA_UPLOAD_TIMEOUT", time.Hour)
 	c.SnapshotsPerProfile = l.atLeastOne("SNAPSHOTS_PER_PROFILE", 20)
+	c.Browser = l.browser()
 	l.check(c)
 	if l.err != nil {
 		return Config{}, l.err

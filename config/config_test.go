@@ -61,6 +61,7 @@ func TestLoadDefaults(t *testing.T) {
 		ProfileDataMax:           512 << 20,
 		ProfileDataUploadTimeout: time.Hour,
 		SnapshotsPerProfile:      20,
+		Browser:                  config.Browser{Max: 4},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("Load with nothing set =\n%+v\nwant\n%+v", cfg, want)
@@ -139,6 +140,10 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		{map[string]string{"HTTP_IDLE_TIMEOUT": "5m"}, func(c config.Config) any { return c.HTTPIdleTimeout }, 5 * time.Minute},
 		{map[string]string{"PROFILE_DATA_UPLOAD_TIMEOUT": "10m"}, func(c config.Config) any { return c.ProfileDataUploadTimeout }, 10 * time.Minute},
 		{map[string]string{"SNAPSHOTS_PER_PROFILE": "3"}, func(c config.Config) any { return c.SnapshotsPerProfile }, 3},
+		{map[string]string{"BROWSERS_MAX": "2"}, func(c config.Config) any { return c.Browser.Max }, 2},
+		{map[string]string{"CHROMIUM_PATH": "/opt/chromium/chrome"}, func(c config.Config) any { return c.Browser.ChromiumPath }, "/opt/chromium/chrome"},
+		{map[string]string{"PUBLIC_URL": "https://profiles.example.com/"}, func(c config.Config) any { return c.Browser.PublicURL }, "https://profiles.example.com"},
+		{map[string]string{"NODE_URL": "http://node-1.internal.test:8080"}, func(c config.Config) any { return c.Browser.NodeURL }, "http://node-1.internal.test:8080"},
 		{map[string]string{"API_KEYS_PER_USER": "5"}, func(c config.Config) any { return c.APIKeysPerUser }, 5},
 		{map[string]string{"REGISTRATIONS_PER_ADDR": "100"}, func(c config.Config) any { return c.RegistrationsPerAddr }, 100},
 
@@ -172,6 +177,9 @@ func TestLoadRefusesBadValues(t *testing.T) {
 		{"REDIS_KEY_PREFIX", strings.Repeat("k", 65), "must be 1 to 64 characters without spaces or the pattern characters * ? [ ] \\"},
 		{"MAIL_TRANSPORT", "sendmail", `"sendmail" is not one of log, smtp`},
 		{"BROWSER_RUNTIME", "firefox", `"firefox" is not one of auto, chromium, none`},
+		{"BROWSERS_MAX", "0", "BROWSERS_MAX"},
+		{"PUBLIC_URL", "profiles.example.com", "is not an http or https base URL"},
+		{"NODE_URL", "http://node.test:8080/?x=1", "is not an http or https base URL"},
 		{"SESSION_TTL_DEFAULT", "forever", `"forever" is not a positive duration`},
 		{"SESSION_TTL_DEFAULT", "0s", `"0s" is not a positive duration`},
 		{"SESSION_TTL_DEFAULT", "25h", "is longer than SESSION_TTL_MAX"},

@@ -1,8 +1,11 @@
 package wiring
 
 import (
+	"context"
 	"log/slog"
+	"net"
 	"net/http"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
@@ -36,6 +39,7 @@ var HTTP = fx.Module("http",
 		}, fx.ParamTags(`group:"checkers"`), fx.ResultTags(`group:"routes"`)),
 		fx.Annotate(newHandler, fx.ParamTags(`group:"routes"`)),
 		newServer,
+		func() *ListenAddr { return &ListenAddr{} },
 		func(limiter ports.RateLimiter, cfg config.Config, log *slog.Logger) *ratelimit.Service {
 			return ratelimit.New(limiter, cfg.RateLimit.Requests, cfg.RateLimit.Window, log)
 		},
@@ -66,10 +70,39 @@ func newHandler(groups []Routes, svc *auth.Service, idem *idempotency.Service, l
 	return table, httpapi.NewRouter(table, protect, log, metrics)
 }
 
-func newServer(lc fx.Lifecycle, cfg config.Config, h http.Handler, log *zap.Logger) *httpapi.Server {
+func newServer(lc fx.Lifecycle, cfg config.Config, h http.Handler, log *zap.Logger, listen *ListenAddr) *httpapi.Server {
 	s := httpapi.NewServer(cfg.HTTPAddr, h, log, cfg.ShutdownTimeout, httpapi.Timeouts{
 		ReadHeader: cfg.HTTPReadHeaderTimeout, Read: cfg.HTTPReadTimeout, Idle: cfg.HTTPIdleTimeout,
 	})
-	lc.Append(fx.Hook{OnStart: s.Start, OnStop: s.Stop})
+	lc.Append(fx.Hook{
+		OnStart: func(ctx context.Context) error {
+			if err := s.Start(ctx); err != nil {
+				return err
+			}
+			listen.set(s.Addr())
+			return nil
+		},
+		OnStop: s.Stop,
+	})
 	return s
+}
+
+// ListenAddr is the address the server listens on, known once it has
+// started; the default PUBLIC_URL is built from it.
+type ListenAddr struct{ v atomic.Value }
+
+func (a *ListenAddr) set(addr string) { a.v.Store(addr) }
+
+// BaseURL is http://<address>, with an unspecified host (":8080",
+// "[::]:8080") named localhost.
+func (a *ListenAddr) BaseURL() string {
+	addr, _ := a.v.Load().(string)
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://localhost"
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }

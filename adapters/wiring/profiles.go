@@ -39,6 +39,7 @@ type ProfileDeps struct {
 	IDs     ports.IDs
 	Log     *slog.Logger
 	Config  config.Config
+	Listen  *ListenAddr
 }
 
 // Profiles provides the profile use cases, the browser runtime, their
@@ -55,18 +56,96 @@ var Profiles = fx.Module("profiles",
 					SessionTTLDefault: d.Config.SessionTTLDefault, SessionTTLMax: d.Config.SessionTTLMax,
 					MaxProfiles: d.Config.Quotas.Profiles, DataMax: d.Config.ProfileDataMax,
 					UploadTimeout: d.Config.ProfileDataUploadTimeout, SnapshotsPerProfile: d.Config.SnapshotsPerProfile,
+					PublicURL: publicURL(d.Config, d.Listen), NodeURL: nodeURL(d.Config, d.Listen),
+					BrowsersMax: browsersMax(d.Config, d.Runtime),
 				},
 			})
 		},
 		func() ReaperInterval { return defaultReaperInterval },
 		func() CollectorInterval { return defaultCollectorInterval },
+		func() CheckpointInterval { return defaultCheckpointInterval },
 		fx.Annotate(func(svc *profiles.Service) Routes { return httpapi.NewProfileHandlers(svc).Routes() }, fx.ResultTags(`group:"routes"`)),
 		fx.Annotate(func(svc *profiles.Service, cfg config.Config) Routes {
 			return httpapi.NewDataHandlers(svc, cfg.ProfileDataUploadTimeout).Routes()
 		}, fx.ResultTags(`group:"routes"`)),
+		fx.Annotate(func(svc *profiles.Service, cfg config.Config, listen *ListenAddr) Routes {
+			return httpapi.NewCDPHandlers(svc, publicURL(cfg, listen)).Routes()
+		}, fx.ResultTags(`group:"routes"`)),
 	),
-	fx.Invoke(startReaper, startCollector),
+	fx.Invoke(startReaper, startCollector, runBrowsers),
 )
+
+// publicURL is PUBLIC_URL, or the address the server listens on.
+func publicURL(cfg config.Config, listen *ListenAddr) func() string {
+	if cfg.Browser.PublicURL != "" {
+		return func() string { return cfg.Browser.PublicURL }
+	}
+	return listen.BaseURL
+}
+
+// nodeURL is NODE_URL, or PUBLIC_URL.
+func nodeURL(cfg config.Config, listen *ListenAddr) func() string {
+	if cfg.Browser.NodeURL != "" {
+		return func() string { return cfg.Browser.NodeURL }
+	}
+	return publicURL(cfg, listen)
+}
+
+// browsersMax is BROWSERS_MAX for a runtime that runs browsers, else 0.
+func browsersMax(cfg config.Config, rt ports.BrowserRuntime) int {
+	if _, leaseOnly := rt.(browser.LeaseOnly); leaseOnly {
+		return 0
+	}
+	return cfg.Browser.Max
+}
+
+// CheckpointInterval is how often the cookies of the browsers an instance
+// runs are saved. Tests replace it (fx.Decorate).
+type CheckpointInterval time.Duration
+
+const defaultCheckpointInterval = CheckpointInterval(time.Minute)
+
+// runBrowsers ends the sessions of browsers that exit by themselves, saves
+// the cookies of running ones every interval, and at shutdown closes every
+// browser this instance runs, storing its data before its lease ends.
+func runBrowsers(lc fx.Lifecycle, svc *profiles.Service, rt ports.BrowserRuntime, every CheckpointInterval, log *slog.Logger) {
+	runEvery(lc, time.Duration(every), func(ctx context.Context) {
+		if err := svc.CheckpointCookies(ctx); err != nil && ctx.Err() == nil {
+			log.ErrorContext(ctx, "cookie checkpoint", "error", err.Error())
+		}
+	})
+	exits := rt.Exits()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			if exits == nil {
+				return nil
+			}
+			wg.Go(func() {
+				for {
+					select {
+					case <-ctx.Done():
+						return
+					case exit := <-exits:
+						if err := svc.BrowserExited(ctx, exit); err != nil {
+							log.ErrorContext(ctx, "end the session of an exited browser", "session_id", exit.SessionID, "error", err.Error())
+						}
+					}
+				}
+			})
+			return nil
+		},
+		OnStop: func(stopCtx context.Context) error {
+			cancel()
+			wg.Wait()
+			if err := svc.StopBrowsers(stopCtx); err != nil {
+				log.ErrorContext(stopCtx, "stop browsers at shutdown", "error", err.Error())
+			}
+			return nil
+		},
+	})
+}
 
 // CollectorInterval is how often each instance deletes the blobs nothing
 // refers to any more. Tests replace it (fx.Decorate).

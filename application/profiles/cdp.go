@@ -45,7 +45,7 @@ func (s *Service) CDPTarget(ctx context.Context, sessionID, token string) (CDPTa
 	if url, ok := s.d.Runtime.Endpoint(sessionID); ok {
 		return CDPTarget{Local: url}, nil
 	}
-	if sess.Node == "" || sess.Node == s.d.Policy.NodeURL {
+	if sess.Node == "" || sess.Node == s.d.Policy.NodeURL() {
 		// This instance should run it and does not: the browser is gone
 		// and its session about to end.
 		return CDPTarget{}, errBadCDPToken

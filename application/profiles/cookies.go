@@ -92,16 +92,9 @@ func (s *Service) PutCookies(ctx context.Context, actor team.Actor, id string, c
 		})
 		return []browserdata.Cookie{}, err
 	}
-	stored := make([]storedCookie, len(cs))
-	for i, c := range cs {
-		stored[i] = storedCookie{
-			Name: c.Name, Value: c.Value, Domain: c.Domain, Path: c.Path, Expires: c.Expires,
-			HTTPOnly: c.HTTPOnly, Secure: c.Secure, SameSite: string(c.SameSite),
-		}
-	}
-	raw, err := json.Marshal(stored)
+	raw, err := encodeCookies(cs)
 	if err != nil {
-		return nil, fmt.Errorf("encode cookies: %w", err)
+		return nil, err
 	}
 	err = s.upload(ctx, func(ctx context.Context) (ports.BlobInfo, error) {
 		return s.d.Blobs.Put(ctx, bytes.NewReader(raw), int64(len(raw)))

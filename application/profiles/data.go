@@ -199,34 +199,15 @@ func dataMatches(p profile.Profile, ifMatch *string) error {
 }
 
 // upload stores content in the blob store (put) and then runs the unit that
-// refers to it (refer), registered as an upload in progress throughout, so
-// that the collector deletes no blob the upload could end up referring to.
-// What was stored is recorded as a candidate for collection as soon as it
-// is stored: if the process dies before the unit commits, nothing refers to
-// it and the collector removes it.
+// refers to it (refer), registered as an upload in progress throughout.
 func (s *Service) upload(ctx context.Context, put func(context.Context) (ports.BlobInfo, error), refer func(context.Context, ports.BlobInfo) error) error {
-	ctx, cancel := context.WithTimeout(ctx, s.d.Policy.UploadTimeout)
-	defer cancel()
-	uploadID := s.d.IDs.New("upl")
-	if err := s.d.BlobRefs.BeginUpload(ctx, uploadID, s.d.Clock.Now().Add(s.d.Policy.UploadTimeout)); err != nil {
-		return err
-	}
-	defer func() {
-		if err := s.d.BlobRefs.EndUpload(context.WithoutCancel(ctx), uploadID); err != nil {
-			s.d.Log.WarnContext(ctx, "ending an upload failed; it ends when it expires", "upload", uploadID, "error", err.Error())
+	return s.withUpload(ctx, func(ctx context.Context) error {
+		stored, err := s.putBlob(ctx, put)
+		if err != nil {
+			return err
 		}
-	}()
-	stored, err := put(ctx)
-	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-			return domain.BadRequest(fmt.Sprintf("the upload took longer than %s (PROFILE_DATA_UPLOAD_TIMEOUT)", s.d.Policy.UploadTimeout))
-		}
-		return err
-	}
-	if err := s.d.BlobRefs.Release(ctx, s.d.Clock.Now(), stored.SHA256); err != nil {
-		return err
-	}
-	return refer(ctx, stored)
+		return refer(ctx, stored)
+	})
 }
 
 // errVersionRace is a unit that lost a race with another writer of the

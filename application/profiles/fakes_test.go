@@ -72,7 +72,11 @@ func (r *fakeRuntime) Cookies(context.Context, string) ([]browserdata.Cookie, er
 	return nil, domain.NotFound("browser")
 }
 
-func (r *fakeRuntime) Endpoint(string) (string, bool) { return "", false }
+func (r *fakeRuntime) Endpoint(string) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cdpURL, r.cdpURL != ""
+}
 
 func (r *fakeRuntime) Exits() <-chan ports.BrowserExit { return nil }
 

@@ -44,8 +44,13 @@ type Policy struct {
 	SnapshotsPerProfile int
 	// PublicURL is the base of the URLs handed to clients (cdpUrl);
 	// NodeURL is this instance's address as the other instances reach it.
-	PublicURL string
-	NodeURL   string
+	// Both are read when a browser starts: the listening address may be
+	// known only then.
+	PublicURL func() string
+	NodeURL   func() string
+	// BrowsersMax bounds the browsers this instance runs; 0 for a runtime
+	// that runs none.
+	BrowsersMax int
 }
 
 // Deps are the ports the service needs.
@@ -89,6 +94,9 @@ type ProxyPool interface {
 	// Store stores a prepared proxy (emitting proxy.added) in the caller's
 	// unit of work.
 	Store(ctx context.Context, p proxy.Proxy) error
+	// Target returns a proxy of the team and how to reach it, password
+	// included, for the browser of a launch.
+	Target(ctx context.Context, teamID, id string) (proxy.Proxy, ports.ProxyTarget, error)
 }
 
 // Users reads the users the accounts module owns (ports/accountstore): a
@@ -98,7 +106,10 @@ type Users interface {
 }
 
 // Service runs the profile use cases.
-type Service struct{ d Deps }
+type Service struct {
+	d Deps
+	b browsers
+}
 
 // New returns the service.
 func New(d Deps) *Service {
@@ -117,7 +128,17 @@ func New(d Deps) *Service {
 	if d.Policy.SnapshotsPerProfile <= 0 {
 		d.Policy.SnapshotsPerProfile = 20
 	}
-	return &Service{d: d}
+	if d.Policy.PublicURL == nil {
+		d.Policy.PublicURL = func() string { return "http://localhost" }
+	}
+	if d.Policy.NodeURL == nil {
+		d.Policy.NodeURL = d.Policy.PublicURL
+	}
+	svc := &Service{d: d, b: browsers{local: map[string]localBrowser{}}}
+	if d.Policy.BrowsersMax > 0 {
+		svc.b.slots = make(chan struct{}, d.Policy.BrowsersMax)
+	}
+	return svc
 }
 
 // Templates lists the built-in fingerprint templates.

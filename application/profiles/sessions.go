@@ -10,7 +10,6 @@ import (
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/domain/team"
-	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/ports/profilestore"
 )
 
@@ -46,6 +45,18 @@ func (s *Service) Launch(ctx context.Context, actor team.Actor, id string, in La
 	if err != nil {
 		return profile.Profile{}, err
 	}
+	// A browser slot of this instance first: a launch it cannot run takes
+	// no lease.
+	slot, err := s.reserveBrowser()
+	if err != nil {
+		return profile.Profile{}, err
+	}
+	launched := false
+	defer func() {
+		if !launched {
+			slot.free()
+		}
+	}()
 	now := s.d.Clock.Now()
 	sessionID := s.d.IDs.New("ses")
 	var p profile.Profile
@@ -89,25 +100,47 @@ func (s *Service) Launch(ctx context.Context, actor team.Actor, id string, in La
 	if ended != nil {
 		s.stopBrowser(ctx, id, ended.ID)
 	}
-	running, err := s.d.Runtime.Start(ctx, ports.LaunchSpec{Profile: p, SessionID: sess.ID, Headless: in.Headless})
+	spec, cleanup, err := s.launchSpec(ctx, p, sess.ID, in.Headless)
 	if err != nil {
 		s.abortLaunch(ctx, p, sess)
-		return profile.Profile{}, fmt.Errorf("start browser of profile %s: %w", id, err)
+		return profile.Profile{}, err
 	}
-	if running.CDPURL != "" {
-		next := sess
-		next.CDPURL = running.CDPURL
-		ok, err := s.d.Profiles.SwapSession(ctx, actor.TeamID, id, profilestore.SessionSwap{ExpectSessionID: sess.ID, Next: &next})
-		if err != nil {
-			s.stopBrowser(ctx, id, sess.ID)
+	running, err := s.d.Runtime.Start(ctx, spec)
+	cleanup()
+	if err != nil {
+		s.abortLaunch(ctx, p, sess)
+		if domain.IsKind(err, domain.KindUnavailable) {
 			return profile.Profile{}, err
 		}
-		if !ok {
-			s.stopBrowser(ctx, id, sess.ID)
-			return profile.Profile{}, domain.Conflict("the session was released while its browser was starting")
-		}
-		p.Session = &next
+		return profile.Profile{}, fmt.Errorf("start browser of profile %s: %w", id, err)
 	}
+	if running.CDPURL == "" {
+		return p, nil
+	}
+	token, err := newCDPToken()
+	if err != nil {
+		s.stopBrowser(ctx, id, sess.ID)
+		s.abortLaunch(ctx, p, sess)
+		return profile.Profile{}, err
+	}
+	next := sess
+	next.CDPURL = s.cdpURL(sess.ID)
+	next.CDPTokenHash = hashToken(token)
+	next.Node = s.d.Policy.NodeURL()
+	ok, err := s.d.Profiles.SwapSession(ctx, actor.TeamID, id, profilestore.SessionSwap{ExpectSessionID: sess.ID, Next: &next})
+	if err != nil || !ok {
+		s.stopBrowser(ctx, id, sess.ID)
+		if err != nil {
+			return profile.Profile{}, err
+		}
+		return profile.Profile{}, domain.Conflict("the session was released while its browser was starting")
+	}
+	s.track(p.TeamID, id, sess.ID, slot)
+	launched = true
+	// The token is in this answer only: reads show the address without it.
+	shown := next
+	shown.CDPURL = next.CDPURL + "?token=" + token
+	p.Session = &shown
 	return p, nil
 }
 
@@ -148,6 +181,7 @@ func (s *Service) stopBrowser(ctx context.Context, profileID, sessionID string) 
 	if state != nil {
 		_ = state.Archive.Close()
 	}
+	s.untrack(sessionID)
 }
 
 func stopData(sess profile.Session, reason profile.StopReason) map[string]any {
@@ -210,34 +244,21 @@ func (s *Service) Release(ctx context.Context, actor team.Actor, id string) (pro
 	if err != nil {
 		return profile.Profile{}, err
 	}
-	next, sess, err := cur.Release()
+	_, sess, err := cur.Release()
 	if err != nil {
 		return profile.Profile{}, err
 	}
 	if err := mayHandle(actor, sess); err != nil {
 		return profile.Profile{}, err
 	}
-	state, err := s.d.Runtime.Stop(ctx, id, sess.ID)
-	if err != nil {
-		return profile.Profile{}, fmt.Errorf("stop browser of profile %s: %w", id, err)
+	p, err := s.endSession(ctx, cur.TeamID, id, sess, profile.StopReleased)
+	if errors.Is(err, errSessionGone) {
+		return profile.Profile{}, profile.ErrNotRunning
 	}
-	if state != nil {
-		_ = state.Archive.Close()
-	}
-	err = s.d.Tx.Do(ctx, func(ctx context.Context) error {
-		ok, err := s.d.Profiles.SwapSession(ctx, actor.TeamID, id, profilestore.SessionSwap{ExpectSessionID: sess.ID})
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return profile.ErrNotRunning
-		}
-		return s.emit(ctx, cur, event.ProfileStopped, stopData(sess, profile.StopReleased))
-	})
 	if err != nil {
 		return profile.Profile{}, err
 	}
-	return next, nil
+	return p, nil
 }
 
 // ReapExpired ends every session whose lease ran out, stopping its browser
@@ -281,6 +302,15 @@ func (s *Service) ReapExpired(ctx context.Context) (int, error) {
 
 func (s *Service) reap(ctx context.Context, p profile.Profile, now time.Time) (bool, error) {
 	sess := *p.Session
+	if s.runsHere(sess.ID) {
+		// This instance runs the browser: close it and keep what it wrote
+		// before the lease ends.
+		_, err := s.endSession(ctx, p.TeamID, p.ID, sess, profile.StopExpired)
+		if errors.Is(err, errSessionGone) {
+			return false, nil
+		}
+		return err == nil, err
+	}
 	var ok bool
 	err := s.d.Tx.Do(ctx, func(ctx context.Context) error {
 		var err error

@@ -2,6 +2,8 @@ package profiles_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"slices"
 	"strings"
@@ -175,12 +177,22 @@ func TestLaunchStoresTheCDPURL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Session.CDPURL != "ws://127.0.0.1:9222/devtools/browser/1" || !got.Session.Headless || !got.Session.ExpiresAt.Equal(t0.Add(90*time.Second)) {
+	// The client gets the relay's address with the session's token; the
+	// store keeps the address without it and the token's hash.
+	relay := "ws://localhost/api/v1/sessions/ses_001/cdp"
+	token, ok := strings.CutPrefix(got.Session.CDPURL, relay+"?token=")
+	if !ok || len(token) < 40 || !got.Session.Headless || !got.Session.ExpiresAt.Equal(t0.Add(90*time.Second)) {
 		t.Fatalf("session %+v", got.Session)
 	}
-	if s := f.stored(t, p.ID).Session; s.CDPURL != "ws://127.0.0.1:9222/devtools/browser/1" {
+	sum := sha256.Sum256([]byte(token))
+	if s := f.stored(t, p.ID).Session; s.CDPURL != relay || s.CDPTokenHash != hex.EncodeToString(sum[:]) || s.Node != "http://localhost" {
 		t.Fatalf("stored session %+v", s)
 	}
+	if target, err := f.svc.CDPTarget(ctx, "ses_001", token); err != nil || target.Local != "ws://127.0.0.1:9222/devtools/browser/1" {
+		t.Fatalf("CDPTarget with the token: %+v, %v", target, err)
+	}
+	_, err = f.svc.CDPTarget(ctx, "ses_001", token+"x")
+	apptest.WantKind(t, err, domain.KindUnauthorized)
 }
 
 func TestLaunchCDPURLSwapLosesToARelease(t *testing.T) {

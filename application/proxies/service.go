@@ -306,13 +306,9 @@ func (s *Service) Check(ctx context.Context, actor team.Actor, id string) (proxy
 	if err := s.throttle(ctx, actor.TeamID); err != nil {
 		return proxy.Check{}, err
 	}
-	target := ports.ProxyTarget{Type: string(p.Type), Host: p.Host, Port: p.Port, Username: p.Username}
-	if p.HasPassword() {
-		pw, err := s.d.Box.Open(p.PasswordSealed)
-		if err != nil {
-			return proxy.Check{}, err
-		}
-		target.Password = string(pw)
+	target, err := s.target(p)
+	if err != nil {
+		return proxy.Check{}, err
 	}
 	c := s.probe(ctx, target)
 	err = s.d.Tx.Do(ctx, func(ctx context.Context) error {
@@ -337,6 +333,31 @@ func (s *Service) Check(ctx context.Context, actor team.Actor, id string) (proxy
 	}
 	s.d.Log.Info("proxy checked", "proxy_id", p.ID, "team_id", p.TeamID, "ok", c.OK, "error", c.Error)
 	return c, nil
+}
+
+// target is how to reach p, its password opened.
+func (s *Service) target(p proxy.Proxy) (ports.ProxyTarget, error) {
+	target := ports.ProxyTarget{Type: string(p.Type), Host: p.Host, Port: p.Port, Username: p.Username}
+	if p.HasPassword() {
+		pw, err := s.d.Box.Open(p.PasswordSealed)
+		if err != nil {
+			return ports.ProxyTarget{}, err
+		}
+		target.Password = string(pw)
+	}
+	return target, nil
+}
+
+// Target returns a proxy of the team and how to reach it, password
+// included, for a browser that is to go through it; another team's proxy
+// is not found.
+func (s *Service) Target(ctx context.Context, teamID, id string) (proxy.Proxy, ports.ProxyTarget, error) {
+	p, err := s.d.Proxies.ByID(ctx, teamID, id)
+	if err != nil {
+		return proxy.Proxy{}, ports.ProxyTarget{}, err
+	}
+	t, err := s.target(p)
+	return p, t, err
 }
 
 func sameAddress(a, b proxy.Proxy) bool {

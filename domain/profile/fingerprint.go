@@ -65,14 +65,14 @@ func (p FingerprintPatch) applyTo(v *domain.Validation, fp Fingerprint) Fingerpr
 		fp.Platform = *p.Platform
 	}
 	if p.Locale != nil {
-		if !locale.MatchString(*p.Locale) {
-			v.Add("fingerprint.locale", "must be a BCP 47 tag such as en-US")
+		if *p.Locale != Auto && !locale.MatchString(*p.Locale) {
+			v.Add("fingerprint.locale", `must be a BCP 47 tag such as en-US, or "auto"`)
 		}
 		fp.Locale = *p.Locale
 	}
 	if p.Timezone != nil {
-		if !validTimezone(*p.Timezone) {
-			v.Add("fingerprint.timezone", "must be an IANA time zone such as Europe/Berlin")
+		if *p.Timezone != Auto && !validTimezone(*p.Timezone) {
+			v.Add("fingerprint.timezone", `must be an IANA time zone such as Europe/Berlin, or "auto"`)
 		}
 		fp.Timezone = *p.Timezone
 	}

@@ -182,3 +182,30 @@ func TestTagCountIsCheckedFirst(t *testing.T) {
 		t.Fatalf("20 copies of one tag: %v, %v; want the tag once", got.Tags, err)
 	}
 }
+
+func TestAutoTimezoneAndLocaleFollowTheProxy(t *testing.T) {
+	auto := profile.Fingerprint{UserAgent: "ua", Platform: "Win32", Locale: profile.Auto, Timezone: profile.Auto, Screen: profile.Screen{1920, 1080}}
+	cases := []struct {
+		tz, country    string
+		wantTZ, wantLc string
+	}{
+		{"Asia/Tokyo", "JP", "Asia/Tokyo", "ja-JP"},
+		{"Europe/Berlin", "de", "Europe/Berlin", "de-DE"},
+		{"", "", "UTC", "en-US"},
+		{"Not/AZone", "ZZ", "UTC", "en-US"},
+	}
+	for _, c := range cases {
+		got := auto.Resolve(c.tz, c.country)
+		if got.Timezone != c.wantTZ || got.Locale != c.wantLc {
+			t.Errorf("Resolve(%q, %q) = %s, %s; want %s, %s", c.tz, c.country, got.Timezone, got.Locale, c.wantTZ, c.wantLc)
+		}
+	}
+	fixed := profile.Fingerprint{Locale: "fr-FR", Timezone: "Europe/Paris"}
+	if got := fixed.Resolve("Asia/Tokyo", "JP"); got != fixed {
+		t.Errorf("a fixed fingerprint changed: %+v", got)
+	}
+	tz, lc := profile.Auto, profile.Auto
+	if _, err := profile.New("prf_1", "team_1", "usr_1", profile.Settings{Name: "n", TemplateID: "tpl_chrome_win_us", Fingerprint: profile.FingerprintPatch{Timezone: &tz, Locale: &lc}}, time.Now()); err != nil {
+		t.Fatalf("auto timezone and locale refused: %v", err)
+	}
+}

@@ -1,0 +1,679 @@
+package forwarder
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/x509"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	socks5 "github.com/armon/go-socks5"
+
+	"github.com/profilesvc/profilesvc/adapters/netguard"
+	"github.com/profilesvc/profilesvc/ports"
+)
+
+const (
+	user = "alice"
+	pass = "s3cret-pa55"
+)
+
+// target is an origin server on loopback that counts its requests and
+// keeps the headers of the last one.
+type target struct {
+	srv  *httptest.Server
+	hits atomic.Int32
+	mu   sync.Mutex
+	last *http.Request
+}
+
+func startTarget(t *testing.T, tlsToo bool, body string) *target {
+	t.Helper()
+	tg := &target{}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tg.hits.Add(1)
+		tg.mu.Lock()
+		tg.last = r.Clone(context.Background())
+		tg.mu.Unlock()
+		if r.Method == http.MethodPost {
+			sent, _ := io.ReadAll(r.Body)
+			_, _ = io.WriteString(w, "posted "+string(sent))
+			return
+		}
+		_, _ = io.WriteString(w, body+" "+r.URL.RequestURI())
+	})
+	if tlsToo {
+		tg.srv = httptest.NewTLSServer(h)
+	} else {
+		tg.srv = httptest.NewServer(h)
+	}
+	t.Cleanup(tg.srv.Close)
+	return tg
+}
+
+func (tg *target) lastRequest() *http.Request {
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	return tg.last
+}
+
+// upstream is a proxy on loopback that wants user and pass and records
+// what it was asked.
+type upstream struct {
+	host     string
+	port     int
+	mu       sync.Mutex
+	creds    []string
+	targets  []string
+	accepted atomic.Int32
+}
+
+func (u *upstream) saw(cred, target string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.creds = append(u.creds, cred)
+	u.targets = append(u.targets, target)
+}
+
+func (u *upstream) seen() ([]string, []string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]string(nil), u.creds...), append([]string(nil), u.targets...)
+}
+
+func (u *upstream) proxyTarget(typ, username, password string) *ports.ProxyTarget {
+	return &ports.ProxyTarget{Type: typ, Host: u.host, Port: u.port, Username: username, Password: password}
+}
+
+// connectHandler is an HTTP CONNECT proxy wanting basic auth.
+func (u *upstream) connectHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodConnect {
+			http.Error(w, "CONNECT only", http.StatusMethodNotAllowed)
+			return
+		}
+		cred := r.Header.Get("Proxy-Authorization")
+		u.saw(cred, r.Host)
+		if cred != basic(user, pass) {
+			w.Header().Set("Proxy-Authenticate", `Basic realm="test"`)
+			w.WriteHeader(http.StatusProxyAuthRequired)
+			return
+		}
+		dst, err := net.Dial("tcp", r.Host)
+		if err != nil {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		client, rw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			_ = dst.Close()
+			return
+		}
+		u.accepted.Add(1)
+		_, _ = io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n")
+		go func() {
+			_, _ = io.Copy(dst, rw.Reader)
+			_ = dst.Close()
+		}()
+		_, _ = io.Copy(client, dst)
+		_ = client.Close()
+	})
+}
+
+func basic(u, p string) string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(u+":"+p))
+}
+
+func startHTTPUpstream(t *testing.T, overTLS bool) (*upstream, *x509.CertPool) {
+	t.Helper()
+	u := &upstream{}
+	var srv *httptest.Server
+	if overTLS {
+		srv = httptest.NewTLSServer(u.connectHandler())
+	} else {
+		srv = httptest.NewServer(u.connectHandler())
+	}
+	t.Cleanup(srv.Close)
+	u.host, u.port = splitHostPort(t, srv.Listener.Addr().String())
+	if !overTLS {
+		return u, nil
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	return u, pool
+}
+
+// recordingCredentials accepts user and pass and records every attempt.
+type recordingCredentials struct{ u *upstream }
+
+func (c recordingCredentials) Valid(username, password string) bool {
+	c.u.saw(username+":"+password, "")
+	return username == user && password == pass
+}
+
+func startSOCKS5Upstream(t *testing.T) *upstream {
+	t.Helper()
+	u := &upstream{}
+	srv, err := socks5.New(&socks5.Config{
+		Credentials: recordingCredentials{u},
+		Logger:      log.New(io.Discard, "", 0),
+		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if err == nil {
+				u.accepted.Add(1)
+			}
+			return c, err
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() { _ = srv.Serve(l) }()
+	u.host, u.port = splitHostPort(t, l.Addr().String())
+	return u
+}
+
+func splitHostPort(t *testing.T, addr string) (string, int) {
+	t.Helper()
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, n
+}
+
+// start runs a forwarder for the test, logging into the returned buffer,
+// and checks at the end that Close leaves none of its goroutines behind.
+func start(t *testing.T, opts Options) (*Forwarder, *syncBuffer) {
+	t.Helper()
+	logs := &syncBuffer{}
+	opts.Log = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	f, err := Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		waitNoForwarderGoroutines(t)
+	})
+	return f, logs
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// waitNoForwarderGoroutines polls, with a deadline, until no goroutine
+// runs a method of Forwarder.
+func waitNoForwarderGoroutines(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		buf := make([]byte, 1<<20)
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		if !strings.Contains(stacks, "forwarder.(*Forwarder)") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("forwarder goroutines still running after Close:\n%s", stacks)
+		}
+		runtime.Gosched()
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// client is an HTTP client that uses the forwarder as its proxy, with
+// credentials of its own that must not travel further, and trusts tlsTarget.
+func client(t *testing.T, f *Forwarder, tlsTarget *target) *http.Client {
+	t.Helper()
+	proxyURL := &url.URL{Scheme: "http", Host: f.Addr(), User: url.UserPassword("browser", "not-for-upstream")}
+	tr := &http.Transport{Proxy: http.ProxyURL(proxyURL)}
+	if tlsTarget != nil {
+		tr.TLSClientConfig = tlsTarget.srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+	}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
+}
+
+func get(t *testing.T, c *http.Client, u string) (int, string) {
+	t.Helper()
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatalf("GET %s: %v", u, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+func TestThroughUpstream(t *testing.T) {
+	cases := []struct {
+		name  string
+		typ   string
+		start func(t *testing.T) (*upstream, *x509.CertPool)
+		// cred is what the upstream must have seen.
+		cred string
+	}{
+		{"http", "http", func(t *testing.T) (*upstream, *x509.CertPool) { return startHTTPUpstream(t, false) }, basic(user, pass)},
+		{"https", "https", func(t *testing.T) (*upstream, *x509.CertPool) { return startHTTPUpstream(t, true) }, basic(user, pass)},
+		{"socks5", "socks5", func(t *testing.T) (*upstream, *x509.CertPool) { return startSOCKS5Upstream(t), nil }, user + ":" + pass},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			plain := startTarget(t, false, "plain")
+			secure := startTarget(t, true, "secure")
+			up, roots := tc.start(t)
+			f, logs := start(t, Options{Upstream: up.proxyTarget(tc.typ, user, pass), RootCAs: roots})
+			c := client(t, f, secure)
+
+			status, body := get(t, c, plain.srv.URL+"/path?q=1")
+			if status != http.StatusOK || body != "plain /path?q=1" {
+				t.Fatalf("plain GET = %d %q", status, body)
+			}
+			status, body = get(t, c, secure.srv.URL+"/tls")
+			if status != http.StatusOK || body != "secure /tls" {
+				t.Fatalf("HTTPS GET = %d %q", status, body)
+			}
+			// A second plain request on the kept-alive connection.
+			status, body = get(t, c, plain.srv.URL+"/again")
+			if status != http.StatusOK || body != "plain /again" {
+				t.Fatalf("second plain GET = %d %q", status, body)
+			}
+			resp, err := c.Post(plain.srv.URL+"/form", "text/plain", strings.NewReader("a=1&b=2"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			posted, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || string(posted) != "posted a=1&b=2" {
+				t.Fatalf("plain POST = %d %q", resp.StatusCode, posted)
+			}
+			if plain.hits.Load() != 3 || secure.hits.Load() != 1 {
+				t.Fatalf("target hits: plain %d, secure %d; want 3 and 1", plain.hits.Load(), secure.hits.Load())
+			}
+			creds, targets := up.seen()
+			if len(creds) == 0 {
+				t.Fatal("the upstream saw no request")
+			}
+			for _, c := range creds {
+				if c != tc.cred {
+					t.Fatalf("upstream saw credentials %q, want %q", c, tc.cred)
+				}
+			}
+			if tc.typ != "socks5" {
+				want := map[string]bool{plain.srv.Listener.Addr().String(): true, secure.srv.Listener.Addr().String(): true}
+				for _, tg := range targets {
+					if !want[tg] {
+						t.Fatalf("upstream was asked for %q, want one of %v", tg, want)
+					}
+				}
+			}
+			if got := up.accepted.Load(); got < 2 {
+				t.Fatalf("upstream opened %d tunnels, want at least 2", got)
+			}
+
+			last := plain.lastRequest()
+			for _, h := range []string{"Proxy-Authorization", "Proxy-Connection"} {
+				if v := last.Header.Get(h); v != "" {
+					t.Fatalf("target received %s: %q", h, v)
+				}
+			}
+			if last.RequestURI != "/form" {
+				t.Fatalf("target's request URI = %q, want origin form /form", last.RequestURI)
+			}
+			if strings.Contains(logs.String(), pass) {
+				t.Fatalf("the logs name the password:\n%s", logs)
+			}
+		})
+	}
+}
+
+// rawConnect sends CONNECT addr to the forwarder and returns its answer
+// and the connection.
+func rawConnect(t *testing.T, f *Forwarder, addr string) (*http.Response, string, net.Conn, *bufio.Reader) {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", f.Addr(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := fmt.Fprintf(conn, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", addr, addr); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body string
+	if resp.StatusCode != http.StatusOK {
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body = string(b)
+	}
+	return resp, body, conn, br
+}
+
+func TestWrongCredentials(t *testing.T) {
+	cases := []struct {
+		name  string
+		typ   string
+		start func(t *testing.T) *upstream
+	}{
+		{"http", "http", func(t *testing.T) *upstream { u, _ := startHTTPUpstream(t, false); return u }},
+		{"socks5", "socks5", startSOCKS5Upstream},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			plain := startTarget(t, false, "plain")
+			secure := startTarget(t, true, "secure")
+			up := tc.start(t)
+			const wrong = "wrong-pa55word"
+			f, logs := start(t, Options{Upstream: up.proxyTarget(tc.typ, user, wrong)})
+
+			resp, body, _, _ := rawConnect(t, f, secure.srv.Listener.Addr().String())
+			if resp.StatusCode != http.StatusBadGateway || body != "upstream proxy authentication failed\n" {
+				t.Fatalf("CONNECT with wrong upstream credentials = %d %q, want 502 naming the authentication", resp.StatusCode, body)
+			}
+
+			c := client(t, f, nil)
+			status, body := get(t, c, plain.srv.URL+"/")
+			if status != http.StatusBadGateway || body != "upstream proxy authentication failed\n" {
+				t.Fatalf("plain GET with wrong upstream credentials = %d %q", status, body)
+			}
+			if plain.hits.Load() != 0 || secure.hits.Load() != 0 || up.accepted.Load() != 0 {
+				t.Fatalf("something reached a target: plain %d, secure %d, tunnels %d", plain.hits.Load(), secure.hits.Load(), up.accepted.Load())
+			}
+			creds, _ := up.seen()
+			if len(creds) == 0 {
+				t.Fatal("the upstream was never asked")
+			}
+			if !strings.Contains(logs.String(), "authentication failed") {
+				t.Fatalf("the refusal was not logged:\n%s", logs)
+			}
+			if strings.Contains(logs.String(), wrong) {
+				t.Fatalf("the logs name the password:\n%s", logs)
+			}
+		})
+	}
+}
+
+func TestUnreachableUpstream(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, port := splitHostPort(t, l.Addr().String())
+	_ = l.Close()
+	f, _ := start(t, Options{Upstream: &ports.ProxyTarget{Type: "http", Host: host, Port: port, Username: user, Password: pass}})
+	resp, body, _, _ := rawConnect(t, f, "127.0.0.1:443")
+	if resp.StatusCode != http.StatusBadGateway || body != "cannot reach the upstream proxy\n" {
+		t.Fatalf("CONNECT through a closed upstream port = %d %q", resp.StatusCode, body)
+	}
+}
+
+func TestDirect(t *testing.T) {
+	t.Run("guard refuses loopback", func(t *testing.T) {
+		plain := startTarget(t, false, "plain")
+		secure := startTarget(t, true, "secure")
+		f, _ := start(t, Options{Guard: netguard.DialControl})
+
+		resp, body, _, _ := rawConnect(t, f, secure.srv.Listener.Addr().String())
+		if resp.StatusCode != http.StatusForbidden || body != "the target's address is not allowed\n" {
+			t.Fatalf("CONNECT to loopback past the guard = %d %q", resp.StatusCode, body)
+		}
+		status, body := get(t, client(t, f, nil), plain.srv.URL+"/")
+		if status != http.StatusForbidden {
+			t.Fatalf("plain GET to loopback past the guard = %d %q", status, body)
+		}
+		if plain.hits.Load() != 0 || secure.hits.Load() != 0 {
+			t.Fatalf("a refused target was reached: plain %d, secure %d", plain.hits.Load(), secure.hits.Load())
+		}
+	})
+	t.Run("no guard", func(t *testing.T) {
+		plain := startTarget(t, false, "plain")
+		secure := startTarget(t, true, "secure")
+		f, _ := start(t, Options{})
+		c := client(t, f, secure)
+		if status, body := get(t, c, plain.srv.URL+"/a"); status != http.StatusOK || body != "plain /a" {
+			t.Fatalf("direct plain GET = %d %q", status, body)
+		}
+		if status, body := get(t, c, secure.srv.URL+"/b"); status != http.StatusOK || body != "secure /b" {
+			t.Fatalf("direct HTTPS GET = %d %q", status, body)
+		}
+	})
+}
+
+func TestGuardAppliesToUpstream(t *testing.T) {
+	up, _ := startHTTPUpstream(t, false)
+	f, _ := start(t, Options{Upstream: up.proxyTarget("http", user, pass), Guard: netguard.DialControl})
+	resp, body, _, _ := rawConnect(t, f, "127.0.0.1:443")
+	if resp.StatusCode != http.StatusBadGateway || body != "the upstream proxy's address is not allowed\n" {
+		t.Fatalf("CONNECT through an upstream on loopback past the guard = %d %q", resp.StatusCode, body)
+	}
+	if creds, _ := up.seen(); len(creds) != 0 {
+		t.Fatalf("the refused upstream was asked %d times", len(creds))
+	}
+}
+
+func TestCloseEndsTunnels(t *testing.T) {
+	echo := startEcho(t)
+	for _, typ := range []string{"direct", "http", "socks5"} {
+		t.Run(typ, func(t *testing.T) {
+			var opts Options
+			switch typ {
+			case "http":
+				up, _ := startHTTPUpstream(t, false)
+				opts.Upstream = up.proxyTarget("http", user, pass)
+			case "socks5":
+				opts.Upstream = startSOCKS5Upstream(t).proxyTarget("socks5", user, pass)
+			}
+			f, err := Start(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, _, conn, br := rawConnect(t, f, echo)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("CONNECT = %d", resp.StatusCode)
+			}
+			if _, err := io.WriteString(conn, "ping\n"); err != nil {
+				t.Fatal(err)
+			}
+			if line, err := br.ReadString('\n'); err != nil || line != "ping\n" {
+				t.Fatalf("echo through the tunnel = %q, %v", line, err)
+			}
+			// An idle connection that has not asked anything yet.
+			idle, err := net.Dial("tcp", f.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = idle.Close() }()
+
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			waitNoForwarderGoroutines(t)
+			for name, r := range map[string]io.Reader{"tunnel": br, "idle connection": idle} {
+				if c, ok := r.(net.Conn); ok {
+					_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+				}
+				if n, err := r.Read(make([]byte, 1)); err != io.EOF {
+					t.Fatalf("%s after Close: read %d bytes, %v; want EOF", name, n, err)
+				}
+			}
+			if _, err := net.Dial("tcp", f.Addr()); err == nil {
+				t.Fatal("the forwarder still accepts after Close")
+			}
+			if err := f.Close(); err != nil {
+				t.Fatalf("second Close: %v", err)
+			}
+		})
+	}
+}
+
+func TestStartRefusesBadUpstream(t *testing.T) {
+	for _, up := range []ports.ProxyTarget{
+		{Type: "ftp", Host: "127.0.0.1", Port: 21},
+		{Type: "http", Host: "127.0.0.1", Port: 0},
+		{Type: "socks5", Port: 1080},
+	} {
+		if f, err := Start(Options{Upstream: &up}); err == nil {
+			_ = f.Close()
+			t.Fatalf("Start with upstream %+v: no error", up)
+		}
+	}
+}
+
+func TestRefusesNonProxyRequest(t *testing.T) {
+	f, _ := start(t, Options{})
+	conn, err := net.Dial("tcp", f.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(conn, "GET /relative HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("origin-form request = %d, want 400", resp.StatusCode)
+	}
+}
+
+func TestEarlyDataAfterConnect(t *testing.T) {
+	echo := startEcho(t)
+	f, _ := start(t, Options{})
+	conn, err := net.Dial("tcp", f.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	// The bytes for the tunnel come in the same write as the CONNECT, as a
+	// client that does not wait for the answer sends them.
+	if _, err := fmt.Fprintf(conn, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\nearly\n", echo, echo); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("CONNECT = %v, %v", resp, err)
+	}
+	if line, err := br.ReadString('\n'); err != nil || line != "early\n" {
+		t.Fatalf("echo of the early bytes = %q, %v", line, err)
+	}
+}
+
+// TestServerClosedKeptAliveConnection: an origin that closes its
+// connection after each answer without saying so. The forwarder's second
+// request on its kept connection fails unanswered, which the client
+// retries on a new connection, instead of a 502.
+func TestServerClosedKeptAliveConnection(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	var conns atomic.Int32
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer func() { _ = c.Close() }()
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				_, _ = fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(req.URL.Path), req.URL.Path)
+			}()
+		}
+	}()
+	f, _ := start(t, Options{})
+	c := client(t, f, nil)
+	for _, path := range []string{"/one", "/two"} {
+		if status, body := get(t, c, "http://"+l.Addr().String()+path); status != http.StatusOK || body != path {
+			t.Fatalf("GET %s = %d %q", path, status, body)
+		}
+	}
+	if n := conns.Load(); n != 2 {
+		t.Fatalf("origin saw %d connections, want 2", n)
+	}
+}
+
+// startEcho runs a TCP echo server on loopback: a tunnel to it stays open
+// until someone cuts it.
+func startEcho(t *testing.T) string {
+	t.Helper()
+	echo, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = echo.Close() })
+	go func() {
+		for {
+			c, err := echo.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer func() { _ = c.Close() }()
+				_, _ = io.Copy(c, c)
+			}()
+		}
+	}()
+	return echo.Addr().String()
+}

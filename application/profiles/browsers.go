@@ -1,0 +1,410 @@
+package profiles
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/browserdata"
+	"github.com/profilesvc/profilesvc/domain/event"
+	"github.com/profilesvc/profilesvc/domain/profile"
+	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/profilestore"
+)
+
+// browsers are the sessions whose browser this instance runs, and the
+// slots that bound them (Policy.BrowsersMax).
+type browsers struct {
+	mu    sync.Mutex
+	local map[string]localBrowser // by session id
+	slots chan struct{}           // nil: no bound (no browsers are run)
+}
+
+type localBrowser struct {
+	teamID, profileID string
+	slot              slot
+}
+
+// slot is one of the instance's browser places; free gives it back, once.
+type slot struct{ release func() }
+
+func (s slot) free() {
+	if s.release != nil {
+		s.release()
+	}
+}
+
+// reserveBrowser takes a browser place of this instance, or answers 503
+// when every place is taken.
+func (s *Service) reserveBrowser() (slot, error) {
+	if s.b.slots == nil {
+		return slot{}, nil
+	}
+	select {
+	case s.b.slots <- struct{}{}:
+		return slot{release: sync.OnceFunc(func() { <-s.b.slots })}, nil
+	default:
+		return slot{}, domain.Unavailable(fmt.Sprintf("this instance runs as many browsers as it may (%d, BROWSERS_MAX); retry later", cap(s.b.slots)))
+	}
+}
+
+func (s *Service) track(teamID, profileID, sessionID string, sl slot) {
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	s.b.local[sessionID] = localBrowser{teamID: teamID, profileID: profileID, slot: sl}
+}
+
+// untrack forgets a session whose browser is stopped and frees its place.
+func (s *Service) untrack(sessionID string) {
+	s.b.mu.Lock()
+	lb, ok := s.b.local[sessionID]
+	delete(s.b.local, sessionID)
+	s.b.mu.Unlock()
+	if ok {
+		lb.slot.free()
+	}
+}
+
+func (s *Service) runsHere(sessionID string) bool {
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	_, ok := s.b.local[sessionID]
+	return ok
+}
+
+func (s *Service) localBrowsers() map[string]localBrowser {
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	out := make(map[string]localBrowser, len(s.b.local))
+	for id, lb := range s.b.local {
+		out[id] = lb
+	}
+	return out
+}
+
+// newCDPToken is a session's relay secret: 32 random bytes, URL-safe.
+func newCDPToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("cdp token: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+func hashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// cdpURL is the relay address of a session, without its token:
+// ws(s)://<PUBLIC_URL>/api/v1/sessions/<id>/cdp.
+func (s *Service) cdpURL(sessionID string) string {
+	base := strings.TrimSuffix(s.d.Policy.PublicURL(), "/")
+	switch {
+	case strings.HasPrefix(base, "https://"):
+		base = "wss://" + strings.TrimPrefix(base, "https://")
+	case strings.HasPrefix(base, "http://"):
+		base = "ws://" + strings.TrimPrefix(base, "http://")
+	}
+	return base + "/api/v1/sessions/" + sessionID + "/cdp"
+}
+
+// launchSpec gathers what the browser of a launch starts from: the
+// fingerprint with "auto" resolved from the proxy's last check, the proxy
+// with its credentials, the stored data and cookies. cleanup closes the
+// data's reader.
+func (s *Service) launchSpec(ctx context.Context, p profile.Profile, sessionID string, headless bool) (ports.LaunchSpec, func(), error) {
+	spec := ports.LaunchSpec{Profile: p, SessionID: sessionID, Headless: headless}
+	cleanup := func() {}
+	var tz, country string
+	if p.ProxyID != "" && s.d.Proxies != nil {
+		px, target, err := s.d.Proxies.Target(ctx, p.TeamID, p.ProxyID)
+		if err != nil {
+			return ports.LaunchSpec{}, cleanup, fmt.Errorf("proxy of profile %s: %w", p.ID, err)
+		}
+		spec.Proxy = &target
+		if px.LastCheck != nil {
+			tz, country = px.LastCheck.Timezone, px.LastCheck.Country
+		}
+	}
+	spec.Profile.Fingerprint = p.Fingerprint.Resolve(tz, country)
+	if p.Cookies != nil {
+		cs, err := s.readCookies(ctx, *p.Cookies)
+		if err != nil {
+			return ports.LaunchSpec{}, cleanup, err
+		}
+		spec.Cookies = cs
+	}
+	if p.Data != nil {
+		body, _, err := s.d.Blobs.Open(ctx, p.Data.SHA256)
+		if err != nil {
+			return ports.LaunchSpec{}, cleanup, fmt.Errorf("open browser data of %s: %w", p.ID, err)
+		}
+		spec.Data = body
+		cleanup = func() { _ = body.Close() }
+	}
+	return spec, cleanup, nil
+}
+
+// errSessionGone is a session that ended (by another path) while this one
+// was ending it.
+var errSessionGone = errors.New("the session has ended already")
+
+// endSession is the one way a session whose browser may run here ends:
+// close the browser, store what it left (data and cookies) as the
+// profile's, then end the lease and emit profile.stopped with reason. It
+// returns the profile as it is afterwards. A browser that fails to stop
+// keeps its lease. If the data cannot be stored, the lease still ends (the
+// profile keeps its previous data) and the error says why.
+func (s *Service) endSession(ctx context.Context, teamID, profileID string, sess profile.Session, reason profile.StopReason) (profile.Profile, error) {
+	ctx = context.WithoutCancel(ctx)
+	state, err := s.d.Runtime.Stop(ctx, profileID, sess.ID)
+	if err != nil {
+		// A browser that did not stop keeps its lease: it may still run.
+		return profile.Profile{}, fmt.Errorf("stop browser of profile %s: %w", profileID, err)
+	}
+	defer s.untrack(sess.ID)
+	var archive, cookies *ports.BlobInfo
+	var saveErr error
+	if state != nil {
+		archive, cookies, saveErr = s.saveState(ctx, state)
+		if saveErr != nil {
+			s.d.Log.ErrorContext(ctx, "store the data of a stopped browser", "profile_id", profileID, "session_id", sess.ID, "error", saveErr.Error())
+		}
+	}
+	var out profile.Profile
+	err = s.d.Tx.Do(ctx, func(ctx context.Context) error {
+		cur, err := s.d.Profiles.ByID(ctx, teamID, profileID)
+		if err != nil {
+			return err
+		}
+		if cur.Session == nil || cur.Session.ID != sess.ID {
+			return errSessionGone
+		}
+		now := s.d.Clock.Now()
+		next := cur
+		if archive != nil && (cur.Data == nil || cur.Data.SHA256 != archive.SHA256) {
+			next.Data = &profile.Data{Content: profile.Content{SHA256: archive.SHA256, Size: archive.Size}, UpdatedAt: now.UTC()}
+		}
+		if cookies != nil {
+			next.Cookies = &profile.Content{SHA256: cookies.SHA256, Size: cookies.Size}
+		}
+		if !sameContent(cur, next) {
+			next.Version, next.UpdatedAt = cur.Version+1, now.UTC()
+			if err := s.d.Profiles.Update(ctx, next, cur.Version); err != nil {
+				return err
+			}
+			if err := s.d.BlobRefs.Release(ctx, now, cur.Blobs()...); err != nil {
+				return err
+			}
+		}
+		ok, err := s.d.Profiles.SwapSession(ctx, teamID, profileID, profilestore.SessionSwap{ExpectSessionID: sess.ID})
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errSessionGone
+		}
+		next.Session = nil
+		out = s.withProxy(ctx, next)
+		return s.emit(ctx, cur, event.ProfileStopped, stopData(sess, reason))
+	})
+	if err != nil {
+		return profile.Profile{}, err
+	}
+	if saveErr != nil {
+		return out, domain.Unavailable("the session ended, but the browser's data could not be stored; the profile keeps its previous data")
+	}
+	return out, nil
+}
+
+// saveState stores a stopped browser's directory (cleaned as any upload)
+// and cookies, and closes the state.
+func (s *Service) saveState(ctx context.Context, state *ports.BrowserState) (archive, cookies *ports.BlobInfo, err error) {
+	defer state.Archive.Close()
+	err = s.withUpload(ctx, func(ctx context.Context) error {
+		info, err := s.putBlob(ctx, func(ctx context.Context) (ports.BlobInfo, error) { return s.storeArchive(ctx, state.Archive) })
+		if err != nil {
+			return err
+		}
+		archive = &info
+		if len(state.Cookies) == 0 {
+			return nil
+		}
+		c, err := s.putCookies(ctx, state.Cookies)
+		if err != nil {
+			return err
+		}
+		cookies = &c
+		return nil
+	})
+	return archive, cookies, err
+}
+
+// putCookies stores a cookie list as its blob (in an upload).
+func (s *Service) putCookies(ctx context.Context, cs []browserdata.Cookie) (ports.BlobInfo, error) {
+	raw, err := encodeCookies(cs)
+	if err != nil {
+		return ports.BlobInfo{}, err
+	}
+	return s.putBlob(ctx, func(ctx context.Context) (ports.BlobInfo, error) {
+		return s.d.Blobs.Put(ctx, bytes.NewReader(raw), int64(len(raw)))
+	})
+}
+
+func encodeCookies(cs []browserdata.Cookie) ([]byte, error) {
+	stored := make([]storedCookie, len(cs))
+	for i, c := range cs {
+		stored[i] = storedCookie{
+			Name: c.Name, Value: c.Value, Domain: c.Domain, Path: c.Path, Expires: c.Expires,
+			HTTPOnly: c.HTTPOnly, Secure: c.Secure, SameSite: string(c.SameSite),
+		}
+	}
+	raw, err := json.Marshal(stored)
+	if err != nil {
+		return nil, fmt.Errorf("encode cookies: %w", err)
+	}
+	return raw, nil
+}
+
+// BrowserExited ends the session of a browser that ended by itself, keeping
+// what it wrote.
+func (s *Service) BrowserExited(ctx context.Context, exit ports.BrowserExit) error {
+	s.b.mu.Lock()
+	lb, ok := s.b.local[exit.SessionID]
+	s.b.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	p, err := s.d.Profiles.ByID(ctx, lb.teamID, lb.profileID)
+	if err != nil {
+		return err
+	}
+	if p.Session == nil || p.Session.ID != exit.SessionID {
+		s.stopBrowser(ctx, lb.profileID, exit.SessionID)
+		return nil
+	}
+	_, err = s.endSession(ctx, lb.teamID, lb.profileID, *p.Session, exit.Reason)
+	if errors.Is(err, errSessionGone) {
+		return nil
+	}
+	return err
+}
+
+// StopBrowsers ends every session whose browser this instance runs, for a
+// shutdown: each browser is closed and its data stored before its lease
+// ends.
+func (s *Service) StopBrowsers(ctx context.Context) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, len(s.localBrowsers()))
+	for sessionID, lb := range s.localBrowsers() {
+		wg.Go(func() {
+			p, err := s.d.Profiles.ByID(ctx, lb.teamID, lb.profileID)
+			if err != nil || p.Session == nil || p.Session.ID != sessionID {
+				s.stopBrowser(ctx, lb.profileID, sessionID)
+				errs <- err
+				return
+			}
+			if _, err := s.endSession(ctx, lb.teamID, lb.profileID, *p.Session, profile.StopShutdown); err != nil && !errors.Is(err, errSessionGone) {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	return errors.Join(all...)
+}
+
+// CheckpointCookies stores the cookies of every browser this instance
+// runs, so that losing the instance loses at most the cookies set since.
+// The profile's version does not change: its browser owns its data while
+// it runs.
+func (s *Service) CheckpointCookies(ctx context.Context) error {
+	var errs []error
+	for sessionID, lb := range s.localBrowsers() {
+		if err := s.checkpoint(ctx, sessionID, lb); err != nil {
+			errs = append(errs, fmt.Errorf("session %s: %w", sessionID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Service) checkpoint(ctx context.Context, sessionID string, lb localBrowser) error {
+	cs, err := s.d.Runtime.Cookies(ctx, sessionID)
+	if domain.IsKind(err, domain.KindNotFound) || (err == nil && len(cs) == 0) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return s.withUpload(ctx, func(ctx context.Context) error {
+		info, err := s.putCookies(ctx, cs)
+		if err != nil {
+			return err
+		}
+		return s.d.Tx.Do(ctx, func(ctx context.Context) error {
+			cur, err := s.d.Profiles.ByID(ctx, lb.teamID, lb.profileID)
+			if err != nil {
+				return err
+			}
+			if cur.Session == nil || cur.Session.ID != sessionID || (cur.Cookies != nil && cur.Cookies.SHA256 == info.SHA256) {
+				return nil
+			}
+			next := cur
+			next.Cookies = &profile.Content{SHA256: info.SHA256, Size: info.Size}
+			if err := s.d.Profiles.Update(ctx, next, cur.Version); err != nil {
+				return err
+			}
+			return s.d.BlobRefs.Release(ctx, s.d.Clock.Now(), cur.Blobs()...)
+		})
+	})
+}
+
+// withUpload runs fn as a registered upload in progress, bounded by the
+// upload time-out, so that the collector deletes no blob fn may come to
+// refer to.
+func (s *Service) withUpload(ctx context.Context, fn func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, s.d.Policy.UploadTimeout)
+	defer cancel()
+	uploadID := s.d.IDs.New("upl")
+	if err := s.d.BlobRefs.BeginUpload(ctx, uploadID, s.d.Clock.Now().Add(s.d.Policy.UploadTimeout)); err != nil {
+		return err
+	}
+	defer func() {
+		if err := s.d.BlobRefs.EndUpload(context.WithoutCancel(ctx), uploadID); err != nil {
+			s.d.Log.WarnContext(ctx, "ending an upload failed; it ends when it expires", "upload", uploadID, "error", err.Error())
+		}
+	}()
+	err := fn(ctx)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+		return domain.BadRequest(fmt.Sprintf("the upload took longer than %s (PROFILE_DATA_UPLOAD_TIMEOUT)", s.d.Policy.UploadTimeout))
+	}
+	return err
+}
+
+// putBlob stores content (in an upload) and records it at once as a
+// candidate for collection: if the process dies before a unit refers to
+// it, the collector removes it.
+func (s *Service) putBlob(ctx context.Context, put func(context.Context) (ports.BlobInfo, error)) (ports.BlobInfo, error) {
+	info, err := put(ctx)
+	if err != nil {
+		return ports.BlobInfo{}, err
+	}
+	if err := s.d.BlobRefs.Release(ctx, s.d.Clock.Now(), info.SHA256); err != nil {
+		return ports.BlobInfo{}, err
+	}
+	return info, nil
+}

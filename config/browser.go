@@ -1,0 +1,47 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// Browser is how launches run browsers: BROWSER_RUNTIME picks the runtime
+// (Config.BrowserRuntime); these say where Chromium is, how many browsers
+// one instance runs, and the addresses handed out for them.
+type Browser struct {
+	// ChromiumPath is CHROMIUM_PATH; "" finds Chromium on PATH.
+	ChromiumPath string
+	// Max is BROWSERS_MAX.
+	Max int
+	// PublicURL (PUBLIC_URL) is the base of the URLs the service hands
+	// out (cdpUrl); "" means http://<the address the server listens on>.
+	PublicURL string
+	// NodeURL (NODE_URL) is this instance's address as the other instances
+	// reach it, for the CDP relay; "" means PublicURL.
+	NodeURL string
+}
+
+func (l *loader) browser() Browser {
+	return Browser{
+		ChromiumPath: l.str("CHROMIUM_PATH", ""),
+		Max:          l.atLeastOne("BROWSERS_MAX", 4),
+		PublicURL:    l.baseURL("PUBLIC_URL"),
+		NodeURL:      l.baseURL("NODE_URL"),
+	}
+}
+
+// baseURL reads an optional http(s) URL without query or fragment; a
+// trailing slash is dropped.
+func (l *loader) baseURL(name string) string {
+	v := strings.TrimSuffix(l.str(name, ""), "/")
+	if v == "" {
+		return ""
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		l.fail(name, fmt.Sprintf("%q is not an http or https base URL such as https://profiles.example.com", v))
+		return ""
+	}
+	return v
+}
