@@ -1,6 +1,7 @@
 // Package chromium owns the browser runtime that runs one Chromium per
 // session: its process group, a user-data directory unpacked from the
-// profile's data, and a CDP control connection of the runtime's own that
+// profile's data, the local forwarder all of its traffic goes through, and
+// a CDP control connection of the runtime's own that
 // puts the profile's fingerprint on every target, moves cookies in and out
 // and closes the browser gracefully, after which the directory is packed
 // as the profile's new data.
@@ -17,8 +18,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
+	"github.com/profilesvc/profilesvc/adapters/browser/forwarder"
+	"github.com/profilesvc/profilesvc/adapters/netguard"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/browserdata"
 	"github.com/profilesvc/profilesvc/domain/profile"
@@ -82,6 +86,7 @@ type session struct {
 	id, profileID string
 	dir           string // WorkDir/<session id>
 	cdpURL        string
+	fwd           *forwarder.Forwarder
 	proc          *process
 	ctl           *control
 
@@ -228,6 +233,9 @@ func (r *Runtime) discard(s *session) {
 	if s.proc != nil {
 		s.proc.kill()
 	}
+	if s.fwd != nil {
+		_ = s.fwd.Close()
+	}
 	if err := os.RemoveAll(s.dir); err != nil {
 		r.log.Warn("browser: removing the directory of a failed launch", "session", s.id, "error", err)
 	}
@@ -266,7 +274,19 @@ func (r *Runtime) launch(ctx context.Context, s *session, spec ports.LaunchSpec)
 		r.log.Info("browser: no display for a headed browser, running it headless", "session", s.id)
 		headless = true
 	}
-	proc, err := launch(r.opts.Path, browserArgs(profileDir, headless, fp), browserEnv(fp))
+	// Every request of the browser, to loopback too, goes through the
+	// forwarder: to the profile's proxy, or, without one, out directly but
+	// kept off the service's own network.
+	var guard func(network, address string, c syscall.RawConn) error
+	if !r.opts.AllowPrivateTargets {
+		guard = netguard.DialControl
+	}
+	fwd, err := forwarder.Start(forwarder.Options{Upstream: spec.Proxy, Guard: guard, Log: r.log.With("session", s.id)})
+	if err != nil {
+		return fmt.Errorf("the session's proxy: %w", err)
+	}
+	s.fwd = fwd
+	proc, err := launch(r.opts.Path, browserArgs(profileDir, fwd.Addr(), headless, fp), browserEnv(fp))
 	if err != nil {
 		return err
 	}
@@ -300,11 +320,13 @@ func (r *Runtime) launch(ctx context.Context, s *session, spec ports.LaunchSpec)
 }
 
 // browserArgs are Chromium's flags for a session: DevTools on a loopback
-// port of the system's choice, none of the background traffic a fresh
-// browser makes by itself (it would not go through the profile's proxy
-// as a person's browser would, and costs CPU), and the fingerprint's
-// user agent, language and window size from the first request on.
-func browserArgs(profileDir string, headless bool, fp profile.Fingerprint) []string {
+// port of the system's choice, all traffic through the forwarder at
+// proxyAddr (Chromium bypasses a proxy for loopback unless told
+// "<-loopback"), WebRTC without UDP outside the proxy (it would reveal
+// the machine's own address), none of the background traffic a fresh
+// browser makes by itself, and the fingerprint's user agent, language and
+// window size from the first request on.
+func browserArgs(profileDir, proxyAddr string, headless bool, fp profile.Fingerprint) []string {
 	args := []string{
 		"--remote-debugging-port=0",
 		"--remote-debugging-address=127.0.0.1",
@@ -319,6 +341,8 @@ func browserArgs(profileDir string, headless bool, fp profile.Fingerprint) []str
 		"--password-store=basic",
 		"--use-mock-keychain",
 		"--disable-features=Translate,MediaRouter,OptimizationHints",
+		"--proxy-server=http://" + proxyAddr,
+		"--proxy-bypass-list=<-loopback>",
 		"--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
 		"--user-agent=" + fp.UserAgent,
 		"--lang=" + fp.Locale,
@@ -417,6 +441,9 @@ func (r *Runtime) shut(ctx context.Context, s *session) {
 	}
 	s.proc.end(grace)
 	s.ctl.close()
+	if err := s.fwd.Close(); err != nil {
+		r.log.Warn("browser: closing the session's proxy", "session", s.id, "error", err)
+	}
 }
 
 func (r *Runtime) readCookies(ctx context.Context, s *session) ([]browserdata.Cookie, error) {

@@ -64,8 +64,8 @@ func TestLanguageSettings(t *testing.T) {
 	if !strings.Contains(env, "\nTZ=Asia/Tokyo") || !strings.Contains(env, "\nLANG=ja_JP.UTF-8") {
 		t.Errorf("the browser's environment lacks the time zone or language:\n%s", env)
 	}
-	args := strings.Join(browserArgs("/dir/profile", true, fp), " ")
-	for _, want := range []string{"--user-data-dir=/dir/profile", "--headless=new", "--lang=ja-JP", "--window-size=393,873", "--user-agent=UA", "--remote-debugging-address=127.0.0.1"} {
+	args := strings.Join(browserArgs("/dir/profile", "127.0.0.1:4321", true, fp), " ")
+	for _, want := range []string{"--user-data-dir=/dir/profile", "--headless=new", "--lang=ja-JP", "--window-size=393,873", "--user-agent=UA", "--remote-debugging-address=127.0.0.1", "--proxy-server=http://127.0.0.1:4321", "--proxy-bypass-list=<-loopback>"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("the browser's flags lack %s: %s", want, args)
 		}
