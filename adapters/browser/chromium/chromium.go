@@ -1,0 +1,512 @@
+// Package chromium owns the browser runtime that runs one Chromium per
+// session: its process group, a user-data directory unpacked from the
+// profile's data, the local forwarder all of its traffic goes through, and
+// a CDP control connection of the runtime's own that
+// puts the profile's fingerprint on every target, moves cookies in and out
+// and closes the browser gracefully, after which the directory is packed
+// as the profile's new data.
+package chromium
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/profilesvc/profilesvc/adapters/browser/forwarder"
+	"github.com/profilesvc/profilesvc/adapters/netguard"
+	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/browserdata"
+	"github.com/profilesvc/profilesvc/domain/profile"
+	"github.com/profilesvc/profilesvc/ports"
+)
+
+var _ ports.BrowserRuntime = (*Runtime)(nil)
+
+const (
+	defaultStartTimeout = 30 * time.Second
+	defaultStopTimeout  = 10 * time.Second
+	// termGrace is how long a browser that ignored Browser.close gets
+	// after SIGTERM before it is killed.
+	termGrace = 3 * time.Second
+	// prepareTimeout bounds the preparation of one attached target.
+	prepareTimeout = 10 * time.Second
+	// exitSendTimeout bounds how long a report on Exits waits for room.
+	exitSendTimeout = 5 * time.Second
+	// exitsBuffer is the room on Exits beyond one report per browser.
+	exitsBuffer = 16
+)
+
+// Options configure a Runtime.
+type Options struct {
+	// Path is the Chromium binary (see Find).
+	Path string
+	// MaxBrowsers bounds the browsers running or starting at once.
+	MaxBrowsers int
+	// WorkDir holds one directory per session (DATA_DIR/browsers); what a
+	// previous process left in it is removed by New.
+	WorkDir string
+	// AllowPrivateTargets lets a browser without an upstream proxy reach
+	// private and loopback addresses (for tests and closed networks).
+	AllowPrivateTargets bool
+	// StartTimeout bounds a launch until the browser accepts CDP, and
+	// StopTimeout how long a browser gets to close itself; zero means 30 s
+	// and 10 s.
+	StartTimeout, StopTimeout time.Duration
+	Log                       *slog.Logger
+}
+
+// Runtime runs a Chromium per session.
+type Runtime struct {
+	opts  Options
+	log   *slog.Logger
+	exits chan ports.BrowserExit
+
+	mu sync.Mutex
+	// sessions are the browsers started and not yet stopped.
+	sessions map[string]*session
+	// slots counts the browsers starting, running or being stopped: every
+	// one still holds a process or its directory.
+	slots int
+	// starting names the sessions whose Start has not returned.
+	starting map[string]bool
+	closed   bool
+}
+
+// session is one browser of one session.
+type session struct {
+	id, profileID string
+	dir           string // WorkDir/<session id>
+	cdpURL        string
+	fwd           *forwarder.Forwarder
+	proc          *process
+	ctl           *control
+
+	// stopping is set (under Runtime.mu) by the Stop that collects the
+	// session, so that its exit is not reported as the browser's own.
+	stopping bool
+
+	cookiesMu sync.Mutex
+	// lastCookies are the cookies last read, for a browser that ended
+	// before it could be asked.
+	lastCookies []browserdata.Cookie
+}
+
+// Find returns the Chromium binary: path when set, else the first of
+// chromium, chromium-browser and google-chrome on PATH.
+func Find(path string) (string, bool) {
+	if path != "" {
+		found, err := exec.LookPath(path)
+		return found, err == nil
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if found, err := exec.LookPath(name); err == nil {
+			return found, true
+		}
+	}
+	return "", false
+}
+
+// New makes the work directory, clearing what a previous process left in
+// it (its browsers died with it; their data are lost or were saved).
+func New(opts Options) (*Runtime, error) {
+	if opts.Path == "" {
+		return nil, errors.New("chromium: no binary given")
+	}
+	if opts.MaxBrowsers < 1 {
+		return nil, fmt.Errorf("chromium: MaxBrowsers is %d, want at least 1", opts.MaxBrowsers)
+	}
+	if opts.WorkDir == "" {
+		return nil, errors.New("chromium: no work directory given")
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = defaultStartTimeout
+	}
+	if opts.StopTimeout <= 0 {
+		opts.StopTimeout = defaultStopTimeout
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(opts.WorkDir, 0o700); err != nil {
+		return nil, fmt.Errorf("chromium: %w", err)
+	}
+	if err := os.Chmod(opts.WorkDir, 0o700); err != nil {
+		return nil, fmt.Errorf("chromium: %w", err)
+	}
+	left, err := os.ReadDir(opts.WorkDir)
+	if err != nil {
+		return nil, fmt.Errorf("chromium: %w", err)
+	}
+	for _, e := range left {
+		if err := os.RemoveAll(filepath.Join(opts.WorkDir, e.Name())); err != nil {
+			return nil, fmt.Errorf("chromium: clearing the work directory: %w", err)
+		}
+	}
+	return &Runtime{
+		opts: opts, log: log,
+		exits:    make(chan ports.BrowserExit, opts.MaxBrowsers+exitsBuffer),
+		sessions: map[string]*session{}, starting: map[string]bool{},
+	}, nil
+}
+
+// Start launches the session's browser from its data and answers once the
+// browser accepts CDP with the fingerprint in place and the cookies put.
+func (r *Runtime) Start(ctx context.Context, spec ports.LaunchSpec) (ports.RunningBrowser, error) {
+	fail := func(err error) (ports.RunningBrowser, error) {
+		// A caller that gave up is told so, whichever step noticed.
+		if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+			err = fmt.Errorf("%w: %v", ctxErr, err)
+		}
+		return ports.RunningBrowser{}, fmt.Errorf("start the browser of session %s: %w", spec.SessionID, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	// The session id names the session's directory.
+	if id := spec.SessionID; id == "" || id == "." || id == ".." || strings.ContainsAny(id, "/\\\x00") {
+		return fail(fmt.Errorf("session id %q cannot name a directory", id))
+	}
+	if err := r.reserve(spec.SessionID); err != nil {
+		return ports.RunningBrowser{}, err
+	}
+	s := &session{id: spec.SessionID, profileID: spec.Profile.ID, dir: filepath.Join(r.opts.WorkDir, spec.SessionID)}
+	started := false
+	defer func() {
+		r.mu.Lock()
+		delete(r.starting, s.id)
+		r.mu.Unlock()
+		if !started {
+			r.discard(s)
+		}
+	}()
+	if err := r.launch(ctx, s, spec); err != nil {
+		return fail(err)
+	}
+	r.mu.Lock()
+	if !s.proc.running() {
+		r.mu.Unlock()
+		return fail(fmt.Errorf("the browser exited as it started: %s", s.proc.output.String()))
+	}
+	if err := ctx.Err(); err != nil {
+		r.mu.Unlock()
+		return fail(err)
+	}
+	r.sessions[s.id] = s
+	started = true
+	r.mu.Unlock()
+	go r.watch(s)
+	return ports.RunningBrowser{CDPURL: s.cdpURL}, nil
+}
+
+// reserve takes a slot for a session, or refuses.
+func (r *Runtime) reserve(sessionID string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.closed:
+		return domain.Unavailable("the browser runtime is shutting down")
+	case r.sessions[sessionID] != nil || r.starting[sessionID]:
+		return domain.Conflict("session " + sessionID + " already has a browser")
+	case r.slots >= r.opts.MaxBrowsers:
+		return domain.Unavailable("this instance runs as many browsers as it may (" + strconv.Itoa(r.opts.MaxBrowsers) + ")")
+	}
+	r.slots++
+	r.starting[sessionID] = true
+	return nil
+}
+
+// discard ends what a failed Start made and frees its slot.
+func (r *Runtime) discard(s *session) {
+	if s.ctl != nil {
+		s.ctl.close()
+	}
+	if s.proc != nil {
+		s.proc.kill()
+	}
+	if s.fwd != nil {
+		_ = s.fwd.Close()
+	}
+	if err := os.RemoveAll(s.dir); err != nil {
+		r.log.Warn("browser: removing the directory of a failed launch", "session", s.id, "error", err)
+	}
+	r.release()
+}
+
+func (r *Runtime) release() {
+	r.mu.Lock()
+	r.slots--
+	r.mu.Unlock()
+}
+
+// launch prepares the directory, starts the process and connects to it.
+func (r *Runtime) launch(ctx context.Context, s *session, spec ports.LaunchSpec) error {
+	profileDir := filepath.Join(s.dir, "profile")
+	if err := os.RemoveAll(s.dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(profileDir, 0o700); err != nil {
+		return err
+	}
+	if spec.Data != nil {
+		if err := unpack(profileDir, spec.Data); err != nil {
+			return err
+		}
+	}
+	if err := removeSingletons(profileDir); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	fp := spec.Profile.Fingerprint
+	headless := spec.Headless
+	if !headless && os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
+		r.log.Info("browser: no display for a headed browser, running it headless", "session", s.id)
+		headless = true
+	}
+	// Every request of the browser, to loopback too, goes through the
+	// forwarder: to the profile's proxy, or, without one, out directly but
+	// kept off the service's own network.
+	var guard func(network, address string, c syscall.RawConn) error
+	if !r.opts.AllowPrivateTargets {
+		guard = netguard.DialControl
+	}
+	fwd, err := forwarder.Start(forwarder.Options{Upstream: spec.Proxy, Guard: guard, Log: r.log.With("session", s.id)})
+	if err != nil {
+		return fmt.Errorf("the session's proxy: %w", err)
+	}
+	s.fwd = fwd
+	proc, err := launch(r.opts.Path, browserArgs(profileDir, fwd.Addr(), headless, fp), browserEnv(fp))
+	if err != nil {
+		return err
+	}
+	s.proc = proc
+
+	startCtx, cancel := context.WithTimeout(ctx, r.opts.StartTimeout)
+	defer cancel()
+	select {
+	case s.cdpURL = <-proc.devtools:
+	case <-proc.exited:
+		return fmt.Errorf("the browser exited as it started (%s): %s", proc.status, proc.output.String())
+	case <-startCtx.Done():
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return fmt.Errorf("the browser did not open DevTools within %s: %s", r.opts.StartTimeout, proc.output.String())
+	}
+	ctl, err := dialControl(startCtx, s.cdpURL, overridesFor(fp), r.log.With("session", s.id))
+	if err != nil {
+		return err
+	}
+	s.ctl = ctl
+	if err := ctl.watch(startCtx); err != nil {
+		return err
+	}
+	if err := ctl.setCookies(startCtx, spec.Cookies); err != nil {
+		return err
+	}
+	s.lastCookies = spec.Cookies
+	return nil
+}
+
+// browserArgs are Chromium's flags for a session: DevTools on a loopback
+// port of the system's choice, all traffic through the forwarder at
+// proxyAddr (Chromium bypasses a proxy for loopback unless told
+// "<-loopback"), WebRTC without UDP outside the proxy (it would reveal
+// the machine's own address), none of the background traffic a fresh
+// browser makes by itself, and the fingerprint's user agent, language and
+// window size from the first request on.
+func browserArgs(profileDir, proxyAddr string, headless bool, fp profile.Fingerprint) []string {
+	args := []string{
+		"--remote-debugging-port=0",
+		"--remote-debugging-address=127.0.0.1",
+		"--user-data-dir=" + profileDir,
+		"--no-first-run",
+		"--no-default-browser-check",
+		"--disable-background-networking",
+		"--disable-component-update",
+		"--disable-sync",
+		"--disable-default-apps",
+		"--disable-breakpad",
+		"--password-store=basic",
+		"--use-mock-keychain",
+		"--disable-features=Translate,MediaRouter,OptimizationHints",
+		"--proxy-server=http://" + proxyAddr,
+		"--proxy-bypass-list=<-loopback>",
+		"--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+		"--user-agent=" + fp.UserAgent,
+		"--lang=" + fp.Locale,
+		"--window-size=" + strconv.Itoa(fp.Screen.Width) + "," + strconv.Itoa(fp.Screen.Height),
+	}
+	if headless {
+		args = append(args, "--headless=new")
+	}
+	// Chromium's sandbox refuses to run as root.
+	if os.Geteuid() == 0 {
+		args = append(args, "--no-sandbox")
+	}
+	return append(args, "about:blank")
+}
+
+// browserEnv is the service's environment with the fingerprint's time
+// zone and language, which Chromium reads at start.
+func browserEnv(fp profile.Fingerprint) []string {
+	env := make([]string, 0, len(os.Environ())+2)
+	for _, kv := range os.Environ() {
+		if !hasKey(kv, "TZ") && !hasKey(kv, "LANG") && !hasKey(kv, "LANGUAGE") && !hasKey(kv, "LC_ALL") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "TZ="+fp.Timezone, "LANG="+posixLocale(fp.Locale))
+}
+
+func hasKey(kv, key string) bool {
+	return strings.HasPrefix(kv, key+"=")
+}
+
+// watch reports a browser that ends without Stop.
+func (r *Runtime) watch(s *session) {
+	<-s.proc.exited
+	r.mu.Lock()
+	own := r.sessions[s.id] == s && !s.stopping
+	r.mu.Unlock()
+	if !own {
+		return
+	}
+	reason := profile.StopCrashed
+	if s.proc.status != nil && s.proc.status.Success() {
+		reason = profile.StopClosed
+	}
+	r.log.Info("browser: ended by itself", "session", s.id, "reason", reason, "status", s.proc.status.String())
+	t := time.NewTimer(exitSendTimeout)
+	defer t.Stop()
+	select {
+	case r.exits <- ports.BrowserExit{ProfileID: s.profileID, SessionID: s.id, Reason: reason}:
+	case <-t.C:
+		r.log.Error("browser: nobody reads the exits; this one is not reported", "session", s.id, "reason", reason)
+	}
+}
+
+// Stop closes the session's browser, if it still runs, and returns its
+// directory packed, with its cookies.
+func (r *Runtime) Stop(ctx context.Context, profileID, sessionID string) (*ports.BrowserState, error) {
+	r.mu.Lock()
+	s := r.sessions[sessionID]
+	if s == nil || s.profileID != profileID || s.stopping {
+		r.mu.Unlock()
+		return nil, nil
+	}
+	s.stopping = true
+	r.mu.Unlock()
+
+	r.shut(ctx, s)
+	r.mu.Lock()
+	delete(r.sessions, sessionID)
+	r.mu.Unlock()
+
+	s.cookiesMu.Lock()
+	cookies := s.lastCookies
+	s.cookiesMu.Unlock()
+	release := func() error {
+		defer r.release()
+		return os.RemoveAll(s.dir)
+	}
+	return &ports.BrowserState{Archive: packDir(filepath.Join(s.dir, "profile"), release), Cookies: cookies}, nil
+}
+
+// shut reads the cookies of a running browser, asks it to close, and
+// makes sure that nothing of it runs once it returns.
+func (r *Runtime) shut(ctx context.Context, s *session) {
+	grace := r.opts.StopTimeout
+	if s.proc.running() {
+		if _, err := r.readCookies(ctx, s); err != nil {
+			r.log.Warn("browser: cookies not read before close; keeping the last ones", "session", s.id, "error", err)
+		}
+		closeCtx, cancel := context.WithTimeout(ctx, grace)
+		if err := s.ctl.closeBrowser(closeCtx); err != nil {
+			r.log.Warn("browser: close refused", "session", s.id, "error", err)
+			grace = 0
+		}
+		cancel()
+	}
+	s.proc.end(grace)
+	s.ctl.close()
+	if err := s.fwd.Close(); err != nil {
+		r.log.Warn("browser: closing the session's proxy", "session", s.id, "error", err)
+	}
+}
+
+func (r *Runtime) readCookies(ctx context.Context, s *session) ([]browserdata.Cookie, error) {
+	cookies, err := s.ctl.cookies(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.cookiesMu.Lock()
+	s.lastCookies = cookies
+	s.cookiesMu.Unlock()
+	return cookies, nil
+}
+
+// Cookies reads the cookies of a running browser.
+func (r *Runtime) Cookies(ctx context.Context, sessionID string) ([]browserdata.Cookie, error) {
+	r.mu.Lock()
+	s := r.sessions[sessionID]
+	r.mu.Unlock()
+	if s == nil || !s.proc.running() {
+		return nil, domain.NotFound("browser")
+	}
+	return r.readCookies(ctx, s)
+}
+
+// Endpoint returns the DevTools address of a browser that runs.
+func (r *Runtime) Endpoint(sessionID string) (string, bool) {
+	r.mu.Lock()
+	s := r.sessions[sessionID]
+	r.mu.Unlock()
+	if s == nil || !s.proc.running() {
+		return "", false
+	}
+	return s.cdpURL, true
+}
+
+// Exits delivers the browsers that ended without Stop.
+func (r *Runtime) Exits() <-chan ports.BrowserExit { return r.exits }
+
+// Close ends every browser and removes its directory, and refuses new
+// ones. It is for shutdown: data are saved by calling Stop first.
+func (r *Runtime) Close(ctx context.Context) error {
+	r.mu.Lock()
+	r.closed = true
+	var all []*session
+	for id, s := range r.sessions {
+		if !s.stopping {
+			s.stopping = true
+			all = append(all, s)
+			delete(r.sessions, id)
+		}
+	}
+	r.mu.Unlock()
+	var wg sync.WaitGroup
+	errs := make([]error, len(all))
+	for i, s := range all {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.shut(ctx, s)
+			errs[i] = os.RemoveAll(s.dir)
+			r.release()
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
