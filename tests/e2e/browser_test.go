@@ -212,7 +212,6 @@ func TestBrowserJourney(t *testing.T) {
 
 	t.Run("reconnect", func(t *testing.T) {
 		cdpURL := s.launch(t)
-		defer s.release(t)
 
 		// The first connection opens a page, marks it, and leaves: the
 		// tab is detached, not closed, and the connection dropped.
@@ -307,9 +306,13 @@ type journeySession struct {
 	token   string
 	profile string
 	output  *bytes.Buffer
+	// running is whether a launched session awaits its release.
+	running bool
 }
 
 // launch starts a headless browser for the profile and returns its cdpUrl.
+// A step that fails before its release leaves the session to the release
+// at the end of t, so that the next step can launch.
 func (s *journeySession) launch(t *testing.T) string {
 	t.Helper()
 	var res struct {
@@ -329,6 +332,12 @@ func (s *journeySession) launch(t *testing.T) string {
 	if err != nil || u.Scheme != "ws" || u.Path != "/api/v1/sessions/"+res.Session.ID+"/cdp" || u.Query().Get("token") == "" {
 		t.Fatalf("cdpUrl %q is not ws://<host>/api/v1/sessions/%s/cdp?token=...", *res.Session.CDPURL, res.Session.ID)
 	}
+	s.running = true
+	t.Cleanup(func() {
+		if s.running {
+			s.release(t)
+		}
+	})
 	return *res.Session.CDPURL
 }
 
@@ -339,6 +348,7 @@ func (s *journeySession) release(t *testing.T) {
 	if code, err := post(s.base, "/api/v1/profiles/"+s.profile+"/release", s.token, map[string]any{}, nil); err != nil || code != http.StatusOK {
 		t.Fatalf("release: %d %v\n%s", code, err, s.output)
 	}
+	s.running = false
 }
 
 // runNode runs journey.mjs in mode and decodes the JSON line it prints.
