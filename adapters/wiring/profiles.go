@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"go.uber.org/fx"
 
 	"github.com/profilesvc/profilesvc/adapters/browser"
+	"github.com/profilesvc/profilesvc/adapters/browser/chromium"
 	httpapi "github.com/profilesvc/profilesvc/adapters/http"
 	"github.com/profilesvc/profilesvc/application/profiles"
 	"github.com/profilesvc/profilesvc/application/proxies"
@@ -166,14 +168,35 @@ func startCollector(lc fx.Lifecycle, svc *profiles.Service, every CollectorInter
 	})
 }
 
-// newBrowserRuntime picks the runtime of BROWSER_RUNTIME. Until a Chromium
-// runtime is built in, "auto" finds none and leases only.
-func newBrowserRuntime(cfg config.Config) (ports.BrowserRuntime, error) {
-	switch cfg.BrowserRuntime {
-	case "none", "auto":
+// newBrowserRuntime picks the runtime of BROWSER_RUNTIME: Chromium
+// ("chromium", or "auto" when it is found) or leases only ("none", or
+// "auto" without Chromium). The Chromium runtime closes what it still runs
+// when the app stops, after the sessions have ended (runBrowsers).
+func newBrowserRuntime(lc fx.Lifecycle, cfg config.Config, log *slog.Logger) (ports.BrowserRuntime, error) {
+	if cfg.BrowserRuntime == "none" {
 		return browser.LeaseOnly{}, nil
 	}
-	return nil, fmt.Errorf("BROWSER_RUNTIME: %q is not available in this build; use auto or none", cfg.BrowserRuntime)
+	path, found := chromium.Find(cfg.Browser.ChromiumPath)
+	if !found {
+		if cfg.BrowserRuntime == "auto" {
+			log.Info("no Chromium found: sessions are leases only (install chromium or set CHROMIUM_PATH)")
+			return browser.LeaseOnly{}, nil
+		}
+		if cfg.Browser.ChromiumPath != "" {
+			return nil, fmt.Errorf("CHROMIUM_PATH: %q is not an executable Chromium", cfg.Browser.ChromiumPath)
+		}
+		return nil, fmt.Errorf("BROWSER_RUNTIME: chromium is not installed (apt-get install chromium) and CHROMIUM_PATH is not set")
+	}
+	rt, err := chromium.New(chromium.Options{
+		Path: path, MaxBrowsers: cfg.Browser.Max, WorkDir: filepath.Join(cfg.DataDir, "browsers"),
+		AllowPrivateTargets: cfg.AllowPrivateTargets, Log: log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("BROWSER_RUNTIME: %w", err)
+	}
+	lc.Append(fx.Hook{OnStop: rt.Close})
+	log.Info("browsers run in Chromium", "path", path, "max", cfg.Browser.Max)
+	return rt, nil
 }
 
 // startReaper runs the reaper on every instance: at start, so that leases

@@ -112,6 +112,8 @@ func start(t *testing.T, o options) *harness {
 		// The suites make more requests in one minute of the fake clock
 		// than the default limit allows; tests of the limit set their own.
 		"RATE_LIMIT": "1000000/1m",
+		// Sessions are leases here; the browser suites run Chromium.
+		"BROWSER_RUNTIME": "none",
 	}
 	for k, v := range o.env {
 		env[k] = v

@@ -39,6 +39,8 @@ func boot(b *testing.B, databaseURL string, extraEnv ...string) *service {
 		// One caller makes every request: the figures are the service's,
 		// not those of its rate limit.
 		"RATE_LIMIT": "off",
+		// Leases only: the browser benchmarks start Chromium themselves.
+		"BROWSER_RUNTIME": "none",
 	}
 	for i := 0; i+1 < len(extraEnv); i += 2 {
 		env[extraEnv[i]] = extraEnv[i+1]

@@ -1,0 +1,360 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/remote"
+	"golang.org/x/net/websocket"
+
+	"github.com/profilesvc/profilesvc/adapters/browser/chromium"
+	"github.com/profilesvc/profilesvc/domain/event"
+	"github.com/profilesvc/profilesvc/tests/testenv"
+)
+
+// chromiumOrSkip skips a browser test on a machine without Chromium, and
+// fails it in CI, which must run it.
+func chromiumOrSkip(t *testing.T) {
+	t.Helper()
+	if _, ok := chromium.Find(os.Getenv("CHROMIUM_PATH")); !ok {
+		if os.Getenv("CI") != "" {
+			t.Fatal("Chromium is not installed; CI must run the browser suites")
+		}
+		t.Skip("Chromium is not installed: apt-get install chromium (or set CHROMIUM_PATH) to run the browser suites")
+	}
+}
+
+// browserService starts a service that runs Chromium, with its data in
+// dataDir.
+func browserService(t *testing.T, databaseURL, dataDir string, env ...string) *harness {
+	t.Helper()
+	chromiumOrSkip(t)
+	e := map[string]string{"BROWSER_RUNTIME": "chromium", "ALLOW_PRIVATE_TARGETS": "true", "DATA_DIR": dataDir}
+	for i := 0; i+1 < len(env); i += 2 {
+		e[env[i]] = env[i+1]
+	}
+	return start(t, options{databaseURL: databaseURL, env: e})
+}
+
+// launchBrowser launches id headless and returns its session.
+func (h *harness) launchBrowser(t *testing.T, auth []string, id string) map[string]any {
+	t.Helper()
+	r := h.post("/api/v1/profiles/"+id+"/launch", map[string]any{"headless": true}, auth...)
+	expect(t, r, http.StatusOK)
+	sess := r.data()["session"].(map[string]any)
+	if !strings.Contains(str(sess["cdpUrl"]), "/api/v1/sessions/"+str(sess["id"])+"/cdp?token=") {
+		t.Fatalf("cdpUrl %v is not the relay's", sess["cdpUrl"])
+	}
+	return sess
+}
+
+// cdp connects a chromedp client to cdpURL; cancel drops the connection
+// and leaves the browser running.
+func cdp(t *testing.T, cdpURL string) (context.Context, context.CancelFunc) {
+	t.Helper()
+	ctx, cancelTimeout := context.WithTimeout(context.Background(), time.Minute)
+	actx, cancelAlloc := remote.NewAllocator(ctx, cdpURL, remote.NoModifyURL)
+	return actx, func() { cancelAlloc(); cancelTimeout() }
+}
+
+// testPage serves a page on loopback.
+func testPage(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = w.Write([]byte("<html><title>journey</title><body>ok</body></html>"))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestBrowserSessionThroughTheRelay(t *testing.T) {
+	h := browserService(t, "memory://", t.TempDir())
+	a := h.register(t)
+	auth := bearer(a.access)
+	id := h.createProfile(t, a, map[string]any{"fingerprint": map[string]any{
+		"platform": "Win32", "locale": "de-DE", "timezone": "Asia/Tokyo", "screen": map[string]any{"width": 1366, "height": 768},
+	}})
+	page := testPage(t)
+
+	sess := h.launchBrowser(t, auth, id)
+	cdpURL := str(sess["cdpUrl"])
+
+	// A wrong token is refused before any upgrade.
+	bad := strings.Replace(strings.Replace(cdpURL, "ws://", "http://", 1), "token=", "token=x", 1)
+	resp, err := http.Get(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("wrong token: %d, want 401", resp.StatusCode)
+	}
+
+	actx, drop := cdp(t, cdpURL)
+	tab, closeTab := chromedp.NewContext(actx)
+	if err := chromedp.Do(tab, chromedp.Navigate(page.URL+"/kept")); err != nil {
+		t.Fatalf("through the relay: %v", err)
+	}
+	ua := evaluate[string](t, tab, `navigator.userAgent`)
+	platform := evaluate[string](t, tab, `navigator.platform`)
+	lang := evaluate[string](t, tab, `navigator.language`)
+	tz := evaluate[string](t, tab, `Intl.DateTimeFormat().resolvedOptions().timeZone`)
+	width := evaluate[int](t, tab, `screen.width`)
+	height := evaluate[int](t, tab, `screen.height`)
+	evaluate[bool](t, tab, `localStorage.setItem('k', 'v1'); document.cookie = 'c=1; max-age=86400'; true`)
+	fp := h.get("/api/v1/profiles/"+id, auth...).data()["fingerprint"].(map[string]any)
+	if ua != str(fp["userAgent"]) || platform != "Win32" || lang != "de-DE" || tz != "Asia/Tokyo" || width != 1366 || height != 768 {
+		t.Fatalf("page saw %q %q %q %q %dx%d", ua, platform, lang, tz, width, height)
+	}
+	closeTab()
+	drop()
+
+	// A client opens a page, its connection drops; connected again to the
+	// same cdpUrl, it finds the page as it left it.
+	raw := rawCDP(t, cdpURL)
+	raw.call(t, "Target.createTarget", map[string]any{"url": page.URL + "/kept"})
+	raw.conn.Close()
+	raw = rawCDP(t, cdpURL)
+	defer raw.conn.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	var urls []string
+	for {
+		var res struct {
+			TargetInfos []struct {
+				URL string `json:"url"`
+			} `json:"targetInfos"`
+		}
+		raw.decode(t, raw.call(t, "Target.getTargets", map[string]any{}), &res)
+		urls = urls[:0]
+		for _, ti := range res.TargetInfos {
+			urls = append(urls, ti.URL)
+		}
+		if slices.Contains(urls, page.URL+"/kept") || time.Now().After(deadline) {
+			break
+		}
+	}
+	if !slices.Contains(urls, page.URL+"/kept") {
+		t.Fatalf("after reconnecting the targets are %v, want the page %s/kept", urls, page.URL)
+	}
+
+	// Release stores what the browser wrote; the next launch has it.
+	r := h.post("/api/v1/profiles/"+id+"/release", nil, auth...)
+	expect(t, r, http.StatusOK)
+	if r.data()["data"] == nil {
+		t.Fatalf("released profile has no data: %v", r.data())
+	}
+	sess = h.launchBrowser(t, auth, id)
+	actx, drop = cdp(t, str(sess["cdpUrl"]))
+	defer drop()
+	tab, closeTab = chromedp.NewContext(actx)
+	defer closeTab()
+	if err := chromedp.Do(tab, chromedp.Navigate(page.URL+"/again")); err != nil {
+		t.Fatal(err)
+	}
+	value := evaluate[string](t, tab, `localStorage.getItem('k') || ''`)
+	cookie := evaluate[string](t, tab, `document.cookie`)
+	if value != "v1" || !strings.Contains(cookie, "c=1") {
+		t.Fatalf("after release and launch: localStorage %q, cookie %q", value, cookie)
+	}
+	expect(t, h.post("/api/v1/profiles/"+id+"/release", nil, auth...), http.StatusOK)
+}
+
+// evaluate runs expr in the tab and returns its value.
+func evaluate[T any](t *testing.T, tab context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(tab, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// rawClient speaks CDP over one WebSocket, one call at a time.
+type rawClient struct {
+	conn *websocket.Conn
+	next int
+}
+
+func rawCDP(t *testing.T, cdpURL string) *rawClient {
+	t.Helper()
+	cfg, err := websocket.NewConfig(cdpURL, "http://127.0.0.1/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Chromium refuses WebSocket clients that send an Origin; the relay
+	// drops it.
+	conn, err := websocket.DialConfig(cfg)
+	if err != nil {
+		t.Fatalf("dial %s: %v", cdpURL, err)
+	}
+	if err := conn.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	return &rawClient{conn: conn}
+}
+
+// call sends a command and returns its result, skipping events.
+func (c *rawClient) call(t *testing.T, method string, params any) json.RawMessage {
+	t.Helper()
+	c.next++
+	if err := websocket.JSON.Send(c.conn, map[string]any{"id": c.next, "method": method, "params": params}); err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+	for {
+		var msg struct {
+			ID     int             `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if err := websocket.JSON.Receive(c.conn, &msg); err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		if msg.ID != c.next {
+			continue
+		}
+		if msg.Error != nil {
+			t.Fatalf("%s: %s", method, msg.Error)
+		}
+		return msg.Result
+	}
+}
+
+func (c *rawClient) decode(t *testing.T, raw json.RawMessage, v any) {
+	t.Helper()
+	if err := json.Unmarshal(raw, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// browserPID finds the main Chromium process of a session: the one whose
+// command line names the session's directory and is no helper (--type=).
+func browserPID(t *testing.T, dataDir, sessionID string) int {
+	t.Helper()
+	dir := filepath.Join(dataDir, "browsers", sessionID)
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		s := string(cmdline)
+		if strings.Contains(s, dir) && !strings.Contains(s, "--type=") {
+			return pid
+		}
+	}
+	t.Fatalf("no Chromium process for %s", dir)
+	return 0
+}
+
+// chromiumLeft lists the processes whose command line names dir.
+func chromiumLeft(dir string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(cmdline), dir) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func TestKilledBrowserEndsItsSessionAsCrashed(t *testing.T) {
+	dataDir := t.TempDir()
+	h := browserService(t, "memory://", dataDir)
+	a := h.register(t)
+	auth := bearer(a.access)
+	id := h.createProfile(t, a, nil)
+	sess := h.launchBrowser(t, auth, id)
+
+	if err := syscall.Kill(browserPID(t, dataDir, str(sess["id"])), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for h.get("/api/v1/profiles/"+id, auth...).data()["status"] != "idle" {
+		if time.Now().After(deadline) {
+			t.Fatal("the profile is still running 5 s after its browser was killed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var reasons []string
+	for _, e := range h.events(t, event.ProfileStopped) {
+		reasons = append(reasons, str(eventData(t, e)["reason"]))
+	}
+	if len(reasons) != 1 || reasons[0] != "crashed" {
+		t.Fatalf("profile.stopped reasons %v, want [crashed]", reasons)
+	}
+	// A new launch works.
+	h.launchBrowser(t, auth, id)
+	expect(t, h.post("/api/v1/profiles/"+id+"/release", nil, auth...), http.StatusOK)
+	if left := chromiumLeft(filepath.Join(dataDir, "browsers")); len(left) != 0 {
+		t.Fatalf("Chromium processes left: %v", left)
+	}
+}
+
+func TestLaunchBeyondBrowsersMaxIs503(t *testing.T) {
+	h := browserService(t, "memory://", t.TempDir(), "BROWSERS_MAX", "1")
+	a := h.register(t)
+	auth := bearer(a.access)
+	first, second := h.createProfile(t, a, nil), h.createProfile(t, a, nil)
+	h.launchBrowser(t, auth, first)
+
+	r := h.post("/api/v1/profiles/"+second+"/launch", map[string]any{"headless": true}, auth...)
+	expect(t, r, http.StatusServiceUnavailable)
+	if r.header.Get("Retry-After") == "" {
+		t.Fatal("503 without Retry-After")
+	}
+	if d := h.get("/api/v1/profiles/"+second, auth...).data(); d["status"] != "idle" || d["session"] != nil {
+		t.Fatalf("the refused profile is %v", d)
+	}
+	if n := len(h.events(t, event.ProfileLaunched)); n != 1 {
+		t.Fatalf("%d profile.launched events, want 1", n)
+	}
+	expect(t, h.post("/api/v1/profiles/"+first+"/release", nil, auth...), http.StatusOK)
+	h.launchBrowser(t, auth, second)
+	expect(t, h.post("/api/v1/profiles/"+second+"/release", nil, auth...), http.StatusOK)
+}
+
+func TestRelayReachesTheBrowserFromAnotherInstance(t *testing.T) {
+	chromiumOrSkip(t)
+	url := testenv.PostgresURL(t)
+	owner := browserService(t, url, t.TempDir())
+	other := browserService(t, url, t.TempDir())
+	a := owner.register(t)
+	auth := bearer(a.access)
+	id := owner.createProfile(t, a, nil)
+	sess := owner.launchBrowser(t, auth, id)
+
+	// The same cdpUrl, sent to the other instance.
+	viaOther := strings.Replace(str(sess["cdpUrl"]), strings.TrimPrefix(owner.base, "http://"), strings.TrimPrefix(other.base, "http://"), 1)
+	actx, drop := cdp(t, viaOther)
+	defer drop()
+	tab, closeTab := chromedp.NewContext(actx)
+	defer closeTab()
+	ua := evaluate[string](t, tab, `navigator.userAgent`)
+	fp := owner.get("/api/v1/profiles/"+id, auth...).data()["fingerprint"].(map[string]any)
+	if ua != str(fp["userAgent"]) {
+		t.Fatalf("userAgent %q through the other instance, want %q", ua, fp["userAgent"])
+	}
+	expect(t, owner.post("/api/v1/profiles/"+id+"/release", nil, auth...), http.StatusOK)
+}
