@@ -216,49 +216,42 @@ func TestBrowserJourney(t *testing.T) {
 		// The first connection opens a page, marks it, and leaves: the
 		// tab is detached, not closed, and the connection dropped.
 		var pageID target.ID
-		func() {
-			ctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
-			defer cancel()
-			allocCtx, cancelAlloc := remote.NewAllocator(ctx, cdpURL, remote.NoModifyURL)
-			defer cancelAlloc()
-			tabCtx, cancelTab := chromedp.NewContext(allocCtx, chromedp.WithDetachOnCancel())
-			defer cancelTab()
-			if err := chromedp.Do(tabCtx, chromedp.Navigate(pageURL), chromedp.Evaluate[chromedp.Void](`window.journeyMark = 'left here'`)); err != nil {
-				t.Fatalf("first connection: %v\n%s", err, s.output)
+		withTab(t, cdpURL, func(ctx context.Context) error {
+			if err := chromedp.Do(ctx, chromedp.Navigate(pageURL), chromedp.Evaluate[chromedp.Void](`window.journeyMark = 'left here'`)); err != nil {
+				return err
 			}
-			pageID = chromedp.FromContext(tabCtx).Target.TargetID
-		}()
+			pageID = chromedp.FromContext(ctx).Target.TargetID
+			return nil
+		}, chromedp.WithDetachOnCancel())
 
 		// The second connection, on the same URL, finds the page as it
-		// was left.
-		ctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
-		defer cancel()
-		allocCtx, cancelAlloc := remote.NewAllocator(ctx, cdpURL, remote.NoModifyURL)
-		defer cancelAlloc()
-		browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
-		defer cancelBrowser()
-		targets, err := chromedp.Targets(browserCtx)
-		if err != nil {
-			t.Fatalf("targets after reconnecting: %v\n%s", err, s.output)
-		}
-		var found *target.Info
-		for _, info := range targets {
-			if info.TargetID == pageID {
-				found = info
+		// was left. Listing targets opens no tab of its own.
+		withTab(t, cdpURL, func(ctx context.Context) error {
+			targets, err := chromedp.Targets(ctx)
+			if err != nil {
+				return fmt.Errorf("targets after reconnecting: %w", err)
 			}
-		}
-		if found == nil || found.Type != "page" || found.URL != pageURL {
-			t.Fatalf("after reconnecting, page %s at %s is not among the targets: %s", pageID, pageURL, describeTargets(targets))
-		}
-		tabCtx, cancelTab := chromedp.NewContext(browserCtx, chromedp.WithTargetID(pageID))
-		defer cancelTab()
-		mark, err := chromedp.Run(tabCtx, chromedp.Evaluate[string](`window.journeyMark`))
-		if err != nil {
-			t.Fatalf("attaching to the page after reconnecting: %v\n%s", err, s.output)
-		}
-		if mark != "left here" {
-			t.Fatalf("the page after reconnecting has mark %q, want the one set before the drop", mark)
-		}
+			var found *target.Info
+			for _, info := range targets {
+				if info.TargetID == pageID {
+					found = info
+				}
+			}
+			if found == nil || found.Type != "page" || found.URL != pageURL {
+				return fmt.Errorf("after reconnecting, page %s at %s is not among the targets: %s", pageID, pageURL, describeTargets(targets))
+			}
+			tabCtx, cancelTab := chromedp.NewContext(ctx, chromedp.WithTargetID(pageID))
+			defer cancelTab()
+			mark, err := chromedp.Run(tabCtx, chromedp.Evaluate[string](`window.journeyMark`))
+			if err != nil {
+				return fmt.Errorf("attaching to the page after reconnecting: %w", err)
+			}
+			if mark != "left here" {
+				return fmt.Errorf("the page after reconnecting has mark %q, want the one set before the drop", mark)
+			}
+			return nil
+		})
+		s.release(t)
 	})
 
 	// Release closed every browser, and with it every process that ran
@@ -370,15 +363,17 @@ func runNode(t *testing.T, nodeDir, cdpURL, pageURL, mode string, out any) {
 	}
 }
 
-// withTab connects chromedp to cdpURL, runs fn in a new tab, then closes
-// the tab and the connection and leaves the browser running.
-func withTab(t *testing.T, cdpURL string, fn func(ctx context.Context) error) {
+// withTab connects chromedp to cdpURL and runs fn in a context of its own
+// tab (opened by fn's first action), then closes the tab (or with
+// chromedp.WithDetachOnCancel leaves it) and drops the connection. The
+// browser keeps running: cancelling a remote allocator only disconnects.
+func withTab(t *testing.T, cdpURL string, fn func(ctx context.Context) error, opts ...chromedp.ContextOption) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
 	defer cancel()
 	allocCtx, cancelAlloc := remote.NewAllocator(ctx, cdpURL, remote.NoModifyURL)
 	defer cancelAlloc()
-	tabCtx, cancelTab := chromedp.NewContext(allocCtx)
+	tabCtx, cancelTab := chromedp.NewContext(allocCtx, opts...)
 	defer cancelTab()
 	if err := fn(tabCtx); err != nil {
 		t.Fatalf("chromedp: %v", err)
