@@ -114,6 +114,17 @@ func TestBrowserSessionThroughTheRelay(t *testing.T) {
 	width := evaluate[int](t, tab, `screen.width`)
 	height := evaluate[int](t, tab, `screen.height`)
 	evaluate[bool](t, tab, `localStorage.setItem('k', 'v1'); document.cookie = 'c=1; max-age=86400'; true`)
+	// WebRTC gathers no candidate that would reveal an address outside the
+	// proxy: no host or server-reflexive UDP candidate.
+	candidates, err := chromedp.Run(tab, chromedp.Evaluate[[]string](webRTCCandidates, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("WebRTC: %v", err)
+	}
+	for _, c := range candidates {
+		if strings.Contains(c, " udp ") || strings.Contains(c, " UDP ") {
+			t.Fatalf("WebRTC revealed a UDP candidate: %q (all: %v)", c, candidates)
+		}
+	}
 	fp := h.get("/api/v1/profiles/"+id, auth...).data()["fingerprint"].(map[string]any)
 	if ua != str(fp["userAgent"]) || platform != "Win32" || lang != "de-DE" || tz != "Asia/Tokyo" || width != 1366 || height != 768 {
 		t.Fatalf("page saw %q %q %q %q %dx%d", ua, platform, lang, tz, width, height)
@@ -170,6 +181,18 @@ func TestBrowserSessionThroughTheRelay(t *testing.T) {
 	}
 	expect(t, h.post("/api/v1/profiles/"+id+"/release", nil, auth...), http.StatusOK)
 }
+
+// webRTCCandidates gathers the ICE candidates of a data channel offer.
+const webRTCCandidates = `new Promise((resolve) => {
+	const pc = new RTCPeerConnection({iceServers: []});
+	const found = [];
+	pc.createDataChannel('x');
+	pc.onicecandidate = (e) => {
+		if (e.candidate) { found.push(e.candidate.candidate); } else { resolve(found); }
+	};
+	pc.createOffer().then((o) => pc.setLocalDescription(o));
+	setTimeout(() => resolve(found), 3000);
+})`
 
 // evaluate runs expr in the tab and returns its value.
 func evaluate[T any](t *testing.T, tab context.Context, expr string) T {

@@ -265,6 +265,9 @@ func (r *Runtime) launch(ctx context.Context, s *session, spec ports.LaunchSpec)
 	if err := removeSingletons(profileDir); err != nil {
 		return err
 	}
+	if err := enforcePreferences(profileDir); err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -323,7 +326,8 @@ func (r *Runtime) launch(ctx context.Context, s *session, spec ports.LaunchSpec)
 // port of the system's choice, all traffic through the forwarder at
 // proxyAddr (Chromium bypasses a proxy for loopback unless told
 // "<-loopback"), WebRTC without UDP outside the proxy (it would reveal
-// the machine's own address), none of the background traffic a fresh
+// the machine's own address; the flag where Chromium honours it, and the
+// preference enforcePreferences writes in any case), none of the background traffic a fresh
 // browser makes by itself, and the fingerprint's user agent, language and
 // window size from the first request on.
 func browserArgs(profileDir, proxyAddr string, headless bool, fp profile.Fingerprint) []string {
