@@ -6,28 +6,23 @@
 package prober
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"golang.org/x/net/proxy"
-
 	"github.com/profilesvc/profilesvc/adapters/netguard"
+	"github.com/profilesvc/profilesvc/adapters/proxydial"
 	"github.com/profilesvc/profilesvc/ports"
 )
 
@@ -39,8 +34,6 @@ const (
 	// answerLimit is how much of the check service's answer is read: an
 	// IP echo answers in a few hundred bytes.
 	answerLimit = 64 << 10
-	// connectAnswerLimit bounds a proxy's answer to CONNECT.
-	connectAnswerLimit = 16 << 10
 	// maxErrorLen keeps an unexpected error short enough for a person.
 	maxErrorLen = 160
 )
@@ -223,124 +216,40 @@ func parseAnswer(body []byte) (ports.ProbeResult, error) {
 
 // tunnel opens a connection to addr through the proxy.
 func (p *Prober) tunnel(ctx context.Context, target ports.ProxyTarget, addr string) (net.Conn, error) {
-	proxyAddr := net.JoinHostPort(target.Host, strconv.Itoa(target.Port))
-	if target.Type == "socks5" {
-		var auth *proxy.Auth
-		if target.Username != "" || target.Password != "" {
-			auth = &proxy.Auth{User: target.Username, Password: target.Password}
-		}
-		d, err := proxy.SOCKS5("tcp", proxyAddr, auth, guardedDialer{p})
-		if err != nil {
-			return nil, err
-		}
-		conn, err := d.(proxy.ContextDialer).DialContext(ctx, "tcp", addr)
-		if err != nil {
-			return nil, socksError(err)
-		}
-		return conn, nil
-	}
-	conn, err := p.dial(ctx, proxyAddr)
+	d := &proxydial.Dialer{Proxy: target, DialProxy: p.dial, RootCAs: p.rootCAs}
+	conn, err := d.DialContext(ctx, addr)
 	if err != nil {
-		return nil, err
+		return nil, proxyError(err)
 	}
-	// Reads and writes to the proxy end with the probe.
-	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
-	tunnel, err := p.connect(ctx, conn, target, addr)
-	if !stop() || err != nil {
-		_ = conn.Close()
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, err
-	}
-	return tunnel, nil
+	return conn, nil
 }
-
-// connect asks an HTTP proxy, over conn, for a tunnel to addr.
-func (p *Prober) connect(ctx context.Context, conn net.Conn, target ports.ProxyTarget, addr string) (net.Conn, error) {
-	if target.Type == "https" {
-		tc := tls.Client(conn, &tls.Config{MinVersion: tls.VersionTLS12, ServerName: target.Host, RootCAs: p.rootCAs})
-		if err := tc.HandshakeContext(ctx); err != nil {
-			return nil, fmt.Errorf("TLS to the proxy failed: %w", err)
-		}
-		conn = tc
-	}
-	req := &http.Request{
-		Method: http.MethodConnect,
-		URL:    &url.URL{Opaque: addr},
-		Host:   addr,
-		Header: http.Header{},
-	}
-	if target.Username != "" || target.Password != "" {
-		cred := base64.StdEncoding.EncodeToString([]byte(target.Username + ":" + target.Password))
-		req.Header.Set("Proxy-Authorization", "Basic "+cred)
-	}
-	if err := req.Write(conn); err != nil {
-		return nil, err
-	}
-	// A proxy's answer to CONNECT is a few short lines: one that never ends
-	// is cut off instead of filling memory until the time-out.
-	limited := &io.LimitedReader{R: conn, N: connectAnswerLimit}
-	br := bufio.NewReader(limited)
-	resp, err := http.ReadResponse(br, req)
-	if err != nil {
-		if limited.N == 0 {
-			return nil, fail("the proxy's answer to CONNECT was too long")
-		}
-		return nil, err
-	}
-	limited.N = math.MaxInt64
-	_ = resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusProxyAuthRequired:
-		return nil, errAuth
-	case resp.StatusCode != http.StatusOK:
-		return nil, fail("the proxy could not connect to the check service (status %d)", resp.StatusCode)
-	}
-	return &bufferedConn{Conn: conn, r: br}, nil
-}
-
-// bufferedConn reads first what the proxy sent after its answer, then the
-// rest of the tunnel.
-type bufferedConn struct {
-	net.Conn
-	r *bufio.Reader
-}
-
-func (c *bufferedConn) Read(b []byte) (int, error) { return c.r.Read(b) }
 
 // dial connects to the proxy itself, through the guard unless private
 // targets are allowed.
-func (p *Prober) dial(ctx context.Context, addr string) (net.Conn, error) {
+func (p *Prober) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := &net.Dialer{Resolver: p.resolver}
 	if !p.allowPrivate {
 		d.Control = netguard.DialControl
 	}
-	return d.DialContext(ctx, "tcp", addr)
+	return d.DialContext(ctx, network, addr)
 }
 
-// guardedDialer hands the SOCKS5 client the guarded dial to the proxy.
-type guardedDialer struct{ p *Prober }
-
-func (g guardedDialer) Dial(network, addr string) (net.Conn, error) {
-	return g.DialContext(context.Background(), network, addr)
-}
-
-func (g guardedDialer) DialContext(ctx context.Context, _, addr string) (net.Conn, error) {
-	return g.p.dial(ctx, addr)
-}
-
-// socksError maps the SOCKS5 client's failures that are plain strings to
-// the ones a person tells apart. A failed dial to the proxy itself keeps
-// its cause (refused, unreachable, not allowed, timed out) wrapped.
-func socksError(err error) error {
-	msg := err.Error()
+// proxyError words the proxy's refusals for a person. Other failures keep
+// their cause (refused, unreachable, not allowed, timed out) for describe.
+func proxyError(err error) error {
+	var refused *proxydial.RefusedError
+	var answer *proxydial.AnswerError
 	switch {
-	case strings.Contains(msg, "username/password authentication failed"),
-		strings.Contains(msg, "no acceptable authentication methods"):
+	case errors.Is(err, proxydial.ErrAuth):
 		return errAuth
-	case strings.Contains(msg, "unknown error"):
+	case errors.As(err, &refused) && refused.Status != 0:
+		return fail("the proxy could not connect to the check service (status %d)", refused.Status)
+	case errors.As(err, &refused):
 		return fail("the proxy could not connect to the check service")
+	case errors.As(err, &answer) && answer.TooLong:
+		return fail("the proxy's answer to CONNECT was too long")
+	case errors.As(err, &answer):
+		return answer.Err
 	}
 	return err
 }

@@ -112,7 +112,10 @@ func rule(r, dep string, owners map[string]string) string {
 	case under(r, "adapters"):
 		// adapters/netguard is the one SSRF guard of every adapter that
 		// dials an address a customer chose: one rule, written once.
-		if own && !under(depRel, "domain", "ports", "migrations", adapterRoot(r)) && depRel != sharedGuard {
+		// adapters/proxydial is the one handshake with an upstream proxy,
+		// for the adapters that carry traffic through one.
+		if own && !under(depRel, "domain", "ports", "migrations", adapterRoot(r)) && depRel != sharedGuard &&
+			!(depRel == sharedProxyDial && proxyDialUsers[adapterRoot(r)]) {
 			return "a driven adapter knows only ports, domain, migrations and itself (" + adapterRoot(r) + ")"
 		}
 		if isLib(dep, "github.com/gorilla/mux", "go.uber.org/fx") {
@@ -168,6 +171,15 @@ func storageRule(r, depRel string, owners map[string]string) string {
 
 // sharedGuard is the one adapter package other adapters may depend on.
 const sharedGuard = "adapters/netguard"
+
+// sharedProxyDial opens tunnels through an upstream proxy. The proxy check
+// and the browser's forwarder both go through one: the handshake, its
+// limits and the SOCKS5 client are written once, each adapter keeping its
+// own words for the failures.
+const sharedProxyDial = "adapters/proxydial"
+
+// proxyDialUsers are the adapters that may depend on sharedProxyDial.
+var proxyDialUsers = map[string]bool{"adapters/prober": true, "adapters/browser": true}
 
 // adapterRoot is the adapter a package belongs to: adapters/<kind>, or
 // adapters/store/<name> for stores.
@@ -233,6 +245,8 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"adapters/cache", module + "/adapters/store/memory"},
 		{"adapters/webhook", module + "/adapters/netguard/netguardtest"},
 		{"adapters/netguard", module + "/adapters/webhook"},
+		{"adapters/webhook", module + "/adapters/proxydial"},
+		{"adapters/proxydial", module + "/adapters/prober"},
 		{"config", module + "/domain"},
 		{"application/profiles", module + "/ports/teamstore"},
 		{"application/auth", module + "/ports/profilestore"},
@@ -271,6 +285,9 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"adapters/store/memory", module + "/ports/storage"},
 		{"adapters/webhook", module + "/adapters/netguard"},
 		{"adapters/prober", module + "/adapters/netguard"},
+		{"adapters/prober", module + "/adapters/proxydial"},
+		{"adapters/browser/forwarder", module + "/adapters/proxydial"},
+		{"adapters/browser/chromium", module + "/adapters/proxydial"},
 	}
 	for _, g := range good {
 		if why := rule(g.pkg, g.dep, owners); why != "" {

@@ -10,25 +10,19 @@ package forwarder
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
 	"crypto/x509"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"golang.org/x/net/proxy"
-
+	"github.com/profilesvc/profilesvc/adapters/proxydial"
 	"github.com/profilesvc/profilesvc/ports"
 )
 
@@ -36,8 +30,6 @@ const (
 	// DefaultDialTimeout bounds opening a tunnel when Options.DialTimeout
 	// is not set.
 	DefaultDialTimeout = 15 * time.Second
-	// connectAnswerLimit bounds an upstream proxy's answer to CONNECT.
-	connectAnswerLimit = 16 << 10
 	// maxAcceptDelay caps the pause after a failed Accept (out of file
 	// descriptors), so the loop neither spins nor stalls for long.
 	maxAcceptDelay = time.Second
@@ -67,11 +59,12 @@ type Options struct {
 
 // Forwarder is one running local proxy. It is safe for concurrent use.
 type Forwarder struct {
-	ln       net.Listener
-	upstream *ports.ProxyTarget
+	ln net.Listener
+	// upstream opens the tunnels when there is an upstream proxy; nil
+	// dials targets directly.
+	upstream *proxydial.Dialer
 	dialer   *net.Dialer
 	timeout  time.Duration
-	rootCAs  *x509.CertPool
 	log      *slog.Logger
 
 	// ctx ends with Close, and with it every dial and handshake under way.
@@ -96,8 +89,6 @@ func Start(opts Options) (*Forwarder, error) {
 		case up.Host == "":
 			return nil, errors.New("the proxy has no host")
 		}
-		copied := *up
-		opts.Upstream = &copied
 	}
 	if opts.DialTimeout <= 0 {
 		opts.DialTimeout = DefaultDialTimeout
@@ -120,15 +111,16 @@ func Start(opts Options) (*Forwarder, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &Forwarder{
-		ln:       ln,
-		upstream: opts.Upstream,
-		dialer:   dialer,
-		timeout:  opts.DialTimeout,
-		rootCAs:  opts.RootCAs,
-		log:      opts.Log,
-		ctx:      ctx,
-		cancel:   cancel,
-		conns:    map[net.Conn]struct{}{},
+		ln:      ln,
+		dialer:  dialer,
+		timeout: opts.DialTimeout,
+		log:     opts.Log,
+		ctx:     ctx,
+		cancel:  cancel,
+		conns:   map[net.Conn]struct{}{},
+	}
+	if opts.Upstream != nil {
+		f.upstream = &proxydial.Dialer{Proxy: *opts.Upstream, DialProxy: f.dialProxy, RootCAs: opts.RootCAs}
 	}
 	f.wg.Add(1)
 	go f.serve()
@@ -360,8 +352,8 @@ func (f *Forwarder) refuse(client net.Conn, addr string, err error) {
 		return
 	}
 	msg := err.Error()
-	if f.upstream != nil && f.upstream.Password != "" {
-		msg = strings.ReplaceAll(msg, f.upstream.Password, "***")
+	if f.upstream != nil && f.upstream.Proxy.Password != "" {
+		msg = strings.ReplaceAll(msg, f.upstream.Proxy.Password, "***")
 	}
 	f.log.Info("forwarder: tunnel refused", "target", addr, "status", status, "reason", reason, "err", msg)
 	writeError(client, status, reason)
@@ -372,125 +364,43 @@ func (f *Forwarder) refuse(client net.Conn, addr string, err error) {
 func (f *Forwarder) dial(addr string) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(f.ctx, f.timeout)
 	defer cancel()
-	up := f.upstream
-	if up == nil {
+	if f.upstream == nil {
 		return f.dialer.DialContext(ctx, "tcp", addr)
 	}
-	proxyAddr := net.JoinHostPort(up.Host, strconv.Itoa(up.Port))
-	if up.Type == "socks5" {
-		var auth *proxy.Auth
-		if up.Username != "" || up.Password != "" {
-			auth = &proxy.Auth{User: up.Username, Password: up.Password}
-		}
-		d, err := proxy.SOCKS5("tcp", proxyAddr, auth, proxyDialer{f.dialer})
-		if err != nil {
-			return nil, err
-		}
-		conn, err := d.(proxy.ContextDialer).DialContext(ctx, "tcp", addr)
-		if err != nil {
-			return nil, socksError(err)
-		}
-		return conn, nil
-	}
-	conn, err := f.dialer.DialContext(ctx, "tcp", proxyAddr)
+	conn, err := f.upstream.DialContext(ctx, addr)
 	if err != nil {
-		return nil, &proxyUnreachableError{err: err}
+		return nil, upstreamError(err)
 	}
-	// Reads and writes to the proxy end with the handshake's time.
-	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
-	tunnel, err := f.connect(ctx, conn, addr)
-	if !stop() || err != nil {
-		_ = conn.Close()
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, err
-	}
-	return tunnel, nil
+	return conn, nil
 }
 
-// connect asks the HTTP upstream, over conn, for a tunnel to addr.
-func (f *Forwarder) connect(ctx context.Context, conn net.Conn, addr string) (net.Conn, error) {
-	up := f.upstream
-	raw := conn
-	if up.Type == "https" {
-		tc := tls.Client(conn, &tls.Config{MinVersion: tls.VersionTLS12, ServerName: up.Host, RootCAs: f.rootCAs})
-		if err := tc.HandshakeContext(ctx); err != nil {
-			return nil, &gatewayError{reason: "TLS to the upstream proxy failed", err: err}
-		}
-		conn = tc
-	}
-	req := &http.Request{
-		Method: http.MethodConnect,
-		URL:    &url.URL{Opaque: addr},
-		Host:   addr,
-		Header: http.Header{},
-	}
-	if up.Username != "" || up.Password != "" {
-		cred := base64.StdEncoding.EncodeToString([]byte(up.Username + ":" + up.Password))
-		req.Header.Set("Proxy-Authorization", "Basic "+cred)
-	}
-	if err := req.Write(conn); err != nil {
-		return nil, err
-	}
-	// A proxy's answer to CONNECT is a few short lines: one that never ends
-	// is cut off instead of filling memory.
-	limited := &io.LimitedReader{R: conn, N: connectAnswerLimit}
-	br := bufio.NewReader(limited)
-	resp, err := http.ReadResponse(br, req)
-	if err != nil {
-		return nil, &gatewayError{reason: "the upstream proxy gave no valid answer", err: err}
-	}
-	limited.N = math.MaxInt64
-	_ = resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusProxyAuthRequired:
-		return nil, errAuth
-	case resp.StatusCode != http.StatusOK:
-		return nil, &gatewayError{reason: fmt.Sprintf("the upstream proxy refused the tunnel (status %d)", resp.StatusCode)}
-	}
-	return &bufferedConn{Conn: conn, r: br, raw: raw}, nil
-}
-
-// bufferedConn reads first what the proxy sent after its answer, then the
-// rest of the tunnel. Closing it cuts the socket under any TLS at once: a
-// TLS close alert could wait on a write that Close means to end.
-type bufferedConn struct {
-	net.Conn
-	r   *bufio.Reader
-	raw net.Conn
-}
-
-func (c *bufferedConn) Read(b []byte) (int, error) { return c.r.Read(b) }
-
-func (c *bufferedConn) Close() error { return c.raw.Close() }
-
-// proxyDialer hands the SOCKS5 client the forwarder's dial to the proxy,
-// and marks its failures as the proxy's.
-type proxyDialer struct{ d *net.Dialer }
-
-func (p proxyDialer) Dial(network, addr string) (net.Conn, error) {
-	return p.DialContext(context.Background(), network, addr)
-}
-
-func (p proxyDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	conn, err := p.d.DialContext(ctx, network, addr)
+// dialProxy connects to the upstream proxy itself, and marks its failures
+// as the proxy's.
+func (f *Forwarder) dialProxy(ctx context.Context, network, addr string) (net.Conn, error) {
+	conn, err := f.dialer.DialContext(ctx, network, addr)
 	if err != nil {
 		return nil, &proxyUnreachableError{err: err}
 	}
 	return conn, nil
 }
 
-// socksError maps the SOCKS5 client's failures that are plain strings to
-// the ones the browser's answer tells apart.
-func socksError(err error) error {
-	msg := err.Error()
+// upstreamError gives the upstream's refusals the reason the browser is
+// answered.
+func upstreamError(err error) error {
+	var tlsErr *proxydial.TLSError
+	var answer *proxydial.AnswerError
+	var refused *proxydial.RefusedError
 	switch {
-	case strings.Contains(msg, "username/password authentication failed"),
-		strings.Contains(msg, "no acceptable authentication methods"):
+	case errors.Is(err, proxydial.ErrAuth):
 		return errAuth
-	case strings.Contains(msg, "unknown error"):
-		return &gatewayError{reason: "the upstream proxy could not reach the target", err: err}
+	case errors.As(err, &tlsErr):
+		return &gatewayError{reason: "TLS to the upstream proxy failed", err: tlsErr.Err}
+	case errors.As(err, &answer):
+		return &gatewayError{reason: "the upstream proxy gave no valid answer", err: answer.Err}
+	case errors.As(err, &refused) && refused.Status != 0:
+		return &gatewayError{reason: fmt.Sprintf("the upstream proxy refused the tunnel (status %d)", refused.Status)}
+	case errors.As(err, &refused):
+		return &gatewayError{reason: "the upstream proxy could not reach the target", err: refused.Err}
 	}
 	return err
 }

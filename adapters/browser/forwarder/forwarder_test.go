@@ -26,6 +26,7 @@ import (
 
 	"github.com/profilesvc/profilesvc/adapters/netguard"
 	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/tests/conformance"
 )
 
 const (
@@ -75,12 +76,13 @@ func (tg *target) lastRequest() *http.Request {
 // upstream is a proxy on loopback that wants user and pass and records
 // what it was asked.
 type upstream struct {
-	host     string
-	port     int
-	mu       sync.Mutex
-	creds    []string
-	targets  []string
-	accepted atomic.Int32
+	host    string
+	port    int
+	mu      sync.Mutex
+	creds   []string
+	targets []string
+	// tunnels is how many tunnels the upstream opened.
+	tunnels func() int
 }
 
 func (u *upstream) saw(cred, target string) {
@@ -100,38 +102,17 @@ func (u *upstream) proxyTarget(typ, username, password string) *ports.ProxyTarge
 	return &ports.ProxyTarget{Type: typ, Host: u.host, Port: u.port, Username: username, Password: password}
 }
 
-// connectHandler is an HTTP CONNECT proxy wanting basic auth.
+// connectHandler is conformance's HTTP CONNECT proxy wanting user and
+// pass, recording what it is asked.
 func (u *upstream) connectHandler() http.Handler {
+	tp := &conformance.TestProxy{}
+	u.tunnels = tp.Tunnels
+	proxy := conformance.ConnectHandler(tp, user, pass)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodConnect {
-			http.Error(w, "CONNECT only", http.StatusMethodNotAllowed)
-			return
+		if r.Method == http.MethodConnect {
+			u.saw(r.Header.Get("Proxy-Authorization"), r.Host)
 		}
-		cred := r.Header.Get("Proxy-Authorization")
-		u.saw(cred, r.Host)
-		if cred != basic(user, pass) {
-			w.Header().Set("Proxy-Authenticate", `Basic realm="test"`)
-			w.WriteHeader(http.StatusProxyAuthRequired)
-			return
-		}
-		dst, err := net.Dial("tcp", r.Host)
-		if err != nil {
-			w.WriteHeader(http.StatusBadGateway)
-			return
-		}
-		client, rw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			_ = dst.Close()
-			return
-		}
-		u.accepted.Add(1)
-		_, _ = io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n")
-		go func() {
-			_, _ = io.Copy(dst, rw.Reader)
-			_ = dst.Close()
-		}()
-		_, _ = io.Copy(client, dst)
-		_ = client.Close()
+		proxy.ServeHTTP(w, r)
 	})
 }
 
@@ -169,13 +150,15 @@ func (c recordingCredentials) Valid(username, password string) bool {
 func startSOCKS5Upstream(t *testing.T) *upstream {
 	t.Helper()
 	u := &upstream{}
+	var accepted atomic.Int32
+	u.tunnels = func() int { return int(accepted.Load()) }
 	srv, err := socks5.New(&socks5.Config{
 		Credentials: recordingCredentials{u},
 		Logger:      log.New(io.Discard, "", 0),
 		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
 			if err == nil {
-				u.accepted.Add(1)
+				accepted.Add(1)
 			}
 			return c, err
 		},
@@ -350,7 +333,7 @@ func TestThroughUpstream(t *testing.T) {
 					}
 				}
 			}
-			if got := up.accepted.Load(); got < 2 {
+			if got := up.tunnels(); got < 2 {
 				t.Fatalf("upstream opened %d tunnels, want at least 2", got)
 			}
 
@@ -426,8 +409,8 @@ func TestWrongCredentials(t *testing.T) {
 			if status != http.StatusBadGateway || body != "upstream proxy authentication failed\n" {
 				t.Fatalf("plain GET with wrong upstream credentials = %d %q", status, body)
 			}
-			if plain.hits.Load() != 0 || secure.hits.Load() != 0 || up.accepted.Load() != 0 {
-				t.Fatalf("something reached a target: plain %d, secure %d, tunnels %d", plain.hits.Load(), secure.hits.Load(), up.accepted.Load())
+			if plain.hits.Load() != 0 || secure.hits.Load() != 0 || up.tunnels() != 0 {
+				t.Fatalf("something reached a target: plain %d, secure %d, tunnels %d", plain.hits.Load(), secure.hits.Load(), up.tunnels())
 			}
 			creds, _ := up.seen()
 			if len(creds) == 0 {
