@@ -37,7 +37,9 @@ var (
 
 // fakeRuntime records every Start and Stop. startErr and stopErr make them
 // fail; cdpURL is what Start reports; onStart runs inside Start, before it
-// answers, where a concurrent request can slip in.
+// answers, where a concurrent request can slip in. cookies are what the
+// browser of a session holds (setCookies); a session without an entry is
+// one the runtime does not run.
 type fakeRuntime struct {
 	mu       sync.Mutex
 	calls    []string
@@ -45,6 +47,7 @@ type fakeRuntime struct {
 	stopErr  error
 	cdpURL   string
 	onStart  func(spec ports.LaunchSpec)
+	cookies  map[string][]browserdata.Cookie
 }
 
 func (r *fakeRuntime) Start(_ context.Context, spec ports.LaunchSpec) (ports.RunningBrowser, error) {
@@ -68,8 +71,24 @@ func (r *fakeRuntime) Stop(_ context.Context, profileID, sessionID string) (*por
 	return nil, r.stopErr
 }
 
-func (r *fakeRuntime) Cookies(context.Context, string) ([]browserdata.Cookie, error) {
-	return nil, domain.NotFound("browser")
+func (r *fakeRuntime) Cookies(_ context.Context, sessionID string) ([]browserdata.Cookie, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cs, ok := r.cookies[sessionID]
+	if !ok {
+		return nil, domain.NotFound("browser")
+	}
+	return append([]browserdata.Cookie(nil), cs...), nil
+}
+
+// setCookies makes the browser of sessionID hold cs.
+func (r *fakeRuntime) setCookies(sessionID string, cs ...browserdata.Cookie) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cookies == nil {
+		r.cookies = map[string][]browserdata.Cookie{}
+	}
+	r.cookies[sessionID] = cs
 }
 
 func (r *fakeRuntime) Endpoint(string) (string, bool) {

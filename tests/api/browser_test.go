@@ -16,9 +16,11 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
+	"go.uber.org/fx"
 	"golang.org/x/net/websocket"
 
 	"github.com/profilesvc/profilesvc/adapters/browser/chromium"
+	"github.com/profilesvc/profilesvc/adapters/wiring"
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/tests/testenv"
 )
@@ -39,12 +41,24 @@ func chromiumOrSkip(t *testing.T) {
 // dataDir.
 func browserService(t *testing.T, databaseURL, dataDir string, env ...string) *harness {
 	t.Helper()
+	o := options{databaseURL: databaseURL, env: map[string]string{}}
+	for i := 0; i+1 < len(env); i += 2 {
+		o.env[env[i]] = env[i+1]
+	}
+	return browserServiceWith(t, o, dataDir)
+}
+
+// browserServiceWith is browserService on top of o's environment and fx
+// options.
+func browserServiceWith(t *testing.T, o options, dataDir string) *harness {
+	t.Helper()
 	chromiumOrSkip(t)
 	e := map[string]string{"BROWSER_RUNTIME": "chromium", "ALLOW_PRIVATE_TARGETS": "true", "DATA_DIR": dataDir}
-	for i := 0; i+1 < len(env); i += 2 {
-		e[env[i]] = env[i+1]
+	for k, v := range o.env {
+		e[k] = v
 	}
-	return start(t, options{databaseURL: databaseURL, env: e})
+	o.env = e
+	return start(t, o)
 }
 
 // launchBrowser launches id headless and returns its session.
@@ -304,21 +318,34 @@ func chromiumLeft(dir string) []int {
 
 func TestKilledBrowserEndsItsSessionAsCrashed(t *testing.T) {
 	dataDir := t.TempDir()
-	h := browserService(t, "memory://", dataDir)
+	h := browserServiceWith(t, webhookOptions("memory://"), dataDir)
 	a := h.register(t)
 	auth := bearer(a.access)
+	rc := newReceiver(t, http.StatusOK)
+	h.subscribe(t, a, rc.srv.URL, string(event.ProfileStopped))
 	id := h.createProfile(t, a, nil)
 	sess := h.launchBrowser(t, auth, id)
 
 	if err := syscall.Kill(browserPID(t, dataDir, str(sess["id"])), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	// Within 5 s the profile is idle and its subscriber has been told why.
 	deadline := time.Now().Add(5 * time.Second)
-	for h.get("/api/v1/profiles/"+id, auth...).data()["status"] != "idle" {
+	for h.get("/api/v1/profiles/"+id, auth...).data()["status"] != "idle" || len(rc.requests()) == 0 {
 		if time.Now().After(deadline) {
-			t.Fatal("the profile is still running 5 s after its browser was killed")
+			t.Fatalf("5 s after its browser was killed the profile is %v and the receiver got %d deliveries",
+				h.get("/api/v1/profiles/"+id, auth...).data()["status"], len(rc.requests()))
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	got := rc.requests()[0]
+	data, _ := got.payload["data"].(map[string]any)
+	prof, _ := data["profile"].(map[string]any)
+	delivered, _ := data["session"].(map[string]any)
+	if !got.validMAC || got.payload["type"] != string(event.ProfileStopped) || data["reason"] != "crashed" ||
+		prof["id"] != id || delivered["id"] != sess["id"] {
+		t.Fatalf("the receiver got %s (signature valid: %v), want profile.stopped of %s, session %s, reason crashed",
+			got.body, got.validMAC, id, sess["id"])
 	}
 	var reasons []string
 	for _, e := range h.events(t, event.ProfileStopped) {
@@ -380,4 +407,49 @@ func TestRelayReachesTheBrowserFromAnotherInstance(t *testing.T) {
 		t.Fatalf("userAgent %q through the other instance, want %q", ua, fp["userAgent"])
 	}
 	expect(t, owner.post("/api/v1/profiles/"+id+"/release", nil, auth...), http.StatusOK)
+}
+
+func TestRunningSessionsCookiesAreCheckpointed(t *testing.T) {
+	h := browserServiceWith(t, options{databaseURL: "memory://", extra: []fx.Option{
+		fx.Decorate(func() wiring.CheckpointInterval { return wiring.CheckpointInterval(100 * time.Millisecond) }),
+	}}, t.TempDir())
+	a := h.register(t)
+	auth := bearer(a.access)
+	id := h.createProfile(t, a, nil)
+	sess := h.launchBrowser(t, auth, id)
+	version := h.get("/api/v1/profiles/"+id, auth...).data()["version"]
+	page := testPage(t)
+
+	actx, drop := cdp(t, str(sess["cdpUrl"]))
+	defer drop()
+	tab, closeTab := chromedp.NewContext(actx)
+	defer closeTab()
+	if err := chromedp.Do(tab, chromedp.Navigate(page.URL)); err != nil {
+		t.Fatal(err)
+	}
+	// cookieValue is the value of the checkpointed cookie c, or "".
+	cookieValue := func() string {
+		for _, c := range cookieList(t, h.get("/api/v1/profiles/"+id+"/cookies", auth...)) {
+			if c["name"] == "c" {
+				return str(c["value"])
+			}
+		}
+		return ""
+	}
+	// Each value the page sets becomes the profile's without a release.
+	for _, value := range []string{"first", "second"} {
+		evaluate[bool](t, tab, `document.cookie = 'c=`+value+`; max-age=86400'; true`)
+		waitFor(t, "the checkpoint of cookie c="+value, func() bool { return cookieValue() == value })
+	}
+
+	d := h.get("/api/v1/profiles/"+id, auth...).data()
+	running, _ := d["session"].(map[string]any)
+	if d["status"] != "running" || running["id"] != sess["id"] || d["version"] != version {
+		t.Fatalf("after the checkpoints the profile is %v, session %v, version %v; want running, %v, version %v",
+			d["status"], running["id"], d["version"], sess["id"], version)
+	}
+	if n := len(h.events(t, event.ProfileUpdated)); n != 0 {
+		t.Fatalf("%d profile.updated events for checkpoints, want none", n)
+	}
+	expect(t, h.post("/api/v1/profiles/"+id+"/release", nil, auth...), http.StatusOK)
 }
