@@ -213,6 +213,8 @@ func writeArchive(w io.Writer, seed uint64) error {
 type serviceProcess struct {
 	*service
 	pid int
+	// dataDir is the process's DATA_DIR.
+	dataDir string
 	// idleRSS is the resident memory once the process serves, before its
 	// first request. The registration's password hash leaves about 20 MB
 	// of freed heap resident, which a transfer may reuse without growing:
@@ -222,7 +224,9 @@ type serviceProcess struct {
 
 // startServiceProcess builds profilesvc and runs it on the embedded default
 // in a temporary DATA_DIR, listening on loopback; it stops at the end of b.
-func startServiceProcess(b *testing.B) *serviceProcess {
+// env holds KEY=value entries that add to or replace the defaults (the last
+// of two entries for the same key wins).
+func startServiceProcess(b *testing.B, env ...string) *serviceProcess {
 	b.Helper()
 	dir := b.TempDir()
 	bin := filepath.Join(dir, "profilesvc")
@@ -238,15 +242,16 @@ func startServiceProcess(b *testing.B) *serviceProcess {
 	if err != nil {
 		b.Fatal(err)
 	}
+	dataDir := filepath.Join(dir, "data")
 	cmd := exec.Command(bin, "serve")
 	cmd.Dir = dir
-	cmd.Env = []string{
+	cmd.Env = append([]string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
-		"HTTP_ADDR=" + addr, "DATA_DIR=" + filepath.Join(dir, "data"),
+		"HTTP_ADDR=" + addr, "DATA_DIR=" + dataDir,
 		// One caller; its requests must not wait for a rate limit.
 		"RATE_LIMIT=off",
 		"LOG_LEVEL=warn", "BROWSER_RUNTIME=none",
-	}
+	}, env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
@@ -272,7 +277,7 @@ func startServiceProcess(b *testing.B) *serviceProcess {
 		return string(out)
 	}
 
-	p := &serviceProcess{service: &service{base: "http://" + addr, client: &http.Client{}}, pid: cmd.Process.Pid}
+	p := &serviceProcess{service: &service{base: "http://" + addr, client: &http.Client{}}, pid: cmd.Process.Pid, dataDir: dataDir}
 	deadline := time.Now().Add(60 * time.Second)
 	for !p.healthy() {
 		select {
@@ -383,7 +388,13 @@ func (p *serviceProcess) measureRSS(b *testing.B, transfer func()) rssMeasure {
 
 // procStatus reads a memory field of /proc/PID/status, in bytes.
 func procStatus(pid int, field string) (int64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	return procMemory(fmt.Sprintf("/proc/%d/status", pid), field)
+}
+
+// procMemory reads a field in kB of a /proc file made of "Field: value"
+// lines, such as /proc/PID/status or /proc/PID/smaps_rollup, in bytes.
+func procMemory(path, field string) (int64, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
 	}
@@ -396,12 +407,12 @@ func procStatus(pid int, field string) (int64, error) {
 		}
 		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("/proc/%d/status %s %q: %w", pid, field, v, err)
+			return 0, fmt.Errorf("%s %s %q: %w", path, field, v, err)
 		}
 		return kb << 10, nil
 	}
 	if err := sc.Err(); err != nil {
 		return 0, err
 	}
-	return 0, fmt.Errorf("/proc/%d/status has no %s", pid, field)
+	return 0, fmt.Errorf("%s has no %s", path, field)
 }
