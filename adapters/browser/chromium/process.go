@@ -2,10 +2,12 @@ package chromium
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -135,11 +137,45 @@ func (p *process) end(grace time.Duration) {
 	p.signal(syscall.SIGKILL)
 	deadline := time.Now().Add(termGrace)
 	for time.Now().Before(deadline) {
-		if err := syscall.Kill(-p.cmd.Process.Pid, 0); errors.Is(err, syscall.ESRCH) {
+		if err := syscall.Kill(-p.cmd.Process.Pid, 0); errors.Is(err, syscall.ESRCH) || !groupAlive(p.cmd.Process.Pid) {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// groupAlive reports whether a process of group pgid still runs. A zombie
+// does not: it has ended and only waits for its parent (for the browser's
+// orphaned helpers, the system's init) to collect it, which some inits do
+// only after a second or more.
+func groupAlive(pgid int) bool {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...: comm may hold spaces and
+		// parentheses, so the fields are read after the last ')'.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		fields := strings.Fields(string(stat[i+1:]))
+		if len(fields) < 3 || fields[2] != strconv.Itoa(pgid) {
+			continue
+		}
+		if fields[0] != "Z" && fields[0] != "X" {
+			return true
+		}
+	}
+	return false
 }
 
 // kill ends the browser and its group at once.
