@@ -9,12 +9,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/http"
 	"path/filepath"
 	"reflect"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -25,10 +23,11 @@ import (
 	"github.com/profilesvc/profilesvc/application/profiles"
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/ports/storage"
+	"github.com/profilesvc/profilesvc/tests/testenv"
 )
 
 // archiveFiles is a user-data directory: file name to content.
-type archiveFiles map[string]string
+type archiveFiles = map[string]string
 
 // archiveA and archiveB are two states of one profile's directory; each has
 // caches that the service drops.
@@ -61,61 +60,10 @@ func kept(files archiveFiles) archiveFiles {
 }
 
 // testArchive packs files as a tar.gz, in name order.
-func testArchive(t testing.TB, files archiveFiles) []byte {
-	t.Helper()
-	names := make([]string, 0, len(files))
-	for name := range files {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	for _, name := range names {
-		hdr := &tar.Header{Name: name, Mode: 0o644, Size: int64(len(files[name])), Typeflag: tar.TypeReg, ModTime: time.Unix(1700000000, 0)}
-		if err := tw.WriteHeader(hdr); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(files[name])); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
+func testArchive(t testing.TB, files archiveFiles) []byte { return testenv.TarGz(t, files) }
 
 // unpack reads the regular files of a tar.gz.
-func unpack(t *testing.T, archive []byte) archiveFiles {
-	t.Helper()
-	zr, err := gzip.NewReader(bytes.NewReader(archive))
-	if err != nil {
-		t.Fatalf("download is not gzip: %v", err)
-	}
-	tr := tar.NewReader(zr)
-	out := archiveFiles{}
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatalf("download is not a tar: %v", err)
-		}
-		if hdr.Typeflag != tar.TypeReg {
-			continue
-		}
-		b, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[hdr.Name] = string(b)
-	}
-}
+func unpack(t *testing.T, archive []byte) archiveFiles { return testenv.Untar(t, archive) }
 
 // archiveReq uploads archive as profile id's browser data.
 func archiveReq(id string, archive []byte, headers []string) req {

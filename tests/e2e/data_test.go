@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -185,7 +184,7 @@ func testKilledMidUpload(t *testing.T, dir string, backend dataBackend) {
 	id := created.ID
 
 	// The previous data: a small archive, stored and read back.
-	previous := smallArchive(t, map[string]string{
+	previous := testenv.TarGz(t, map[string]string{
 		"Default/Preferences": `{"profile":{"name":"previous"}}`,
 		"Default/Cookies":     "cookie database of the previous session",
 	})
@@ -276,7 +275,7 @@ func testKilledMidUpload(t *testing.T, dir string, backend dataBackend) {
 	backend.checkStore(t)
 
 	// The service takes uploads again.
-	next := smallArchive(t, map[string]string{"Default/Preferences": `{"profile":{"name":"after the restart"}}`})
+	next := testenv.TarGz(t, map[string]string{"Default/Preferences": `{"profile":{"name":"after the restart"}}`})
 	code, etag, answer := putArchive(t, base, token, id, bytes.NewReader(next), int64(len(next)))
 	if code != http.StatusOK {
 		t.Fatalf("upload after restart: %d %s", code, answer)
@@ -285,7 +284,7 @@ func testKilledMidUpload(t *testing.T, dir string, backend dataBackend) {
 	if etag != `"`+nextSHA+`"` || nextSHA == prevSHA {
 		t.Fatalf("upload after restart answered ETag %s; the download has sha256 %s, the previous data %s", etag, nextSHA, prevSHA)
 	}
-	if files := archiveContent(t, nextBytes); files["Default/Preferences"] != `{"profile":{"name":"after the restart"}}` {
+	if files := testenv.Untar(t, nextBytes); files["Default/Preferences"] != `{"profile":{"name":"after the restart"}}` {
 		t.Fatalf("download after the new upload holds %v", files)
 	}
 	backend.checkStore(t)
@@ -375,24 +374,6 @@ func downloadData(t *testing.T, base, token, id string) ([]byte, string) {
 	return b, hexSum
 }
 
-// smallArchive packs files as a tar.gz, in name order.
-func smallArchive(t *testing.T, files map[string]string) []byte {
-	t.Helper()
-	names := make([]string, 0, len(files))
-	for name := range files {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	for _, name := range names {
-		writeEntry(t, tw, name, []byte(files[name]))
-	}
-	closeArchive(t, tw, zw)
-	return buf.Bytes()
-}
-
 // largeArchive packs one file of size random bytes as a tar.gz.
 func largeArchive(t *testing.T, size int) []byte {
 	t.Helper()
@@ -429,34 +410,6 @@ func closeArchive(t *testing.T, tw *tar.Writer, zw *gzip.Writer) {
 	}
 	if err := zw.Close(); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// archiveContent reads the regular files of a tar.gz.
-func archiveContent(t *testing.T, archive []byte) map[string]string {
-	t.Helper()
-	zr, err := gzip.NewReader(bytes.NewReader(archive))
-	if err != nil {
-		t.Fatalf("not gzip: %v", err)
-	}
-	tr := tar.NewReader(zr)
-	out := map[string]string{}
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatalf("not a tar: %v", err)
-		}
-		if hdr.Typeflag != tar.TypeReg {
-			continue
-		}
-		b, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[hdr.Name] = string(b)
 	}
 }
 
