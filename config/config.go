@@ -37,6 +37,7 @@ type Config struct {
 	SessionTTLMax        time.Duration
 	WebhookRetrySchedule []time.Duration
 	WebhookTimeout       time.Duration
+	WebhookRetention     time.Duration
 	AllowPrivateTargets  bool
 	LogLevel             string
 	LogFormat            string
@@ -124,6 +125,7 @@ func Load(getenv func(string) string) (Config, error) {
 		SessionTTLDefault:   l.duration("SESSION_TTL_DEFAULT", time.Hour),
 		SessionTTLMax:       l.duration("SESSION_TTL_MAX", 24*time.Hour),
 		WebhookTimeout:      l.duration("WEBHOOK_TIMEOUT", 5*time.Second),
+		WebhookRetention:    l.duration("WEBHOOK_RETENTION", 7*24*time.Hour),
 		AllowPrivateTargets: l.boolean("ALLOW_PRIVATE_TARGETS", false),
 		LogLevel:            l.oneOf("LOG_LEVEL", "info", "debug", "info", "warn", "error"),
 		LogFormat:           l.oneOf("LOG_FORMAT", "json", "json", "console"),

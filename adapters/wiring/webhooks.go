@@ -28,6 +28,14 @@ type DispatcherPoll time.Duration
 
 const defaultDispatcherPoll = DispatcherPoll(time.Second)
 
+// PruneInterval is how often each instance deletes the webhook rows
+// WEBHOOK_RETENTION has outlived. Tests shorten it (fx.Decorate).
+type PruneInterval time.Duration
+
+// defaultPruneInterval keeps each run's batches few: a few minutes of
+// deliveries at a time.
+const defaultPruneInterval = PruneInterval(5 * time.Minute)
+
 // WebhookDeps are the ports of the webhook use cases.
 type WebhookDeps struct {
 	fx.In
@@ -63,6 +71,7 @@ var Webhooks = fx.Options(
 			func(cfg config.Config) (ports.SecretBox, error) { return secretbox.New(cfg.SecretKey) },
 			func(reg *prometheus.Registry) ports.WebhookMetrics { return webhookhttp.NewMetrics(reg) },
 			func() DispatcherPoll { return defaultDispatcherPoll },
+			func() PruneInterval { return defaultPruneInterval },
 			func(d WebhookDeps) *webhooks.Service {
 				timeout := d.Config.WebhookTimeout
 				return webhooks.New(webhooks.Deps{
@@ -75,12 +84,13 @@ var Webhooks = fx.Options(
 						LeaseTTL:     2*timeout + 10*time.Second,
 						PollInterval: time.Duration(d.Poll),
 						MaxEndpoints: d.Config.Quotas.WebhookEndpoints,
+						Retention:    d.Config.WebhookRetention,
 					},
 				})
 			},
 			fx.Annotate(func(svc *webhooks.Service) Routes { return httpapi.NewWebhookHandlers(svc).Routes() }, fx.ResultTags(`group:"routes"`)),
 		),
-		fx.Invoke(startDispatcher),
+		fx.Invoke(startDispatcher, startPruner),
 	),
 	// The waker and the decoration live at the root, so the unit of work and
 	// the outbox every module sees wake the dispatcher on commit.
@@ -148,5 +158,18 @@ func startDispatcher(lc fx.Lifecycle, svc *webhooks.Service) {
 			wg.Wait()
 			return nil
 		},
+	})
+}
+
+// startPruner prunes on every instance, at start and then every interval
+// until the app stops: the store's batches delete only rows that no longer
+// change, so instances pruning at once only share the work.
+func startPruner(lc fx.Lifecycle, svc *webhooks.Service, every PruneInterval, log *slog.Logger) {
+	runEvery(lc, time.Duration(every), func(ctx context.Context) {
+		if n, err := svc.Prune(ctx); err != nil && ctx.Err() == nil {
+			log.ErrorContext(ctx, "webhook retention", "error", err.Error(), "deleted", n)
+		} else if n > 0 {
+			log.InfoContext(ctx, "webhook retention deleted old events and deliveries", "deleted", n)
+		}
 	})
 }

@@ -47,6 +47,10 @@ type Policy struct {
 	PollInterval time.Duration
 	// MaxEndpoints bounds a team's endpoints; 0 is no bound.
 	MaxEndpoints int
+	// Retention is how long finished deliveries and dispatched outbox
+	// events are kept; PruneBatch is how many of each one prune deletes.
+	Retention  time.Duration
+	PruneBatch int
 }
 
 // Deps are the ports the service needs.
@@ -99,6 +103,12 @@ func New(d Deps) *Service {
 	}
 	if p.LeaseTTL <= 0 {
 		p.LeaseTTL = time.Minute
+	}
+	if p.Retention <= 0 {
+		p.Retention = 7 * 24 * time.Hour
+	}
+	if p.PruneBatch <= 0 {
+		p.PruneBatch = 500
 	}
 	if d.Waker == nil {
 		d.Waker = NewWaker()

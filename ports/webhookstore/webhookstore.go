@@ -85,6 +85,19 @@ type Deliveries interface {
 	// Pending reports the earliest NextAttemptAt and the earliest CreatedAt
 	// of pending deliveries across teams; ok is false when none is pending.
 	Pending(ctx context.Context) (nextDue, oldestCreated time.Time, ok bool, err error)
+	// Prune deletes, in one call, up to limit succeeded or failed deliveries
+	// last updated before cutoff, and up to limit outbox events dispatched
+	// before cutoff that no pending delivery (leased or not) refers to,
+	// oldest (by update, by dispatch) first. The
+	// event appended last always stays, so that the outbox's numbering
+	// (event.Seq) goes on from it. A limit below one deletes nothing.
+	Prune(ctx context.Context, cutoff time.Time, limit int) (Pruned, error)
+}
+
+// Pruned counts what one Prune deleted.
+type Pruned struct {
+	Events     int
+	Deliveries int
 }
 
 // OutboxClaims is how the pipeline takes committed events for fan-out.

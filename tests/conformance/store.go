@@ -63,6 +63,7 @@ func RunStore(t *testing.T, newStore NewStore) {
 	t.Run("blob refs", func(t *testing.T) { runBlobRefs(t, newStore) })
 	t.Run("webhook endpoints", func(t *testing.T) { runWebhookEndpoints(t, newStore) })
 	t.Run("deliveries", func(t *testing.T) { runDeliveries(t, newStore) })
+	t.Run("webhook retention", func(t *testing.T) { runWebhookRetention(t, newStore) })
 	t.Run("unit of work", func(t *testing.T) { runUnitOfWork(t, newStore) })
 	t.Run("idempotency records", func(t *testing.T) { runIdempotencyRecords(t, newStore) })
 }

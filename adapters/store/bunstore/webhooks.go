@@ -522,6 +522,69 @@ func (r deliveryRepository) Pending(ctx context.Context) (nextDue, oldestCreated
 	return utc(next.Time), utc(oldest.Time), true, nil
 }
 
+// finishedStatuses are the states a delivery leaves only by a retry.
+var finishedStatuses = bun.List([]string{string(webhook.StatusSucceeded), string(webhook.StatusFailed)})
+
+// Prune deletes each batch with one DELETE whose subquery picks the oldest
+// rows (through the partial indexes of the retention migration), in a
+// transaction of its own or a savepoint of the caller's unit of work. The
+// DELETE repeats the subquery's conditions on the row itself: on
+// PostgreSQL, a row a concurrent unit changed (a delivery retried, so
+// pending again) is re-checked as it now stands and kept.
+//
+// The event with the highest seq stays because SQLite's trigger numbers a
+// new event one above the highest left: were it deleted, the next event
+// would take its number, and an endpoint created after it (after_seq)
+// would never receive that event.
+func (r deliveryRepository) Prune(ctx context.Context, cutoff time.Time, limit int) (webhookstore.Pruned, error) {
+	var out webhookstore.Pruned
+	if limit < 1 {
+		return out, nil
+	}
+	cutoff = utc(cutoff)
+	err := conn(ctx, r.db).RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		finished := tx.NewSelect().Model((*webhookDeliveryRow)(nil)).
+			Column("id").
+			Where("status IN (?)", finishedStatuses).
+			Where("updated_at < ?", cutoff).
+			OrderExpr("updated_at ASC, id ASC").
+			Limit(int64(limit))
+		res, err := tx.NewDelete().Model((*webhookDeliveryRow)(nil)).
+			Where("id IN (?)", finished).
+			Where("status IN (?)", finishedStatuses).
+			Where("updated_at < ?", cutoff).
+			Exec(ctx)
+		n, err := rowsAffected(res, err, "deliveries")
+		if err != nil {
+			return err
+		}
+		out.Deliveries = int(n)
+
+		events := tx.NewSelect().Model((*outboxEventRow)(nil)).
+			Column("id").
+			Where("dispatched_at IS NOT NULL").
+			Where("dispatched_at < ?", cutoff).
+			Where("seq < (SELECT max(seq) FROM outbox_events)").
+			Where("NOT EXISTS (SELECT 1 FROM webhook_deliveries AS pd WHERE pd.event_id = o.id AND pd.status = ?)",
+				string(webhook.StatusPending)).
+			OrderExpr("dispatched_at ASC, id ASC").
+			Limit(int64(limit))
+		res, err = tx.NewDelete().Model((*outboxEventRow)(nil)).
+			Where("id IN (?)", events).
+			Where("dispatched_at < ?", cutoff).
+			Exec(ctx)
+		if n, err = rowsAffected(res, err, "outbox events"); err != nil {
+			return err
+		}
+		out.Events = int(n)
+		return nil
+	})
+	if err != nil {
+		return webhookstore.Pruned{}, err
+	}
+	return out, nil
+}
+
 // WebhookEndpoints returns the webhook endpoint repository.
 func (s *Store) WebhookEndpoints() webhookstore.Endpoints { return webhookEndpointRepository{db: s.db} }
 

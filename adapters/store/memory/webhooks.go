@@ -205,6 +205,44 @@ func (r deliveries) Pending(ctx context.Context) (nextDue, oldestCreated time.Ti
 	return nextDue, oldestCreated, ok, nil
 }
 
+// Prune deletes the oldest rows first, as the SQL stores do: deliveries by
+// their last change, events by their dispatch.
+func (r deliveries) Prune(ctx context.Context, cutoff time.Time, limit int) (webhookstore.Pruned, error) {
+	return writeValue(ctx, r.s, func(st *state, undo *undoLog) (webhookstore.Pruned, error) {
+		var out webhookstore.Pruned
+		finished := st.deliveries.query(func(row *deliveryRow) bool {
+			return (row.d.Status == webhook.StatusSucceeded || row.d.Status == webhook.StatusFailed) &&
+				row.d.UpdatedAt.Before(cutoff)
+		}, func(a, b *deliveryRow) int {
+			return cmp.Or(a.d.UpdatedAt.Compare(b.d.UpdatedAt), cmp.Compare(a.d.ID, b.d.ID))
+		}, limit)
+		for _, row := range finished {
+			st.deliveries.remove(undo, row.d.ID)
+		}
+		out.Deliveries = len(finished)
+
+		waiting := map[string]bool{}
+		for row := range st.deliveries.scanBacklog(all, nil) {
+			waiting[row.d.EventID] = true
+		}
+		var lastSeq int64
+		for row := range st.outbox.scan(all, nil) {
+			lastSeq = max(lastSeq, row.e.Seq)
+		}
+		events := st.outbox.query(func(row *outboxRow) bool {
+			return row.dispatchedAt != nil && row.dispatchedAt.Before(cutoff) &&
+				row.e.Seq != lastSeq && !waiting[row.e.ID]
+		}, func(a, b *outboxRow) int {
+			return cmp.Or(a.dispatchedAt.Compare(*b.dispatchedAt), cmp.Compare(a.e.ID, b.e.ID))
+		}, limit)
+		for _, row := range events {
+			st.outbox.remove(undo, row.e.ID)
+		}
+		out.Events = len(events)
+		return out, nil
+	})
+}
+
 // WebhookEndpoints returns the webhook endpoint repository.
 func (s *Store) WebhookEndpoints() webhookstore.Endpoints { return webhookEndpoints{s: s} }
 

@@ -1,0 +1,171 @@
+package conformance
+
+import (
+	"testing"
+	"time"
+
+	"github.com/profilesvc/profilesvc/domain/event"
+	"github.com/profilesvc/profilesvc/domain/webhook"
+	"github.com/profilesvc/profilesvc/ports/webhookstore"
+)
+
+// retentionCutoff is the cutoff of the retention checks, in a non-UTC zone:
+// rows an hour before it are old, rows an hour after it recent.
+var retentionCutoff = storeAt(0).In(storeZone)
+
+// appendDispatched appends an event of the team and marks it dispatched at
+// at (nil: left undispatched).
+func (f storeFixture) appendDispatched(teamID string, at *time.Time) event.Event {
+	f.t.Helper()
+	e := f.event(teamID, storeAt(-48*time.Hour))
+	f.must("Append", f.s.Outbox().Append(f.ctx, e))
+	if at != nil {
+		f.must("MarkDispatched", f.s.Outbox().MarkDispatched(f.ctx, []string{e.ID}, *at))
+	}
+	return e
+}
+
+// finished returns a delivery of the event in status, last changed at.
+func (f storeFixture) finished(ep webhook.Endpoint, e event.Event, status webhook.Status, at time.Time) webhook.Delivery {
+	d := f.delivery(ep, storeAt(-48*time.Hour))
+	d.EventID, d.Status, d.UpdatedAt = e.ID, status, at
+	return d
+}
+
+func (f storeFixture) prune(cutoff time.Time, limit int, want webhookstore.Pruned) {
+	f.t.Helper()
+	got, err := f.s.Deliveries().Prune(f.ctx, cutoff, limit)
+	f.must("Prune", err)
+	if got != want {
+		f.t.Fatalf("Prune(limit %d): got %+v, want %+v", limit, got, want)
+	}
+}
+
+func (f storeFixture) expectOutbox(want ...event.Event) {
+	f.t.Helper()
+	got, err := f.s.Outbox().ListAfter(f.ctx, "", 100)
+	f.must("ListAfter", err)
+	checkIDs(f.t, "outbox", eventIDs(got), eventIDs(want))
+}
+
+// expectDeliveries checks which of ds are still stored.
+func (f storeFixture) expectDeliveries(kept []webhook.Delivery, gone []webhook.Delivery) {
+	f.t.Helper()
+	for _, d := range kept {
+		if _, err := f.s.Deliveries().ByID(f.ctx, d.TeamID, d.ID); err != nil {
+			f.t.Errorf("delivery %s (%s, updated %s) should stay: %v", d.ID, d.Status, d.UpdatedAt, err)
+		}
+	}
+	for _, d := range gone {
+		_, err := f.s.Deliveries().ByID(f.ctx, d.TeamID, d.ID)
+		expectNotFound(f.t, "pruned delivery "+d.ID+" ("+string(d.Status)+")", err)
+	}
+}
+
+func runWebhookRetention(t *testing.T, newStore NewStore) {
+	old, recent := storeAt(-time.Hour).In(storeZone), storeAt(time.Hour)
+
+	t.Run("old finished rows go, the rest stays", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		teamID := storeID("tm")
+		ep := f.endpoint(teamID)
+		f.createEndpoints(ep)
+
+		f.appendDispatched(teamID, &old) // no delivery refers to it
+		done := f.appendDispatched(teamID, &old)
+		waiting := f.appendDispatched(teamID, &old)
+		leased := f.appendDispatched(teamID, &old)
+		fresh := f.appendDispatched(teamID, &recent)
+		undispatched := f.appendDispatched(teamID, nil)
+		last := f.appendDispatched(teamID, &old)
+
+		succeededOld := f.finished(ep, done, webhook.StatusSucceeded, old)
+		failedOld := f.finished(ep, done, webhook.StatusFailed, old)
+		failedRecent := f.finished(ep, done, webhook.StatusFailed, recent)
+		succeededAtCutoff := f.finished(ep, fresh, webhook.StatusSucceeded, retentionCutoff)
+		pendingOld := f.finished(ep, waiting, webhook.StatusPending, old)
+		pendingOld.NextAttemptAt = storeAt(24 * time.Hour)
+		leasedOld := f.finished(ep, leased, webhook.StatusPending, old)
+		leasedOld.NextAttemptAt = old
+		f.createDeliveries(succeededOld, failedOld, failedRecent, succeededAtCutoff, pendingOld, leasedOld)
+		claimed := f.claim(webhookstore.DeliveryClaim{
+			Owner: "dsp_retention", Now: storeAt(0), LeaseUntil: storeAt(24 * time.Hour), Limit: 10, PerEndpoint: 10,
+		})
+		checkIDs(t, "claimed", deliveryIDs(claimed...), deliveryIDs(leasedOld))
+
+		f.prune(retentionCutoff, 100, webhookstore.Pruned{Events: 2, Deliveries: 2})
+		f.expectDeliveries(
+			[]webhook.Delivery{failedRecent, succeededAtCutoff, pendingOld, leasedOld},
+			[]webhook.Delivery{succeededOld, failedOld})
+		// The event appended last stays, however old: the outbox numbers
+		// the next one after it.
+		f.expectOutbox(waiting, leased, fresh, undispatched, last)
+		if t.Failed() {
+			return
+		}
+		f.prune(retentionCutoff, 100, webhookstore.Pruned{})
+	})
+
+	t.Run("the limit bounds each kind, oldest first, and repeated calls drain", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		teamID := storeID("tm")
+		ep := f.endpoint(teamID)
+		f.createEndpoints(ep)
+		// Dispatched and changed in an order other than their ids'.
+		ages := []time.Duration{3, 5, 1, 4, 2}
+		events := make([]event.Event, len(ages))
+		ds := make([]webhook.Delivery, len(ages))
+		for i, age := range ages {
+			at := storeAt(-age * time.Hour)
+			events[i] = f.appendDispatched(teamID, &at)
+			ds[i] = f.finished(ep, events[i], webhook.StatusSucceeded, at)
+		}
+		last := f.appendDispatched(teamID, &old)
+		f.createDeliveries(ds...)
+
+		f.prune(retentionCutoff, 2, webhookstore.Pruned{Events: 2, Deliveries: 2})
+		f.expectOutbox(events[0], events[2], events[4], last)
+		f.expectDeliveries([]webhook.Delivery{ds[0], ds[2], ds[4]}, []webhook.Delivery{ds[1], ds[3]})
+		f.prune(retentionCutoff, 2, webhookstore.Pruned{Events: 2, Deliveries: 2})
+		f.expectOutbox(events[2], last)
+		f.prune(retentionCutoff, 2, webhookstore.Pruned{Events: 1, Deliveries: 1})
+		f.prune(retentionCutoff, 2, webhookstore.Pruned{})
+		f.expectOutbox(last)
+		f.expectDeliveries(nil, ds)
+	})
+
+	t.Run("a limit below one deletes nothing", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		teamID := storeID("tm")
+		ep := f.endpoint(teamID)
+		f.createEndpoints(ep)
+		e := f.appendDispatched(teamID, &old)
+		last := f.appendDispatched(teamID, &old)
+		d := f.finished(ep, e, webhook.StatusFailed, old)
+		f.createDeliveries(d)
+		f.prune(retentionCutoff, 0, webhookstore.Pruned{})
+		f.prune(retentionCutoff, -1, webhookstore.Pruned{})
+		f.expectOutbox(e, last)
+		f.expectDeliveries([]webhook.Delivery{d}, nil)
+	})
+
+	t.Run("an endpoint created before a prune takes the events after it", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		teamID := storeID("tm")
+		f.appendDispatched(teamID, &old)
+		second := f.appendDispatched(teamID, &old)
+		ep := f.endpoint(teamID)
+		f.createEndpoints(ep)
+		f.prune(retentionCutoff, 100, webhookstore.Pruned{Events: 1})
+		f.expectOutbox(second)
+		next := f.appendDispatched(teamID, nil)
+		claimed, err := f.s.Outbox().ClaimUndispatched(f.ctx, 10)
+		f.must("ClaimUndispatched", err)
+		checkIDs(t, "undispatched", eventIDs(claimed), eventIDs([]event.Event{next}))
+		stored, err := f.s.WebhookEndpoints().ByID(f.ctx, teamID, ep.ID)
+		f.must("ByID", err)
+		if !stored.Takes(claimed[0]) {
+			t.Fatalf("endpoint after %d does not take the event appended after the prune (%d)", stored.AfterSeq, claimed[0].Seq)
+		}
+	})
+}
