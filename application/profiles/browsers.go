@@ -305,8 +305,9 @@ func (s *Service) BrowserExited(ctx context.Context, exit ports.BrowserExit) err
 // ends.
 func (s *Service) StopBrowsers(ctx context.Context) error {
 	var wg sync.WaitGroup
-	errs := make(chan error, len(s.localBrowsers()))
-	for sessionID, lb := range s.localBrowsers() {
+	running := s.localBrowsers()
+	errs := make(chan error, len(running))
+	for sessionID, lb := range running {
 		wg.Go(func() {
 			p, err := s.d.Profiles.ByID(ctx, lb.teamID, lb.profileID)
 			if err != nil || p.Session == nil || p.Session.ID != sessionID {
