@@ -6,6 +6,7 @@ package token
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -41,7 +42,19 @@ type JWT struct {
 	clock  ports.Clock
 	ids    ports.IDs
 	parser *jwt.Parser
+
+	// verified remembers tokens that passed every check, by their exact
+	// text: a client sends the same token on every request for its whole
+	// life, and parsing and checking it again (base64, JSON, HMAC) cost
+	// more than the rest of a cached read. Only the expiry can change the
+	// answer for the same text, so a hit checks it again.
+	mu       sync.RWMutex
+	verified map[string]ports.AccessClaims
 }
+
+// verifiedMax bounds the remembered tokens; a full memo drops one entry per
+// new token, so a flood of distinct tokens costs a parse each, as without it.
+const verifiedMax = 8192
 
 // NewJWT returns an issuer that signs with secret, names itself issuer in
 // "iss", and makes tokens valid for ttl on c's time.
@@ -60,6 +73,7 @@ func NewJWT(secret []byte, issuer string, ttl time.Duration, c ports.Clock, ids 
 			jwt.WithTimeFunc(c.Now),
 			jwt.WithLeeway(clockSkew),
 		),
+		verified: map[string]ports.AccessClaims{},
 	}
 }
 
@@ -97,6 +111,34 @@ func (j *JWT) Issue(c ports.AccessClaims) (string, ports.AccessClaims, error) {
 // Verify returns the claims of a token this issuer signed that has not
 // expired. Every failure is the same unauthorized error to the client.
 func (j *JWT) Verify(token string) (ports.AccessClaims, error) {
+	j.mu.RLock()
+	c, hit := j.verified[token]
+	j.mu.RUnlock()
+	if hit {
+		if j.clock.Now().Before(c.ExpiresAt.Add(clockSkew)) {
+			return c, nil
+		}
+		j.mu.Lock()
+		delete(j.verified, token)
+		j.mu.Unlock()
+	}
+	c, err := j.parse(token)
+	if err != nil {
+		return ports.AccessClaims{}, err
+	}
+	j.mu.Lock()
+	if len(j.verified) >= verifiedMax {
+		for k := range j.verified {
+			delete(j.verified, k)
+			break
+		}
+	}
+	j.verified[token] = c
+	j.mu.Unlock()
+	return c, nil
+}
+
+func (j *JWT) parse(token string) (ports.AccessClaims, error) {
 	var cl claims
 	_, err := j.parser.ParseWithClaims(token, &cl, func(t *jwt.Token) (any, error) {
 		// WithValidMethods already pins HS256; checking the type too means a

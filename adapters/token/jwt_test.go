@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -236,5 +237,54 @@ func TestSessionVersionRoundTrips(t *testing.T) {
 	}
 	if got, err := j.Verify(first); err != nil || got.SessionVersion != 0 {
 		t.Fatalf("Verify = %+v, %v; want version 0", got, err)
+	}
+}
+
+// A token verified once is remembered, but only for as long as it is valid:
+// the same text is refused once it has expired, and a token that differs
+// from a remembered one by a byte is checked on its own.
+func TestRememberedTokenStillExpiresAndIsNotAKeyForOthers(t *testing.T) {
+	j, c := newIssuer(t)
+	signed, _, err := j.Issue(ports.AccessClaims{UserID: "usr_1", TeamID: "tea_1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Verify(signed); err != nil {
+		t.Fatalf("fresh token refused: %v", err)
+	}
+	parts := strings.Split(signed, ".")
+	sig := []byte(parts[2])
+	sig[5] ^= 1 // another base64url letter: another signature
+	forged := parts[0] + "." + parts[1] + "." + string(sig)
+	expectRefused(t, j, forged)
+	// Still valid within the tolerated skew after the expiry...
+	c.Advance(15*time.Minute + 4*time.Second)
+	if _, err := j.Verify(signed); err != nil {
+		t.Fatalf("token refused within the skew after its expiry: %v", err)
+	}
+	// ...and refused after it, although it was remembered.
+	c.Advance(2 * time.Second)
+	expectRefused(t, j, signed)
+}
+
+// More distinct tokens than the memo holds are each still verified.
+func TestManyDistinctTokensAllVerify(t *testing.T) {
+	j, _ := newIssuer(t)
+	const n = 9000
+	tokens := make([]string, n)
+	for i := range tokens {
+		signed, _, err := j.Issue(ports.AccessClaims{UserID: fmt.Sprintf("usr_%d", i), TeamID: "tea_1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens[i] = signed
+	}
+	for round := range 2 {
+		for i, signed := range tokens {
+			got, err := j.Verify(signed)
+			if err != nil || got.UserID != fmt.Sprintf("usr_%d", i) {
+				t.Fatalf("round %d token %d: %+v, %v", round, i, got, err)
+			}
+		}
 	}
 }
