@@ -129,3 +129,71 @@ func TestRouterRefusesAMalformedTable(t *testing.T) {
 		})
 	}
 }
+
+// Routes sharing a prefix are matched in their own group; a path of a
+// group's prefix that no route of the group takes still reaches the other
+// routes, and the table's order holds within a group.
+func TestGroupedRoutesAnswerAsOneTable(t *testing.T) {
+	named := func(name string) HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) error {
+			writeJSON(w, http.StatusOK, map[string]string{"route": name, "id": mux.Vars(r)["id"]})
+			return nil
+		}
+	}
+	s := newTestStack(t, []Route{
+		{Method: http.MethodGet, Path: "/api/v1/profiles/templates", Handler: named("templates"), Public: true},
+		{Method: http.MethodGet, Path: "/api/v1/profiles/{id}", Handler: named("profile"), Public: true},
+		{Method: http.MethodGet, Path: "/api/v1/profiles", Handler: named("list"), Public: true},
+		{Method: http.MethodGet, Path: "/api/v1/proxies/{id}", Handler: named("proxy"), Public: true},
+		{Method: http.MethodPost, Path: "/api/v1/proxies", Handler: named("add proxy"), Public: true},
+		{Method: http.MethodGet, Path: "/api/v1/{kind}/{id}/x", Handler: named("any x"), Public: true},
+		{Method: http.MethodGet, Path: "/profiles/{id}", Handler: named("legacy"), Public: true},
+	}, nil)
+	for _, c := range []struct{ path, want string }{
+		{"/api/v1/profiles/templates", `"route":"templates"`},
+		{"/api/v1/profiles/prf_1", `"id":"prf_1","route":"profile"`},
+		{"/api/v1/profiles", `"route":"list"`},
+		{"/api/v1/proxies/prx_1", `"id":"prx_1","route":"proxy"`},
+		{"/api/v1/profiles/prf_1/x", `"route":"any x"`},
+		{"/profiles/prf_2", `"id":"prf_2","route":"legacy"`},
+	} {
+		w := s.serve(httptest.NewRequest(http.MethodGet, c.path, nil))
+		if w.Code != 200 || !strings.Contains(w.Body.String(), c.want) {
+			t.Errorf("GET %s: %d %s, want %s", c.path, w.Code, w.Body.Bytes(), c.want)
+		}
+	}
+	w := s.serve(httptest.NewRequest(http.MethodDelete, "/api/v1/proxies/prx_1", nil))
+	expectError(t, w, 405, "method_not_allowed")
+	if got := w.Header().Get("Allow"); got != "GET" {
+		t.Fatalf("Allow %q", got)
+	}
+	expectError(t, s.serve(httptest.NewRequest(http.MethodGet, "/api/v1/proxies/prx_1/y", nil)), 404, "not_found")
+}
+
+// A route whose path may also be another group's keeps its place in the
+// table: the first route in the table that takes a request answers it.
+func TestOverlappingPrefixesKeepTheTablesOrder(t *testing.T) {
+	named := func(name string) HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) error {
+			writeJSON(w, http.StatusOK, map[string]string{"route": name})
+			return nil
+		}
+	}
+	s := newTestStack(t, []Route{
+		{Method: http.MethodGet, Path: "/v1/a", Handler: named("a"), Public: true},
+		{Method: http.MethodGet, Path: "/v1/a/{id}/c", Handler: named("a id c"), Public: true},
+		{Method: http.MethodGet, Path: "/v1/a/b/c", Handler: named("a b c"), Public: true},
+		{Method: http.MethodPost, Path: "/{any}/a/b/c", Handler: named("post any"), Public: true},
+		{Method: http.MethodPost, Path: "/v1/a/b/c", Handler: named("post a b c"), Public: true},
+	}, nil)
+	for _, c := range []struct{ method, path, want string }{
+		{http.MethodGet, "/v1/a/b/c", `"route":"a id c"`},
+		{http.MethodGet, "/v1/a", `"route":"a"`},
+		{http.MethodPost, "/v1/a/b/c", `"route":"post any"`},
+	} {
+		w := s.serve(httptest.NewRequest(c.method, c.path, nil))
+		if w.Code != 200 || !strings.Contains(w.Body.String(), c.want) {
+			t.Errorf("%s %s: %d %s, want %s", c.method, c.path, w.Code, w.Body.Bytes(), c.want)
+		}
+	}
+}
