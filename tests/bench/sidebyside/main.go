@@ -174,16 +174,20 @@ func run(o options) (err error) {
 			}
 		}
 		fmt.Fprintf(os.Stderr, "starting %s (%d starts)\n", b.name, o.restarts+1)
+		// A row that cannot start or be seeded is reported, not fatal: the
+		// other rows still give their figures.
 		in, err := launch(ctx, svcBin, dir, b, vars, o.restarts)
 		if err != nil {
-			return err
+			rep.skipped = append(rep.skipped, fmt.Sprintf("%s skipped: %v", b.name, err))
+			continue
 		}
 		cleanup = append(cleanup, in.proc.stop)
-		if err := in.settle(); err != nil {
-			return err
+		if err := in.settle(); err == nil {
+			err = in.seed(o.profiles)
 		}
-		if err := in.seed(o.profiles); err != nil {
-			return fmt.Errorf("%s: seed: %w", b.name, err)
+		if err != nil {
+			rep.skipped = append(rep.skipped, fmt.Sprintf("%s skipped: %v", b.name, err))
+			continue
 		}
 		rep.instances = append(rep.instances, in)
 	}
@@ -214,9 +218,9 @@ func run(o options) (err error) {
 			continue
 		}
 		if lim == "bare" {
-			group = append(group, limitTarget("limit/bare", "GET profile", "net/http, fixed 1 KB body", limits[lim].addr, 200, getRequest("/api/v1/profiles/prf_limit"), o.load.conns))
+			group = append(group, limitTarget("limit/bare", "GET profile", "net/http, fixed 1 KB body", limits[lim], 200, getRequest("/api/v1/profiles/prf_limit"), o.load.conns))
 		} else {
-			group = append(group, limitTarget("limit/read", "GET profile", "net/http + pgx pool 8, row by key", limits[lim].addr, 200, getRequest("/profiles/prf_limit_read"), o.load.conns))
+			group = append(group, limitTarget("limit/read", "GET profile", "net/http + pgx pool 8, row by key", limits[lim], 200, getRequest("/profiles/prf_limit_read"), o.load.conns))
 		}
 		compare("reads against "+lim, group, o.load)
 		rep.targets = append(rep.targets, group...)
@@ -227,7 +231,7 @@ func run(o options) (err error) {
 		launches = append(launches, per[in.key]["launch"])
 	}
 	if tx := limits["tx"]; tx != nil {
-		creates = append(creates, limitTarget("limit/tx", "create", "net/http + pgx pool 8, tx of 2 inserts", tx.addr, 201,
+		creates = append(creates, limitTarget("limit/tx", "create", "net/http + pgx pool 8, tx of 2 inserts", tx, 201,
 			createRequest(), o.load.conns))
 	}
 	compare("creates", creates, o.load)

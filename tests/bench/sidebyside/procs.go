@@ -79,10 +79,11 @@ func (p *proc) stop() {
 // tail is the end of p's log, for an error message.
 func (p *proc) tail() string {
 	raw, _ := os.ReadFile(p.log)
-	if len(raw) > 2000 {
-		raw = raw[len(raw)-2000:]
+	if len(raw) > 500 {
+		raw = raw[len(raw)-500:]
 	}
-	return string(raw)
+	// One line, so it fits in a markdown list item.
+	return strings.Join(strings.Fields(string(raw)), " ")
 }
 
 // rssMB reads the resident set size of p from /proc.

@@ -121,19 +121,20 @@ func (r *report) markdown() string {
 	p("\nLoad: closed loop, %d keep-alive connections per server from a raw HTTP/1.1 client in the bench process; "+
 		"each server warms up %v, then %d rounds of %v, servers taking turns (A/B); figures are medians of the rounds. "+
 		"Limit servers are separate processes: bare net/http with a fixed 1 KB profile body; net/http + pgx pool of 8 reading a row by primary key; "+
-		"the same committing a row and an outbox row in one transaction.\n\n", r.load.conns, r.load.warmup, r.load.rounds, r.load.round)
+		"the same committing a row and an outbox row in one transaction. "+
+		"CPU columns: the server's and the load generator's CPU time over a round, in %% of one core.\n\n", r.load.conns, r.load.warmup, r.load.rounds, r.load.round)
 
 	p("## Goals (issue #14)\n\n| goal | measured | target | met |\n|---|---|---|---|\n")
 	for _, g := range r.goals() {
 		p("| %s | %s | %s | %s |\n", g.goal, g.measured, g.target, g.met)
 	}
 
-	p("\n## Requests\n\n| backend | workload | server | throughput | p50 ms | p99 ms | errors |\n|---|---|---|---|---|---|---|\n")
+	p("\n## Requests\n\n| backend | workload | server | throughput | p50 ms | p99 ms | server CPU | client CPU | errors |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, t := range r.targets {
 		if !t.fig.ran {
 			continue
 		}
-		p("| %s | %s | %s | %.0f %s | %.2f | %.2f | %d |\n", t.backend, t.workload, t.server, t.fig.rate, t.unit, t.fig.p50, t.fig.p99, t.fig.errors)
+		p("| %s | %s | %s | %.0f %s | %.2f | %.2f | %.0f %% | %.0f %% | %d |\n", t.backend, t.workload, t.server, t.fig.rate, t.unit, t.fig.p50, t.fig.p99, t.fig.serverCPU, t.fig.clientCPU, t.fig.errors)
 	}
 
 	if len(r.hookFigs) > 0 {

@@ -30,7 +30,7 @@ type backend struct {
 var backends = []backend{
 	{key: "sqlite", name: "SQLite", env: map[string]string{"DATABASE_URL": "sqlite://{data}/bench.db"}, webhooks: true},
 	{key: "pg", name: "PostgreSQL + Redis", env: map[string]string{"DATABASE_URL": "{postgres}", "REDIS_URL": "{redis}"}, webhooks: true},
-	{key: "pgcache", name: "PostgreSQL + Redis, profile cache", env: map[string]string{"DATABASE_URL": "{postgres}", "REDIS_URL": "{redis}", "PROFILE_CACHE": "on"}, requires: "PROFILE_CACHE"},
+	{key: "pgcache", name: "PostgreSQL + Redis, profile cache", env: map[string]string{"DATABASE_URL": "{postgres}", "REDIS_URL": "{redis}", "PROFILE_CACHE": "redis"}, requires: "PROFILE_CACHE"},
 }
 
 // commonEnv is every row's environment: logging and the rate limit off and

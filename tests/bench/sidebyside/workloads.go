@@ -15,6 +15,7 @@ type target struct {
 	workload string
 	server   string
 	unit     string
+	pid      int // the server's process, whose CPU time is read
 	plan     load.Plan
 	fig      figure
 }
@@ -22,9 +23,12 @@ type target struct {
 // figure is what the rounds of a target measured: medians across rounds.
 type figure struct {
 	rate, p50, p99 float64 // per second, milliseconds
-	errors         int64
-	firstError     string
-	ran            bool
+	// CPU time of the server and of the load generator over a round, in
+	// percent of one core: shows the client stays small next to the server.
+	serverCPU, clientCPU float64
+	errors               int64
+	firstError           string
+	ran                  bool
 }
 
 // loadOptions shape every comparison alike.
@@ -49,7 +53,7 @@ func serviceTargets(in *instance, conns int) map[string]*target {
 	key := [][2]string{{"X-API-Key", in.apiKey}}
 	get := "/api/v1/profiles/" + in.profiles[len(in.profiles)-1]
 	mk := func(workload, server, unit string, script func(int) []load.Step) *target {
-		return &target{backend: in.name, workload: workload, server: server, unit: unit, plan: load.Plan{Addr: in.addr, Conns: conns, Script: script}}
+		return &target{pid: in.proc.cmd.Process.Pid, backend: in.name, workload: workload, server: server, unit: unit, plan: load.Plan{Addr: in.addr, Conns: conns, Script: script}}
 	}
 	t := map[string]*target{
 		"get-key": mk("GET profile", "service, API key", "req/s", same(steps(in.addr, 200, load.Request{Method: "GET", Path: get, Header: key}))),
@@ -70,8 +74,9 @@ func serviceTargets(in *instance, conns int) map[string]*target {
 }
 
 // limitTarget is a limit server under the workload it stands for.
-func limitTarget(id, workload, server, addr string, want int, r load.Request, conns int) *target {
-	return &target{id: id, backend: "limit", workload: workload, server: server, unit: "req/s",
+func limitTarget(id, workload, server string, p *proc, want int, r load.Request, conns int) *target {
+	addr := p.addr
+	return &target{id: id, pid: p.cmd.Process.Pid, backend: "limit", workload: workload, server: server, unit: "req/s",
 		plan: load.Plan{Addr: addr, Conns: conns, Script: same(steps(addr, want, r))}}
 }
 
@@ -91,13 +96,20 @@ func compare(title string, targets []*target, o loadOptions) {
 	rates := make([][]float64, len(targets))
 	p50s := make([][]float64, len(targets))
 	p99s := make([][]float64, len(targets))
+	srvCPU := make([][]float64, len(targets))
+	cliCPU := make([][]float64, len(targets))
 	for r := range o.rounds {
 		for j := range targets {
 			k := (r + j) % len(targets)
 			t := targets[k]
 			p := t.plan
 			p.Duration = o.round
+			srv0, _ := cpuOf(t.pid)
+			cli0 := selfCPU()
 			res := load.Run(p)
+			srv1, _ := cpuOf(t.pid)
+			cliCPU[k] = append(cliCPU[k], 100*float64(selfCPU()-cli0)/float64(res.Elapsed))
+			srvCPU[k] = append(srvCPU[k], 100*float64(srv1-srv0)/float64(res.Elapsed))
 			rates[k] = append(rates[k], res.Throughput())
 			p50s[k] = append(p50s[k], ms(load.Percentile(res.Latencies, 50)))
 			p99s[k] = append(p99s[k], ms(load.Percentile(res.Latencies, 99)))
@@ -109,8 +121,9 @@ func compare(title string, targets []*target, o loadOptions) {
 	}
 	for k, t := range targets {
 		t.fig.rate, t.fig.p50, t.fig.p99, t.fig.ran = load.Median(rates[k]), load.Median(p50s[k]), load.Median(p99s[k]), true
-		fmt.Fprintf(os.Stderr, "  %-36s %-14s %-30s %9.0f %s  p50 %6.2f ms  p99 %6.2f ms  errors %d %s\n",
-			t.backend, t.workload, t.server, t.fig.rate, t.unit, t.fig.p50, t.fig.p99, t.fig.errors, t.fig.firstError)
+		t.fig.serverCPU, t.fig.clientCPU = load.Median(srvCPU[k]), load.Median(cliCPU[k])
+		fmt.Fprintf(os.Stderr, "  %-36s %-14s %-30s %9.0f %s  p50 %6.2f ms  p99 %6.2f ms  cpu %3.0f%%/%3.0f%%  errors %d %s\n",
+			t.backend, t.workload, t.server, t.fig.rate, t.unit, t.fig.p50, t.fig.p99, t.fig.serverCPU, t.fig.clientCPU, t.fig.errors, t.fig.firstError)
 	}
 }
 
