@@ -175,7 +175,7 @@ func (r *report) markdown() string {
 	if len(notes) > 0 {
 		p("\n## Notes\n\n")
 		for _, n := range notes {
-			p("- %s\n", n)
+			p("- %s\n", strings.Join(strings.Fields(n), " "))
 		}
 	}
 	return b.String()

@@ -128,12 +128,24 @@ func launch(ctx context.Context, bin, dir string, b backend, vars map[string]str
 	return in, nil
 }
 
-// settle measures the idle RSS a second after start, when start-up work
-// (migrations check, pools, workers) is done.
+// settle measures the idle RSS once start-up work (migrations check,
+// pools, workers) is done: when two readings half a second apart differ by
+// under 0.5 MB, or after 5 s.
 func (in *instance) settle() error {
-	time.Sleep(time.Second)
-	rss, err := in.proc.rssMB()
-	in.idleRSS = rss
+	prev, err := in.proc.rssMB()
+	for range 10 {
+		if err != nil {
+			return err
+		}
+		time.Sleep(500 * time.Millisecond)
+		var now float64
+		now, err = in.proc.rssMB()
+		if err == nil && now-prev < 0.5 && prev-now < 0.5 {
+			break
+		}
+		prev = now
+	}
+	in.idleRSS = prev
 	return err
 }
 
