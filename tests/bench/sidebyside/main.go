@@ -54,7 +54,7 @@ func main() {
 	flag.IntVar(&o.hooks.burst, "burst", 20000, "webhook burst size (0: no webhook figures)")
 	flag.IntVar(&o.hooks.steadyRate, "steady-rate", 100, "steady events per second")
 	flag.DurationVar(&o.hooks.steadyFor, "steady-for", 20*time.Second, "steady phase duration")
-	flag.DurationVar(&o.hooks.burstWait, "burst-wait", 3*time.Minute, "longest wait for a burst to drain")
+	flag.DurationVar(&o.hooks.burstFor, "burst-for", 90*time.Second, "longest a burst may take, creates and drain")
 	flag.Parse()
 	o.hooks.conns = o.load.conns
 	if o.profiles < max(50, o.load.conns) {
@@ -239,29 +239,37 @@ func run(o options) (err error) {
 	rep.targets = append(rep.targets, creates...)
 	rep.targets = append(rep.targets, launches...)
 
-	if o.hooks.burst > 0 {
+	// A service is stopped after its webhook figures, so that what its
+	// pipeline still has to deliver does not load the next one's; its RSS
+	// after load is read just before.
+	for _, in := range rep.instances {
+		if o.hooks.burst == 0 || !in.webhooks {
+			continue
+		}
 		rcv, err := newReceiver()
 		if err != nil {
 			return err
 		}
-		defer rcv.srv.Close()
-		for _, in := range rep.instances {
-			if !in.webhooks {
-				continue
-			}
-			f, err := measureHooks(ctx, in, rcv, o.hooks)
-			if err != nil {
-				return fmt.Errorf("%s webhooks: %w", in.name, err)
-			}
-			rep.hookFigs = append(rep.hookFigs, f)
+		f, err := measureHooks(ctx, in, rcv, o.hooks)
+		if err != nil {
+			return fmt.Errorf("%s webhooks: %w", in.name, err)
 		}
-	}
-	for _, in := range rep.instances {
+		rep.hookFigs = append(rep.hookFigs, f)
 		if in.loadRSS, err = in.proc.rssMB(); err != nil {
 			return err
 		}
+		in.proc.stop()
+		_ = rcv.srv.Close()
+	}
+	for _, in := range rep.instances {
+		if in.loadRSS == 0 {
+			if in.loadRSS, err = in.proc.rssMB(); err != nil {
+				return err
+			}
+		}
 	}
 	rep.machine = append(rep.machine, [2]string{"load average (1 min) before / after", loadBefore + " / " + loadAverage()})
+	rep.took = time.Since(rep.when).Round(time.Second)
 
 	md := rep.markdown()
 	fmt.Print(md)

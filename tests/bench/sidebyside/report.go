@@ -20,6 +20,7 @@ type report struct {
 	hookFigs  []*hookFigure
 	instances []*instance
 	skipped   []string
+	took      time.Duration
 }
 
 func (r *report) find(id string) *target {
@@ -72,11 +73,16 @@ func (r *report) goals() []goalRow {
 		if !strings.HasPrefix(h.backend, "PostgreSQL") {
 			continue
 		}
+		partial := ""
+		if h.arrived < r.hooks.burst {
+			partial = fmt.Sprintf(" (burst cut short: %d of %d delivered)", h.arrived, r.hooks.burst)
+		}
+		drained := safeDiv(h.lastRate, h.firstRate)
 		rows = append(rows,
-			goalRow{"Webhook deliveries/s, " + h.backend, fmt.Sprintf("%.0f", h.rate), "≥ 2000", verdict(h.rate >= 2000)},
-			goalRow{fmt.Sprintf("Webhook drain, last ÷ first %d of the burst", h.window), fmt.Sprintf("%.2f", safeDiv(h.lastRate, h.firstRate)), "≥ 0.80", verdict(safeDiv(h.lastRate, h.firstRate) >= 0.8)},
+			goalRow{"Webhook deliveries/s, " + h.backend, fmt.Sprintf("%.0f%s", h.rate, partial), "≥ 2000", verdict(h.rate >= 2000)},
+			goalRow{fmt.Sprintf("Webhook drain, last ÷ first %d of the burst", h.window), fmt.Sprintf("%.2f%s", drained, partial), "≥ 0.80", verdict(drained >= 0.8 && partial == "")},
 			goalRow{fmt.Sprintf("Webhook event → first attempt p99 at %d/s", r.hooks.steadyRate), fmt.Sprintf("%.1f ms", h.p99), "≤ 50 ms", verdict(h.p99 <= 50 && h.steadyArrived > 0)},
-			goalRow{"Webhook attempts recorded", fmt.Sprintf("%d of %d", h.recorded, h.expected), "all", verdict(h.recorded == h.expected && h.expected > 0)},
+			goalRow{"Webhook attempts recorded for the deliveries that arrived", fmt.Sprintf("%d of %d", h.recorded, h.expected), "all", verdict(h.recorded == h.expected && h.expected > 0)},
 		)
 	}
 	for _, in := range r.instances {
@@ -113,7 +119,7 @@ func (r *report) markdown() string {
 		dirty = "with uncommitted changes"
 	}
 	p("# Side-by-side benchmark\n\n")
-	p("`make bench`, %s, commit `%s` (%s).\n\n", r.when.UTC().Format("2006-01-02 15:04 MST"), r.commit, dirty)
+	p("`make bench`, %s, commit `%s` (%s); the run took %v.\n\n", r.when.UTC().Format("2006-01-02 15:04 MST"), r.commit, dirty, r.took)
 	p("| machine | |\n|---|---|\n")
 	for _, m := range r.machine {
 		p("| %s | %s |\n", m[0], m[1])
@@ -139,13 +145,14 @@ func (r *report) markdown() string {
 
 	if len(r.hookFigs) > 0 {
 		p("\n## Webhooks\n\nOne endpoint subscribed to profile.created on a local receiver that answers 200 at once. "+
-			"Burst: %d creates at full speed (%d connections); deliveries/s from the first create to the last arrival; drain rates over the first and last arrivals. "+
-			"Steady: %d creates/s for %v; lag from the event's created_at to its first arrival.\n\n",
-			r.hooks.burst, r.hooks.conns, r.hooks.steadyRate, r.hooks.steadyFor)
-		p("| backend | creates/s | deliveries/s | first n /s | last n /s | last ÷ first | steady p50 ms | steady p99 ms | attempts recorded |\n|---|---|---|---|---|---|---|---|---|\n")
+			"Steady: %d creates/s for %v; lag from the event's created_at to its first arrival. "+
+			"Then a burst: %d creates at full speed (%d connections), cut short after %v; deliveries/s from the first create to the last arrival; "+
+			"drain rates over the first and the last n arrivals. Steady comes first so that what a slow pipeline leaves of the burst does not swamp it.\n\n",
+			r.hooks.steadyRate, r.hooks.steadyFor, r.hooks.burst, r.hooks.conns, r.hooks.burstFor)
+		p("| backend | steady p50 ms | steady p99 ms | burst created | creates/s | delivered | deliveries/s | first n /s | last n /s | last ÷ first | attempts recorded |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, h := range r.hookFigs {
-			p("| %s | %.0f | %.0f | %.0f (n=%d) | %.0f | %.2f | %.1f | %.1f | %d of %d |\n", h.backend, h.createRate, h.rate, h.firstRate, h.window, h.lastRate,
-				safeDiv(h.lastRate, h.firstRate), h.p50, h.p99, h.recorded, h.expected)
+			p("| %s | %.1f | %.1f | %d | %.0f | %d | %.0f | %.0f (n=%d) | %.0f | %.2f | %d of %d |\n", h.backend, h.p50, h.p99, h.created, h.createRate, h.arrived,
+				h.rate, h.firstRate, h.window, h.lastRate, safeDiv(h.lastRate, h.firstRate), h.recorded, h.expected)
 		}
 	}
 

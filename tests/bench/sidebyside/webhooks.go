@@ -80,13 +80,25 @@ func (r *receiver) count() int {
 	return len(r.arrivals)
 }
 
+// ids are the events that have arrived, in every phase.
+func (r *receiver) ids() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, 0, len(r.seen))
+	for id := range r.seen {
+		out = append(out, id)
+	}
+	return out
+}
+
 func (r *receiver) snapshot() ([]time.Time, []time.Duration, int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.arrivals), slices.Clone(r.lags), r.repeats
 }
 
-// waitFor polls until n events have arrived or the deadline passes.
+// waitFor polls until n events have arrived in this phase or the limit
+// passes.
 func (r *receiver) waitFor(ctx context.Context, n int, limit time.Duration) bool {
 	deadline := time.Now().Add(limit)
 	for r.count() < n {
@@ -100,21 +112,23 @@ func (r *receiver) waitFor(ctx context.Context, n int, limit time.Duration) bool
 
 // hookOptions size the webhook measurements.
 type hookOptions struct {
-	burst                int
-	steadyRate           int
-	steadyFor, burstWait time.Duration
-	conns                int
+	burst      int
+	steadyRate int
+	steadyFor  time.Duration
+	// burstFor bounds the burst: creating it and waiting for it to drain,
+	// so a slow pipeline cannot stretch the run.
+	burstFor time.Duration
+	conns    int
 }
 
 // hookFigure is what the webhook measurements found on one backend.
 type hookFigure struct {
 	backend                   string
 	created, arrived          int
-	createErrors              int64
 	createRate                float64
 	rate, firstRate, lastRate float64
 	window                    int
-	steadySent, steadyOK      int64
+	steadyOK                  int64
 	steadyArrived             int
 	p50, p99                  float64
 	recorded, expected        int
@@ -124,7 +138,9 @@ type hookFigure struct {
 }
 
 // measureHooks subscribes the webhook team of in to profile.created on
-// the receiver, then times a burst of creates and a steady rate.
+// rcv, then measures a steady rate and a burst. The steady rate comes
+// first: it measures the pipeline's own latency, which whatever a slow
+// pipeline had left of the burst would otherwise swamp.
 func measureHooks(ctx context.Context, in *instance, rcv *receiver, o hookOptions) (*hookFigure, error) {
 	f := &hookFigure{backend: in.name}
 	key := [2]string{"X-API-Key", in.hookKey}
@@ -138,20 +154,38 @@ func measureHooks(ctx context.Context, in *instance, rcv *receiver, o hookOption
 	}
 	create := steps(in.addr, 201, load.Request{Method: "POST", Path: "/api/v1/profiles", Header: [][2]string{key}, Body: []byte(createBody)})
 
+	fmt.Fprintf(os.Stderr, "webhooks on %s: %d/s for %v\n", in.name, o.steadyRate, o.steadyFor)
+	rcv.reset()
+	sent, ok := paced(in.addr, create[0], o.steadyRate, o.steadyFor)
+	f.steadyOK = ok
+	if ok < sent {
+		f.problems = append(f.problems, fmt.Sprintf("steady: %d of %d creates failed", sent-ok, sent))
+	}
+	if !rcv.waitFor(ctx, int(ok), 30*time.Second) {
+		f.problems = append(f.problems, fmt.Sprintf("steady: %d of %d events arrived within 30s of the last create", rcv.count(), ok))
+	}
+	_, lags, _ := rcv.snapshot()
+	slices.Sort(lags)
+	f.steadyArrived = len(lags)
+	f.p50, f.p99 = ms(load.Percentile(lags, 50)), ms(load.Percentile(lags, 99))
+
 	fmt.Fprintf(os.Stderr, "webhooks on %s: burst of %d creates\n", in.name, o.burst)
 	rcv.reset()
 	t0 := time.Now()
-	burst := load.Run(load.Plan{Addr: in.addr, Conns: o.conns, Total: int64(o.burst), Script: same(create)})
-	f.created, f.createErrors, f.createRate = int(burst.Iterations), burst.Errors, burst.Throughput()
+	burst := load.Run(load.Plan{Addr: in.addr, Conns: o.conns, Total: int64(o.burst), Duration: o.burstFor, Script: same(create)})
+	f.created, f.createRate = int(burst.Iterations), burst.Throughput()
 	if burst.Errors > 0 {
-		f.problems = append(f.problems, fmt.Sprintf("%d creates failed: %s", burst.Errors, burst.FirstError))
+		f.problems = append(f.problems, fmt.Sprintf("burst: %d creates failed: %s", burst.Errors, burst.FirstError))
 	}
-	if !rcv.waitFor(ctx, f.created, o.burstWait) {
-		f.problems = append(f.problems, fmt.Sprintf("burst: %d of %d events arrived within %v", rcv.count(), f.created, o.burstWait))
+	if f.created < o.burst {
+		f.problems = append(f.problems, fmt.Sprintf("burst: %d of %d created within %v", f.created, o.burst, o.burstFor))
 	}
-	arrivals, _, _ := rcv.snapshot()
+	if !rcv.waitFor(ctx, f.created, o.burstFor-time.Since(t0)) {
+		f.problems = append(f.problems, fmt.Sprintf("burst: %d of %d events arrived within %v", rcv.count(), f.created, o.burstFor))
+	}
+	arrivals, _, repeats := rcv.snapshot()
 	slices.SortFunc(arrivals, func(a, b time.Time) int { return a.Compare(b) })
-	f.arrived = len(arrivals)
+	f.arrived, f.repeats = len(arrivals), repeats
 	if n := len(arrivals); n > 1 {
 		f.rate = float64(n) / arrivals[n-1].Sub(t0).Seconds()
 		f.window = min(5000, n/2)
@@ -159,33 +193,25 @@ func measureHooks(ctx context.Context, in *instance, rcv *receiver, o hookOption
 		f.lastRate = drain(arrivals[n-f.window:])
 	}
 
-	fmt.Fprintf(os.Stderr, "webhooks on %s: %d/s for %v\n", in.name, o.steadyRate, o.steadyFor)
-	rcv.reset()
-	f.steadySent, f.steadyOK = paced(in.addr, create[0], o.steadyRate, o.steadyFor)
-	if f.steadyOK < f.steadySent {
-		f.problems = append(f.problems, fmt.Sprintf("steady: %d of %d creates failed", f.steadySent-f.steadyOK, f.steadySent))
-	}
-	if !rcv.waitFor(ctx, int(f.steadyOK), time.Minute) {
-		f.problems = append(f.problems, fmt.Sprintf("steady: %d of %d events arrived within a minute", rcv.count(), f.steadyOK))
-	}
-	_, lags, repeats := rcv.snapshot()
-	slices.Sort(lags)
-	f.steadyArrived, f.repeats = len(lags), repeats
-	f.p50, f.p99 = ms(load.Percentile(lags, 50)), ms(load.Percentile(lags, 99))
-
-	// Attempts are recorded after the receiver answers (batched), so poll.
-	f.expected = f.created + int(f.steadyOK)
-	deadline := time.Now().Add(time.Minute)
+	// Every event that arrived must have its attempt recorded; completion
+	// may be batched after the answer, so look again for a while.
+	deadline := time.Now().Add(20 * time.Second)
 	for {
-		recorded, unfinished, err := countRecorded(in.addr, key, ep.Data.ID)
+		arrived := rcv.ids()
+		recorded, unfinished, err := recordedEvents(in.addr, key, ep.Data.ID)
 		if err != nil {
 			return nil, err
 		}
-		f.recorded, f.unfinished = recorded, unfinished
-		if recorded >= f.expected || time.Now().After(deadline) || ctx.Err() != nil {
+		f.expected, f.recorded, f.unfinished = len(arrived), 0, unfinished
+		for _, id := range arrived {
+			if recorded[id] {
+				f.recorded++
+			}
+		}
+		if f.recorded == f.expected || time.Now().After(deadline) || ctx.Err() != nil {
 			break
 		}
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(time.Second)
 	}
 	return f, nil
 }
@@ -229,14 +255,17 @@ func paced(addr string, s load.Step, rate int, d time.Duration) (sent, ok int64)
 	return sent, okCount.Load()
 }
 
-// countRecorded pages through the endpoint's deliveries: those that
-// succeeded with their attempt recorded, and those not yet finished.
-func countRecorded(addr string, key [2]string, endpoint string) (recorded, unfinished int, err error) {
+// recordedEvents pages through the endpoint's deliveries: the events of
+// those that succeeded with their attempt recorded, and the number not
+// finished yet.
+func recordedEvents(addr string, key [2]string, endpoint string) (recorded map[string]bool, unfinished int, err error) {
+	recorded = map[string]bool{}
 	for _, status := range []string{"succeeded", "pending", "failed"} {
 		cursor := ""
 		for {
 			var page struct {
 				Data []struct {
+					EventID  string            `json:"eventId"`
 					Attempts []json.RawMessage `json:"attempts"`
 				} `json:"data"`
 				Meta struct {
@@ -248,13 +277,14 @@ func countRecorded(addr string, key [2]string, endpoint string) (recorded, unfin
 				path += "&cursor=" + url.QueryEscape(cursor)
 			}
 			if err := api(addr, "GET", path, key, nil, 200, &page); err != nil {
-				return 0, 0, err
+				return nil, 0, err
 			}
 			for _, d := range page.Data {
-				if status == "succeeded" && len(d.Attempts) > 0 {
-					recorded++
-				} else if status != "succeeded" {
+				switch {
+				case status != "succeeded":
 					unfinished++
+				case len(d.Attempts) > 0:
+					recorded[d.EventID] = true
 				}
 			}
 			if page.Meta.NextCursor == nil {
