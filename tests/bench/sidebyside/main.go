@@ -182,7 +182,8 @@ func run(o options) (err error) {
 			continue
 		}
 		cleanup = append(cleanup, in.proc.stop)
-		if err := in.settle(); err == nil {
+		err = in.settle()
+		if err == nil {
 			err = in.seed(o.profiles)
 		}
 		if err != nil {
