@@ -45,15 +45,21 @@ func verdict(ok bool) string {
 func (r *report) goals() []goalRow {
 	var rows []goalRow
 	ratio := func(goal, a, b string, atLeast float64) {
+		// A ratio without a goal of its own (atLeast 0) is shown for
+		// comparison only.
+		target := "—"
+		if atLeast > 0 {
+			target = fmt.Sprintf("≥ %.2f", atLeast)
+		}
 		ta, tb := r.find(a), r.find(b)
 		if ta == nil || tb == nil || tb.fig.rate == 0 {
-			rows = append(rows, goalRow{goal, "not measured", fmt.Sprintf("≥ %.2f", atLeast), "—"})
+			rows = append(rows, goalRow{goal, "not measured", target, "—"})
 			return
 		}
 		x := ta.fig.rate / tb.fig.rate
-		target, met := "—", "—"
+		met := "—"
 		if atLeast > 0 {
-			target, met = fmt.Sprintf("≥ %.2f", atLeast), verdict(x >= atLeast)
+			met = verdict(x >= atLeast)
 		}
 		rows = append(rows, goalRow{goal, fmt.Sprintf("%.2f (%.0f vs %.0f req/s)", x, ta.fig.rate, tb.fig.rate), target, met})
 	}

@@ -73,8 +73,11 @@ func TestGoalsAreRatiosOfTheSameRun(t *testing.T) {
 	if g := goal(t, rows, "GET by API key, SQLite ÷ bare net/http"); !strings.HasPrefix(g.measured, "0.30 ") || g.met != "**no**" {
 		t.Errorf("sqlite ratio: %+v", g)
 	}
-	if g := goal(t, rows, "GET by API key, profile cache ÷ uncached (PostgreSQL + Redis)"); g.measured != "not measured" {
+	if g := goal(t, rows, "GET by API key, profile cache ÷ uncached (PostgreSQL + Redis)"); g.measured != "not measured" || g.target != "≥ 1.50" {
 		t.Errorf("a row that did not run was given a figure: %+v", g)
+	}
+	if g := goal(t, rows, "GET by JWT, SQLite ÷ bare net/http"); g.target != "—" || g.met != "—" {
+		t.Errorf("a ratio without a goal was given one: %+v", g)
 	}
 }
 
