@@ -131,7 +131,7 @@ func (r *report) markdown() string {
 		p("| %s | %s |\n", m[0], m[1])
 	}
 	p("\nLoad: closed loop, %d keep-alive connections per server from a raw HTTP/1.1 client in the bench process; "+
-		"each server warms up %v, then %d rounds of %v, servers taking turns (A/B); figures are medians of the rounds. "+
+		"each server warms up %v, then %d rounds of %v, servers taking turns (A/B); figures are medians of the rounds; latency is per request (per launch and release pair for launch+release). "+
 		"Limit servers are separate processes: bare net/http with a fixed 1 KB profile body; net/http + pgx pool of 8 reading a row by primary key; "+
 		"the same committing a row and an outbox row in one transaction. "+
 		"CPU columns: the server's and the load generator's CPU time over a round, in %% of one core.\n\n", r.load.conns, r.load.warmup, r.load.rounds, r.load.round)
