@@ -9,7 +9,7 @@ FUZZ        := ./adapters/http:FuzzDecodeJSON ./application/paging:FuzzCheckCurs
                ./adapters/prober:FuzzParseAnswer \
                ./domain/browserdata:FuzzSanitize ./domain/browserdata:FuzzParseNetscape
 
-.PHONY: run test fuzz lint migrate bench build
+.PHONY: run test fuzz lint migrate bench bench-go build
 
 ## run: the service on its embedded default (SQLite and keys in ./data), no setup
 run:
@@ -39,9 +39,24 @@ lint:
 migrate:
 	$(GO) run ./cmd/profilesvc migrate
 
-## bench: throughput and latency figures
+# The side-by-side benchmark's stores: the test ones, else the local
+# defaults; an unreachable one is skipped and the table says so.
+BENCH_DATABASE_URL ?= $(or $(TEST_DATABASE_URL),postgres://postgres@127.0.0.1:5432/test?sslmode=disable)
+BENCH_REDIS_URL    ?= $(or $(TEST_REDIS_URL),redis://127.0.0.1:6379/0)
+BENCH_ROUND        ?= 3s
+BENCH_FLAGS        ?=
+
+## bench: the service and its limit servers under the same load in one run,
+## side by side (SQLite, PostgreSQL + Redis, webhooks, start, RSS); prints the
+## table and writes tests/bench/RESULTS.md. BENCH_ROUND=1s for a quicker run,
+## BENCH_FLAGS for more (go run ./tests/bench/sidebyside -h)
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./tests/bench/...
+	$(GO) run ./tests/bench/sidebyside -go "$(GO)" -round $(BENCH_ROUND) \
+		-database '$(BENCH_DATABASE_URL)' -redis '$(BENCH_REDIS_URL)' $(BENCH_FLAGS)
+
+## bench-go: the in-process go benchmarks (whole fx app, no processes)
+bench-go:
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./tests/bench
 
 build:
 	$(GO) build -o bin/profilesvc ./cmd/profilesvc

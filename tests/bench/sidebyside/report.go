@@ -1,0 +1,195 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// report is everything the run found, rendered as markdown.
+type report struct {
+	when      time.Time
+	commit    string
+	dirty     bool
+	machine   [][2]string
+	load      loadOptions
+	hooks     hookOptions
+	restarts  int
+	targets   []*target
+	hookFigs  []*hookFigure
+	instances []*instance
+	skipped   []string
+	took      time.Duration
+}
+
+func (r *report) find(id string) *target {
+	for _, t := range r.targets {
+		if t.id == id && t.fig.ran {
+			return t
+		}
+	}
+	return nil
+}
+
+type goalRow struct{ goal, measured, target, met string }
+
+func verdict(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "**no**"
+}
+
+// goals are the ratios and bounds issue #14 names, from this run.
+func (r *report) goals() []goalRow {
+	var rows []goalRow
+	ratio := func(goal, a, b string, atLeast float64) {
+		// A ratio without a goal of its own (atLeast 0) is shown for
+		// comparison only.
+		target := "—"
+		if atLeast > 0 {
+			target = fmt.Sprintf("≥ %.2f", atLeast)
+		}
+		ta, tb := r.find(a), r.find(b)
+		if ta == nil || tb == nil || tb.fig.rate == 0 {
+			rows = append(rows, goalRow{goal, "not measured", target, "—"})
+			return
+		}
+		x := ta.fig.rate / tb.fig.rate
+		met := "—"
+		if atLeast > 0 {
+			met = verdict(x >= atLeast)
+		}
+		rows = append(rows, goalRow{goal, fmt.Sprintf("%.2f (%.0f vs %.0f req/s)", x, ta.fig.rate, tb.fig.rate), target, met})
+	}
+	ratio("GET by API key, PostgreSQL ÷ pgx read limit", "pg/get-key", "limit/read", 0.80)
+	ratio("GET by JWT, PostgreSQL ÷ pgx read limit", "pg/get-jwt", "limit/read", 0)
+	ratio("GET by API key, profile cache ÷ uncached (PostgreSQL + Redis)", "pgcache/get-key", "pg/get-key", 1.5)
+	ratio("GET by API key, SQLite ÷ bare net/http", "sqlite/get-key", "limit/bare", 0.35)
+	ratio("GET by JWT, SQLite ÷ bare net/http", "sqlite/get-jwt", "limit/bare", 0)
+	ratio("Create, PostgreSQL ÷ pgx transaction limit", "pg/create", "limit/tx", 0.80)
+	if a, b := r.find("pg/create"), r.find("limit/tx"); a != nil && b != nil {
+		rows = append(rows, goalRow{"Create p99, PostgreSQL vs pgx transaction limit", fmt.Sprintf("%.2f vs %.2f ms", a.fig.p99, b.fig.p99), "no worse", verdict(a.fig.p99 <= b.fig.p99)})
+	}
+	for _, in := range r.instances {
+		ratio("List of 50 ÷ GET by API key, "+in.name, in.key+"/list50", in.key+"/get-key", 0.5)
+	}
+	for _, h := range r.hookFigs {
+		if !strings.HasPrefix(h.backend, "PostgreSQL") {
+			continue
+		}
+		partial := ""
+		if h.arrived < r.hooks.burst {
+			partial = fmt.Sprintf(" (burst cut short: %d of %d delivered)", h.arrived, r.hooks.burst)
+		}
+		drained := safeDiv(h.lastRate, h.firstRate)
+		rows = append(rows,
+			goalRow{"Webhook deliveries/s, " + h.backend, fmt.Sprintf("%.0f%s", h.rate, partial), "≥ 2000", verdict(h.rate >= 2000)},
+			goalRow{fmt.Sprintf("Webhook drain, last ÷ first %d of the burst", h.window), fmt.Sprintf("%.2f%s", drained, partial), "≥ 0.80", verdict(drained >= 0.8 && partial == "")},
+			goalRow{fmt.Sprintf("Webhook event → first attempt p99 at %d/s", r.hooks.steadyRate), fmt.Sprintf("%.1f ms", h.p99), "≤ 50 ms", verdict(h.p99 <= 50 && h.steadyArrived > 0)},
+			goalRow{"Webhook attempts recorded for the deliveries that arrived", fmt.Sprintf("%d of %d", h.recorded, h.expected), "all", verdict(h.recorded == h.expected && h.expected > 0)},
+		)
+	}
+	for _, in := range r.instances {
+		rows = append(rows,
+			goalRow{"Idle RSS, " + in.name, fmt.Sprintf("%.1f MB", in.idleRSS), "≤ 40 MB", verdict(in.idleRSS <= 40)},
+			goalRow{"Start to /healthz, " + in.name, fmt.Sprintf("%.0f ms", ms(medianDuration(in.starts))), "≤ 300 ms", verdict(medianDuration(in.starts) <= 300*time.Millisecond)},
+		)
+	}
+	return rows
+}
+
+func safeDiv(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+func medianDuration(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[(len(s)-1)/2]
+}
+
+// markdown renders the report.
+func (r *report) markdown() string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	dirty := "clean tree"
+	if r.dirty {
+		dirty = "with uncommitted changes"
+	}
+	p("# Side-by-side benchmark\n\n")
+	p("`make bench`, %s, commit `%s` (%s); the run took %v.\n\n", r.when.UTC().Format("2006-01-02 15:04 MST"), r.commit, dirty, r.took)
+	p("| machine | |\n|---|---|\n")
+	for _, m := range r.machine {
+		p("| %s | %s |\n", m[0], m[1])
+	}
+	p("\nLoad: closed loop, %d keep-alive connections per server from a raw HTTP/1.1 client in the bench process; "+
+		"each server warms up %v, then %d rounds of %v, servers taking turns (A/B); figures are medians of the rounds; latency is per request (per launch and release pair for launch+release). "+
+		"Limit servers are separate processes: bare net/http with a fixed 1 KB profile body; net/http + pgx pool of 8 reading a row by primary key; "+
+		"the same committing a row and an outbox row in one transaction. "+
+		"CPU columns: the server's and the load generator's CPU time over a round, in %% of one core.\n\n", r.load.conns, r.load.warmup, r.load.rounds, r.load.round)
+
+	p("## Goals (issue #14)\n\n| goal | measured | target | met |\n|---|---|---|---|\n")
+	for _, g := range r.goals() {
+		p("| %s | %s | %s | %s |\n", g.goal, g.measured, g.target, g.met)
+	}
+
+	p("\n## Requests\n\n| backend | workload | server | throughput | p50 ms | p99 ms | server CPU | client CPU | errors |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, t := range r.targets {
+		if !t.fig.ran {
+			continue
+		}
+		p("| %s | %s | %s | %.0f %s | %.2f | %.2f | %.0f %% | %.0f %% | %d |\n", t.backend, t.workload, t.server, t.fig.rate, t.unit, t.fig.p50, t.fig.p99, t.fig.serverCPU, t.fig.clientCPU, t.fig.errors)
+	}
+
+	if len(r.hookFigs) > 0 {
+		p("\n## Webhooks\n\nOne endpoint subscribed to profile.created on a local receiver that answers 200 at once. "+
+			"Steady: %d creates/s for %v; lag from the event's created_at to its first arrival. "+
+			"Then a burst: %d creates at full speed (%d connections), cut short after %v; deliveries/s from the first create to the last arrival; "+
+			"drain rates over the first and the last n arrivals. Steady comes first so that what a slow pipeline leaves of the burst does not swamp it.\n\n",
+			r.hooks.steadyRate, r.hooks.steadyFor, r.hooks.burst, r.hooks.conns, r.hooks.burstFor)
+		p("| backend | steady p50 ms | steady p99 ms | burst created | creates/s | delivered | deliveries/s | first n /s | last n /s | last ÷ first | attempts recorded |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, h := range r.hookFigs {
+			p("| %s | %.1f | %.1f | %d | %.0f | %d | %.0f | %.0f (n=%d) | %.0f | %.2f | %d of %d |\n", h.backend, h.p50, h.p99, h.created, h.createRate, h.arrived,
+				h.rate, h.firstRate, h.window, h.lastRate, safeDiv(h.lastRate, h.firstRate), h.recorded, h.expected)
+		}
+	}
+
+	p("\n## Process\n\n| backend | start to /healthz (median of %d) | first start, fresh database | idle RSS | RSS after load |\n|---|---|---|---|---|\n", r.restarts)
+	for _, in := range r.instances {
+		p("| %s | %.0f ms | %.0f ms | %.1f MB | %.1f MB |\n", in.name, ms(medianDuration(in.starts)), ms(in.firstStart), in.idleRSS, in.loadRSS)
+	}
+
+	var notes []string
+	notes = append(notes, r.skipped...)
+	for _, t := range r.targets {
+		if t.fig.errors > 0 {
+			notes = append(notes, fmt.Sprintf("%s, %s, %s: %d errors, first: %s", t.backend, t.workload, t.server, t.fig.errors, t.fig.firstError))
+		}
+	}
+	for _, h := range r.hookFigs {
+		for _, pr := range h.problems {
+			notes = append(notes, h.backend+" webhooks: "+pr)
+		}
+		if h.repeats > 0 {
+			notes = append(notes, fmt.Sprintf("%s webhooks: %d repeated deliveries", h.backend, h.repeats))
+		}
+		if h.unfinished > 0 {
+			notes = append(notes, fmt.Sprintf("%s webhooks: %d deliveries pending or failed at the end", h.backend, h.unfinished))
+		}
+	}
+	if len(notes) > 0 {
+		p("\n## Notes\n\n")
+		for _, n := range notes {
+			p("- %s\n", strings.Join(strings.Fields(n), " "))
+		}
+	}
+	return b.String()
+}

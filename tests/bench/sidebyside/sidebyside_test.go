@@ -1,0 +1,115 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseStatReadsUtimeAndStimeAfterACommandWithSpaces(t *testing.T) {
+	// Fields 14 and 15 (utime 250, stime 50 ticks) after a name with ") ".
+	line := "4242 (odd) name) S 1 4242 4242 0 -1 4194560 900 0 0 0 250 50 0 0 20 0 9 0 100 1000 200 18446744073709551615"
+	got, err := parseStat(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 3 * time.Second; got != want {
+		t.Fatalf("cpu = %v, want %v", got, want)
+	}
+	if _, err := parseStat("4242 (x) S 1 2"); err == nil {
+		t.Fatal("a short line parsed")
+	}
+	if _, err := parseStat("no parenthesis"); err == nil {
+		t.Fatal("a line without a command parsed")
+	}
+}
+
+func TestDrainIsArrivalsPerSecondAcrossTheWindow(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	var w []time.Time
+	for i := range 11 {
+		w = append(w, t0.Add(time.Duration(i)*100*time.Millisecond))
+	}
+	// 10 intervals in 1 s.
+	if got := drain(w); got != 10 {
+		t.Fatalf("drain = %v, want 10", got)
+	}
+	if got := drain([]time.Time{t0, t0}); got != 0 {
+		t.Fatalf("drain of a zero span = %v, want 0", got)
+	}
+}
+
+func ran(id string, rate, p99 float64) *target {
+	return &target{id: id, backend: "b", workload: "w", server: "s", unit: "req/s", fig: figure{rate: rate, p99: p99, ran: true}}
+}
+
+func goal(t *testing.T, rows []goalRow, name string) goalRow {
+	t.Helper()
+	for _, r := range rows {
+		if r.goal == name {
+			return r
+		}
+	}
+	t.Fatalf("no goal %q in %v", name, rows)
+	return goalRow{}
+}
+
+func TestGoalsAreRatiosOfTheSameRun(t *testing.T) {
+	r := &report{targets: []*target{
+		ran("pg/get-key", 800, 5), ran("limit/read", 1000, 4),
+		ran("pg/create", 700, 90), ran("limit/tx", 1000, 80),
+		ran("sqlite/get-key", 300, 1), ran("limit/bare", 1000, 1),
+	}}
+	rows := r.goals()
+	if g := goal(t, rows, "GET by API key, PostgreSQL ÷ pgx read limit"); !strings.HasPrefix(g.measured, "0.80 ") || g.met != "yes" {
+		t.Errorf("read ratio: %+v", g)
+	}
+	if g := goal(t, rows, "Create, PostgreSQL ÷ pgx transaction limit"); !strings.HasPrefix(g.measured, "0.70 ") || g.met != "**no**" {
+		t.Errorf("create ratio: %+v", g)
+	}
+	if g := goal(t, rows, "Create p99, PostgreSQL vs pgx transaction limit"); g.measured != "90.00 vs 80.00 ms" || g.met != "**no**" {
+		t.Errorf("create p99: %+v", g)
+	}
+	if g := goal(t, rows, "GET by API key, SQLite ÷ bare net/http"); !strings.HasPrefix(g.measured, "0.30 ") || g.met != "**no**" {
+		t.Errorf("sqlite ratio: %+v", g)
+	}
+	if g := goal(t, rows, "GET by API key, profile cache ÷ uncached (PostgreSQL + Redis)"); g.measured != "not measured" || g.target != "≥ 1.50" {
+		t.Errorf("a row that did not run was given a figure: %+v", g)
+	}
+	if g := goal(t, rows, "GET by JWT, SQLite ÷ bare net/http"); g.target != "—" || g.met != "—" {
+		t.Errorf("a ratio without a goal was given one: %+v", g)
+	}
+}
+
+func TestMarkdownListsEveryFigureAndSkips(t *testing.T) {
+	r := &report{when: time.Date(2026, 11, 24, 3, 0, 0, 0, time.UTC), commit: "abc123", dirty: true, restarts: 3,
+		load:      loadOptions{conns: 64, warmup: time.Second, round: 3 * time.Second, rounds: 5},
+		targets:   []*target{ran("pg/get-key", 1234.4, 9.5)},
+		instances: []*instance{{backend: backend{key: "pg", name: "PostgreSQL + Redis"}, starts: []time.Duration{90 * time.Millisecond, 80 * time.Millisecond, 400 * time.Millisecond}, idleRSS: 30}},
+		skipped:   []string{"Redis runs skipped: refused"},
+	}
+	md := r.markdown()
+	for _, want := range []string{
+		"commit `abc123` (with uncommitted changes)",
+		"| b | w | s | 1234 req/s | 0.00 | 9.50 |",
+		"| PostgreSQL + Redis | 90 ms |",
+		"| Idle RSS, PostgreSQL + Redis | 30.0 MB | ≤ 40 MB | yes |",
+		"- Redis runs skipped: refused",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+func TestBackendNeedsWhatItsEnvironmentNames(t *testing.T) {
+	for _, b := range backends {
+		pg := strings.HasPrefix(b.env["DATABASE_URL"], "{postgres}")
+		if b.needs("{postgres}") != pg {
+			t.Errorf("%s: needs postgres = %v", b.key, !pg)
+		}
+	}
+	if (backend{env: map[string]string{"DATABASE_URL": "sqlite://{data}/x.db"}}).needs("{redis}") {
+		t.Error("an SQLite row needs Redis")
+	}
+}
