@@ -262,7 +262,7 @@ func (r profileRepository) selectProfiles(db bun.IDB, rows any) *bun.SelectQuery
 	}
 	return db.NewSelect().Model(rows).
 		ColumnExpr("p.*").
-		ColumnExpr(tags+" AS tags_json").
+		ColumnExpr(tags + " AS tags_json").
 		ColumnExpr("px.type AS proxy_type, px.host AS proxy_host, px.port AS proxy_port").
 		Join("LEFT JOIN proxies AS px ON px.id = p.proxy_id AND px.team_id = p.team_id")
 }
