@@ -74,6 +74,8 @@ type Deps struct {
 	IDs       ports.IDs
 	Log       *slog.Logger
 	Policy    Policy
+	// Cache, when set, serves Get (see cache.go); nil reads the store.
+	Cache profilestore.Cache
 }
 
 // TeamLock takes a team's lock for the rest of the unit of work
@@ -134,7 +136,13 @@ func New(d Deps) *Service {
 	if d.Policy.NodeURL == nil {
 		d.Policy.NodeURL = d.Policy.PublicURL
 	}
-	svc := &Service{d: d, b: browsers{local: map[string]localBrowser{}}}
+	svc := &Service{b: browsers{local: map[string]localBrowser{}}}
+	if d.Cache != nil {
+		drops := &cacheDrops{s: svc}
+		d.Tx = droppingUnit{UnitOfWork: d.Tx, drops: drops}
+		d.Profiles = droppingProfiles{Profiles: d.Profiles, drops: drops}
+	}
+	svc.d = d
 	if d.Policy.BrowsersMax > 0 {
 		svc.b.slots = make(chan struct{}, d.Policy.BrowsersMax)
 	}
@@ -302,6 +310,9 @@ func (s *Service) withProxy(ctx context.Context, p profile.Profile) profile.Prof
 func (s *Service) Get(ctx context.Context, actor team.Actor, id string) (profile.Profile, error) {
 	if err := actor.Require(team.ActRead); err != nil {
 		return profile.Profile{}, err
+	}
+	if s.d.Cache != nil {
+		return s.cachedGet(ctx, actor.TeamID, id)
 	}
 	return s.d.Profiles.ByID(ctx, actor.TeamID, id)
 }
