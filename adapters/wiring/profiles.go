@@ -12,9 +12,9 @@ import (
 
 	"github.com/profilesvc/profilesvc/adapters/browser"
 	"github.com/profilesvc/profilesvc/adapters/browser/chromium"
+	httpapi "github.com/profilesvc/profilesvc/adapters/http"
 	"github.com/profilesvc/profilesvc/adapters/profilecache"
 	"github.com/profilesvc/profilesvc/adapters/redisguard"
-	httpapi "github.com/profilesvc/profilesvc/adapters/http"
 	"github.com/profilesvc/profilesvc/application/profiles"
 	"github.com/profilesvc/profilesvc/application/proxies"
 	"github.com/profilesvc/profilesvc/config"
