@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
-	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/profile"
@@ -250,21 +251,63 @@ type profileTagRow struct {
 	Position  int    `bun:"position"`
 }
 
-type profileRepository struct{ db *bun.DB }
+type profileRepository struct {
+	db      *bun.DB
+	timeout time.Duration
+}
+
+// The tags of the profile p as a JSON array in their order, per dialect.
+const (
+	sqliteTagsJSON = `(SELECT json_group_array(tag) FROM (SELECT pt.tag FROM profile_tags AS pt WHERE pt.profile_id = p.id ORDER BY pt.position))`
+	pgTagsJSON     = `(SELECT json_agg(pt.tag ORDER BY pt.position)::text FROM profile_tags AS pt WHERE pt.profile_id = p.id)`
+	proxyColumns   = `px.type AS proxy_type, px.host AS proxy_host, px.port AS proxy_port`
+	proxyJoin      = `LEFT JOIN proxies AS px ON px.id = p.proxy_id AND px.team_id = p.team_id`
+)
+
+// pgProfileByID is ByID as selectProfiles writes it, with parameters.
+const pgProfileByID = `SELECT p.*, ` + pgTagsJSON + ` AS tags_json, ` + proxyColumns +
+	` FROM profiles AS p ` + proxyJoin + ` WHERE p.team_id = $1 AND p.id = $2`
 
 // selectProfiles reads profiles into rows with their tags and their proxy's
 // view in the same query: one round trip for a profile or a page of them.
 // Conditions must name the profile's columns with the alias p.
 func (r profileRepository) selectProfiles(db bun.IDB, rows any) *bun.SelectQuery {
-	tags := `(SELECT json_group_array(tag) FROM (SELECT pt.tag FROM profile_tags AS pt WHERE pt.profile_id = p.id ORDER BY pt.position))`
+	tags := sqliteTagsJSON
 	if r.db.Dialect().Name() == dialect.PG {
-		tags = `(SELECT json_agg(pt.tag ORDER BY pt.position)::text FROM profile_tags AS pt WHERE pt.profile_id = p.id)`
+		tags = pgTagsJSON
 	}
 	return db.NewSelect().Model(rows).
 		ColumnExpr("p.*").
 		ColumnExpr(tags + " AS tags_json").
-		ColumnExpr("px.type AS proxy_type, px.host AS proxy_host, px.port AS proxy_port").
-		Join("LEFT JOIN proxies AS px ON px.id = p.proxy_id AND px.team_id = p.team_id")
+		ColumnExpr(proxyColumns).
+		Join(proxyJoin)
+}
+
+// pgPrepared runs query with args through pgx's statement cache: prepared
+// once per connection, then one round trip that neither parses nor plans
+// (bun would write the values into the text, making each statement new).
+// It runs in ctx's unit if any, bounded as bun's hook bounds statements,
+// and scans into dest.
+func (r profileRepository) pgPrepared(ctx context.Context, dest any, query string, args ...any) error {
+	if r.timeout > 0 && ctx.Value(noDeadlineKey{}) == nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.timeout)
+		defer cancel()
+	}
+	args = append([]any{pgx.QueryExecModeCacheStatement}, args...)
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	if tx, ok := ctx.Value(txKey{db: r.db}).(bun.Tx); ok {
+		rows, err = tx.Tx.QueryContext(ctx, query, args...)
+	} else {
+		rows, err = r.db.DB.QueryContext(ctx, query, args...)
+	}
+	if err != nil {
+		return err
+	}
+	return r.db.ScanRows(ctx, rows, dest)
 }
 
 // one reads the single profile q selects.
@@ -302,21 +345,16 @@ func (r profileRepository) CreateWithin(ctx context.Context, p profile.Profile, 
 	row := newProfileRow(p)
 	db := conn(ctx, r.db)
 	if r.db.Dialect().Name() == dialect.PG {
-		cols, vals := r.insertLists(row)
 		tags := p.Tags
 		if tags == nil {
 			tags = []string{}
 		}
-		var inserted int
-		err := db.NewRaw(`WITH c AS (`+countProfileSQL+` RETURNING team_id),
-ins AS (INSERT INTO profiles (?) SELECT ? FROM c RETURNING id, team_id),
-tags AS (INSERT INTO profile_tags (profile_id, team_id, tag, position)
-	SELECT ins.id, ins.team_id, t.tag, t.ord - 1 FROM ins, unnest(?::text[]) WITH ORDINALITY AS t(tag, ord))
-SELECT count(*) FROM ins`, p.TeamID, max, max, bun.Safe(cols), bun.Safe(vals), pgdialect.Array(tags)).Scan(ctx, &inserted)
-		if err != nil {
+		var inserted []int
+		args := append([]any{p.TeamID, max, tags}, r.insertArgs(row)...)
+		if err := r.pgPrepared(ctx, &inserted, r.pgCreateSQL(), args...); err != nil {
 			return writeErr(err, "profile", "profile already exists")
 		}
-		if inserted == 0 {
+		if len(inserted) != 1 || inserted[0] == 0 {
 			return team.QuotaReached(max, "profiles")
 		}
 		return nil
@@ -344,25 +382,56 @@ const countProfileSQL = `INSERT INTO team_profile_counts (team_id, profiles) VAL
 ON CONFLICT (team_id) DO UPDATE SET profiles = team_profile_counts.profiles + 1
 WHERE ? <= 0 OR team_profile_counts.profiles < ?`
 
-// insertLists are the column list and the value list of an INSERT of row,
-// formatted as bun formats them for NewInsert, for an INSERT ... SELECT.
-func (r profileRepository) insertLists(row *profileRow) (cols, vals string) {
-	table := r.db.Table(reflect.TypeFor[profileRow]())
-	gen := r.db.QueryGen()
-	v := reflect.ValueOf(row).Elem()
-	var c, b []byte
-	for i, f := range table.Fields {
-		if i > 0 {
-			c, b = append(c, ", "...), append(b, ", "...)
+// pgCreate is CreateWithin's statement on PostgreSQL, made once from the
+// row's columns: $1 the team, $2 the bound, $3 the tags, then the columns
+// (cast: in INSERT ... SELECT, PostgreSQL does not infer their types).
+var pgCreate struct {
+	once sync.Once
+	sql  string
+}
+
+func (r profileRepository) pgCreateSQL() string {
+	pgCreate.once.Do(func() {
+		var cols, vals []string
+		for i, f := range r.db.Table(reflect.TypeFor[profileRow]()).Fields {
+			cols = append(cols, string(f.SQLName))
+			vals = append(vals, fmt.Sprintf("$%d::%s", i+4, f.CreateTableSQLType))
 		}
-		c = append(c, f.SQLName...)
-		b = f.AppendValue(gen, b, v)
+		pgCreate.sql = `WITH c AS (` + strings.ReplaceAll(strings.Replace(countProfileSQL, "?", "$1", 1), "?", "$2::integer") + ` RETURNING team_id),
+ins AS (INSERT INTO profiles (` + strings.Join(cols, ", ") + `) SELECT ` + strings.Join(vals, ", ") + ` FROM c RETURNING id, team_id),
+tags AS (INSERT INTO profile_tags (profile_id, team_id, tag, position)
+	SELECT ins.id, ins.team_id, t.tag, t.ord - 1 FROM ins, unnest($3::text[]) WITH ORDINALITY AS t(tag, ord))
+SELECT count(*) FROM ins`
+	})
+	return pgCreate.sql
+}
+
+// insertArgs are the values of pgCreateSQL's columns, NULL where bun
+// would write NULL (nullzero).
+func (r profileRepository) insertArgs(row *profileRow) []any {
+	v := reflect.ValueOf(row).Elem()
+	fields := r.db.Table(reflect.TypeFor[profileRow]()).Fields
+	args := make([]any, len(fields))
+	for i, f := range fields {
+		if f.NullZero && f.HasZeroValue(v) {
+			continue
+		}
+		args[i] = f.Value(v).Interface()
 	}
-	return string(c), string(b)
+	return args
 }
 
 func (r profileRepository) ByID(ctx context.Context, teamID, id string) (profile.Profile, error) {
 	var row profileRow
+	if r.db.Dialect().Name() == dialect.PG {
+		if err := r.pgPrepared(ctx, &row, pgProfileByID, teamID, id); err != nil {
+			return profile.Profile{}, readErr(err, "profile")
+		}
+		if row.ID == "" { // ScanRows leaves the row alone when there is none
+			return profile.Profile{}, domain.NotFound("profile")
+		}
+		return row.profile()
+	}
 	q := r.selectProfiles(conn(ctx, r.db), &row).
 		Where("p.team_id = ?", teamID).
 		Where("p.id = ?", id)
@@ -606,4 +675,6 @@ func insertProfileTags(ctx context.Context, db bun.IDB, p profile.Profile) error
 }
 
 // Profiles returns the profile repository.
-func (s *Store) Profiles() profilestore.Profiles { return profileRepository{db: s.db} }
+func (s *Store) Profiles() profilestore.Profiles {
+	return profileRepository{db: s.db, timeout: s.queryTimeout}
+}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 
 	"github.com/profilesvc/profilesvc/adapters/store/bunstore"
@@ -14,6 +15,7 @@ import (
 	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/domain/proxy"
 	"github.com/profilesvc/profilesvc/ports/profilestore"
+	"github.com/profilesvc/profilesvc/tests/testenv"
 )
 
 // statements records the statements a store sends, each one round trip.
@@ -24,10 +26,29 @@ type statements struct {
 
 func (s *statements) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
 
-func (s *statements) AfterQuery(_ context.Context, e *bun.QueryEvent) {
+func (s *statements) AfterQuery(_ context.Context, e *bun.QueryEvent) { s.add(e.Query) }
+
+// TraceQueryStart sees what pgx sends: each query one round trip.
+func (s *statements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	s.add(d.SQL)
+	return ctx
+}
+
+func (s *statements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// TracePrepareStart sees the round trip that prepares a statement pgx
+// has not cached yet.
+func (s *statements) TracePrepareStart(ctx context.Context, _ *pgx.Conn, d pgx.TracePrepareStartData) context.Context {
+	s.add("PREPARE " + d.SQL)
+	return ctx
+}
+
+func (s *statements) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepareEndData) {}
+
+func (s *statements) add(q string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.got = append(s.got, e.Query)
+	s.got = append(s.got, q)
 }
 
 // take returns the statements since the last take.
@@ -53,14 +74,35 @@ func benchProfile(teamID string, i int) profile.Profile {
 	}
 }
 
-// A profile read is one statement, tags and proxy view included, and so is
-// a page of 50; a create is one statement on PostgreSQL, and its unit two
-// with the outbox event.
-func TestProfileRoundTrips(t *testing.T) {
-	forEachDialect(t, func(t *testing.T, plain *bunstore.Store) {
-		ctx := context.Background()
+// countedStores are a fresh SQLite store whose statements bun counts and,
+// with TEST_DATABASE_URL, a PostgreSQL store whose round trips pgx counts
+// (prepares included).
+func countedStores(t *testing.T, fn func(t *testing.T, s *bunstore.Store, stmts *statements)) {
+	t.Run("sqlite", func(t *testing.T) {
 		var stmts statements
-		s := bunstore.WithQueryHook(plain, &stmts)
+		fn(t, bunstore.WithQueryHook(openStore(t, testenv.SQLiteURL(t)), &stmts), &stmts)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		var stmts statements
+		s, err := bunstore.OpenTraced(context.Background(), testenv.StoreOptions(t, testenv.PostgresURL(t)), &stmts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		if _, err := s.Migrate(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		fn(t, s, &stmts)
+	})
+}
+
+// A profile read is one round trip, tags and proxy view included, that
+// prepares nothing once its statement is cached; a page of 50 is one; a
+// create's unit on PostgreSQL is BEGIN, one statement for the profile, its
+// count and its tags, one for the event, COMMIT.
+func TestProfileRoundTrips(t *testing.T) {
+	countedStores(t, func(t *testing.T, s *bunstore.Store, stmts *statements) {
+		ctx := context.Background()
 		px := proxy.Proxy{ID: "prx_1", TeamID: "tm_1", Name: "p", Type: proxy.TypeHTTP, Host: "127.0.0.1", Port: 3128,
 			PasswordSealed: []byte{1}, Status: proxy.StatusUnknown, CreatedAt: at, UpdatedAt: at}
 		if err := s.Proxies().Create(ctx, px); err != nil {
@@ -72,6 +114,9 @@ func TestProfileRoundTrips(t *testing.T) {
 			if err := s.Profiles().Create(ctx, p); err != nil {
 				t.Fatal(err)
 			}
+		}
+		if _, err := s.Profiles().ByID(ctx, "tm_1", "prf_0001"); err != nil {
+			t.Fatal(err)
 		}
 		stmts.take()
 
@@ -94,7 +139,7 @@ func TestProfileRoundTrips(t *testing.T) {
 			t.Fatalf("List read %d profiles, the last %+v", len(page), page[len(page)-1])
 		}
 
-		if plain.Dialect() != bunstore.DialectPostgres {
+		if s.Dialect() != bunstore.DialectPostgres {
 			return
 		}
 		err = s.Do(ctx, func(ctx context.Context) error {
