@@ -63,6 +63,8 @@ type Config struct {
 	RegistrationsPerAddr int
 	// Quotas bound each team's share of the service.
 	Quotas Quotas
+	// ProfileCache is PROFILE_CACHE and PROFILE_CACHE_TTL.
+	ProfileCache ProfileCache
 
 	// RedisTimeout bounds dialing Redis, each read and write, and the wait
 	// for a pooled connection, unless REDIS_URL sets one of them itself.
@@ -146,6 +148,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c.HTTPReadTimeout = l.duration("HTTP_READ_TIMEOUT", 30*time.Second)
 	c.HTTPIdleTimeout = l.duration("HTTP_IDLE_TIMEOUT", 60*time.Second)
 	c.Quotas = l.quotas()
+	c.ProfileCache = l.profileCache(c.RedisURL)
 	// proxy checks
 	c.ProxyCheckURL = l.httpURL("PROXY_CHECK_URL", "https://ipinfo.io/json")
 	c.ProxyCheckTimeout = l.duration("PROXY_CHECK_TIMEOUT", 10*time.Second)

@@ -13,10 +13,13 @@ import (
 	"github.com/profilesvc/profilesvc/adapters/browser"
 	"github.com/profilesvc/profilesvc/adapters/browser/chromium"
 	httpapi "github.com/profilesvc/profilesvc/adapters/http"
+	"github.com/profilesvc/profilesvc/adapters/profilecache"
+	"github.com/profilesvc/profilesvc/adapters/redisguard"
 	"github.com/profilesvc/profilesvc/application/profiles"
 	"github.com/profilesvc/profilesvc/application/proxies"
 	"github.com/profilesvc/profilesvc/config"
 	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/profilestore"
 	"github.com/profilesvc/profilesvc/ports/storage"
 )
 
@@ -42,6 +45,17 @@ type ProfileDeps struct {
 	Log     *slog.Logger
 	Config  config.Config
 	Listen  *ListenAddr
+	Redis   redisClient
+	Guard   *redisguard.Guard
+}
+
+// newProfileCache is the cache of PROFILE_CACHE=redis, else nil (config
+// refuses redis without REDIS_URL).
+func newProfileCache(d ProfileDeps) profilestore.Cache {
+	if d.Config.ProfileCache.Kind != config.ProfileCacheRedis || d.Redis.Client == nil {
+		return nil
+	}
+	return profilecache.New(d.Redis.Client, d.Guard, d.Config.RedisKeyPrefix+"profile:", d.Config.ProfileCache.TTL)
 }
 
 // Profiles provides the profile use cases, the browser runtime, their
@@ -53,7 +67,7 @@ var Profiles = fx.Module("profiles",
 			return profiles.New(profiles.Deps{
 				Tx: d.Tx, Teams: d.Store.Teams(), Profiles: d.Store.Profiles(), Users: d.Store.Users(), Proxies: d.Proxies, Outbox: d.Outbox,
 				Runtime: d.Runtime, Blobs: d.Blobs, BlobRefs: d.Store.BlobRefs(), Snapshots: d.Store.Snapshots(),
-				Clock: d.Clock, IDs: d.IDs, Log: d.Log,
+				Clock: d.Clock, IDs: d.IDs, Log: d.Log, Cache: newProfileCache(d),
 				Policy: profiles.Policy{
 					SessionTTLDefault: d.Config.SessionTTLDefault, SessionTTLMax: d.Config.SessionTTLMax,
 					MaxProfiles: d.Config.Quotas.Profiles, DataMax: d.Config.ProfileDataMax,

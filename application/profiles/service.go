@@ -74,11 +74,13 @@ type Deps struct {
 	IDs       ports.IDs
 	Log       *slog.Logger
 	Policy    Policy
+	// Cache, when set, serves Get (see cache.go); nil reads the store.
+	Cache profilestore.Cache
 }
 
 // TeamLock takes a team's lock for the rest of the unit of work
-// (teamstore.Teams has it), so that counting a team's profiles and adding
-// one is atomic across instances.
+// (teamstore.Teams has it), so that assigning a proxy is ordered with the
+// proxy's deletion across instances.
 type TeamLock interface {
 	Lock(ctx context.Context, teamID string) error
 }
@@ -134,7 +136,13 @@ func New(d Deps) *Service {
 	if d.Policy.NodeURL == nil {
 		d.Policy.NodeURL = d.Policy.PublicURL
 	}
-	svc := &Service{d: d, b: browsers{local: map[string]localBrowser{}}}
+	svc := &Service{b: browsers{local: map[string]localBrowser{}}}
+	if d.Cache != nil {
+		drops := &cacheDrops{s: svc}
+		d.Tx = droppingUnit{UnitOfWork: d.Tx, drops: drops}
+		d.Profiles = droppingProfiles{Profiles: d.Profiles, drops: drops}
+	}
+	svc.d = d
 	if d.Policy.BrowsersMax > 0 {
 		svc.b.slots = make(chan struct{}, d.Policy.BrowsersMax)
 	}
@@ -178,22 +186,15 @@ func (s *Service) Create(ctx context.Context, actor team.Actor, in profile.Setti
 	if err != nil {
 		return profile.Profile{}, err
 	}
+	// The store counts the team's profiles and inserts in one step
+	// (CreateWithin), so the quota holds across instances without a
+	// separate lock and count.
 	err = s.d.Tx.Do(ctx, func(ctx context.Context) error {
-		if err := s.d.Teams.Lock(ctx, actor.TeamID); err != nil {
-			return err
-		}
-		n, err := s.d.Profiles.Count(ctx, actor.TeamID)
-		if err != nil {
-			return err
-		}
-		if err := team.CheckQuota(n, s.d.Policy.MaxProfiles, "profiles"); err != nil {
-			return err
-		}
 		px, err := s.assignable(ctx, actor.TeamID, p.ProxyID, inline)
 		if err != nil {
 			return err
 		}
-		if err := s.d.Profiles.Create(ctx, p); err != nil {
+		if err := s.d.Profiles.CreateWithin(ctx, p, s.d.Policy.MaxProfiles); err != nil {
 			return err
 		}
 		if err := s.emit(ctx, p, event.ProfileCreated, nil); err != nil {
@@ -283,10 +284,16 @@ func proxyRef(px *proxy.Proxy) *profile.ProxyRef {
 	return &profile.ProxyRef{ID: px.ID, Type: string(px.Type), Host: px.Host, Port: px.Port}
 }
 
-// withProxy fills the profile's proxy view; a proxy that cannot be read is
-// shown by its id alone.
+// withProxy fills the profile's proxy view when it does not show the
+// profile's proxy (the store reads it with the profile; a change of proxy
+// leaves the old view); a proxy that cannot be read is shown by its id
+// alone.
 func (s *Service) withProxy(ctx context.Context, p profile.Profile) profile.Profile {
 	if p.ProxyID == "" {
+		p.Proxy = nil
+		return p
+	}
+	if p.Proxy != nil && p.Proxy.ID == p.ProxyID {
 		return p
 	}
 	p.Proxy = &profile.ProxyRef{ID: p.ProxyID}
@@ -304,11 +311,10 @@ func (s *Service) Get(ctx context.Context, actor team.Actor, id string) (profile
 	if err := actor.Require(team.ActRead); err != nil {
 		return profile.Profile{}, err
 	}
-	p, err := s.d.Profiles.ByID(ctx, actor.TeamID, id)
-	if err != nil {
-		return profile.Profile{}, err
+	if s.d.Cache != nil {
+		return s.cachedGet(ctx, actor.TeamID, id)
 	}
-	return s.withProxy(ctx, p), nil
+	return s.d.Profiles.ByID(ctx, actor.TeamID, id)
 }
 
 // ListInput selects a page of profiles.
@@ -345,11 +351,7 @@ func (s *Service) List(ctx context.Context, actor team.Actor, in ListInput) (pag
 	if err != nil {
 		return paging.Page[profile.Profile]{}, err
 	}
-	page := paging.Cut(items, in.Limit, func(p profile.Profile) string { return p.ID })
-	for i := range page.Items {
-		page.Items[i] = s.withProxy(ctx, page.Items[i])
-	}
-	return page, nil
+	return paging.Cut(items, in.Limit, func(p profile.Profile) string { return p.ID }), nil
 }
 
 // Update applies a partial update. ifMatch, when set, must equal the stored
@@ -393,7 +395,11 @@ func (s *Service) Update(ctx context.Context, actor team.Actor, id string, patch
 			if err := s.d.Profiles.Update(ctx, next, cur.Version); err != nil {
 				return err
 			}
-			out = s.withProxy(ctx, next)
+			out = next
+			if px != nil {
+				out.Proxy = proxyRef(px)
+			}
+			out = s.withProxy(ctx, out)
 			if err := s.emit(ctx, next, event.ProfileUpdated, nil); err != nil {
 				return err
 			}

@@ -46,8 +46,15 @@ type SessionSwap struct {
 // call but ListExpiredSessions is scoped to one team: another team's profile
 // is not found.
 type Profiles interface {
-	// Create stores p (with its tags).
+	// Create stores p (with its tags): CreateWithin without a bound.
 	Create(ctx context.Context, p profile.Profile) error
+	// CreateWithin stores p unless its team already holds max profiles
+	// (0: no bound), which is team.QuotaReached. Concurrent creates of a
+	// team, in every instance sharing the database, never exceed max.
+	CreateWithin(ctx context.Context, p profile.Profile, max int) error
+	// ByID, List, BySession and ListExpiredSessions return profiles with
+	// their tags and their proxy's view (Proxy; by its id alone when the
+	// team has no such proxy), read together.
 	ByID(ctx context.Context, teamID, id string) (profile.Profile, error)
 	// Count returns how many profiles the team has.
 	Count(ctx context.Context, teamID string) (int, error)

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/profile"
+	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/ports/profilestore"
 	"github.com/profilesvc/profilesvc/ports/storage"
 )
@@ -71,12 +73,17 @@ func (f storeFixture) start(p profile.Profile, s *profile.Session) {
 	}
 }
 
-// expectProfile reads the profile back, in ctx's unit if any, and compares it with want.
+// expectProfile reads the profile back, in ctx's unit if any, and compares
+// it with want. A want without a proxy view expects the view of a proxy the
+// team does not have: its id alone.
 func (f storeFixture) expectProfile(ctx context.Context, want profile.Profile) {
 	f.t.Helper()
 	got, err := f.s.Profiles().ByID(ctx, want.TeamID, want.ID)
 	if err != nil {
 		f.t.Fatalf("ByID %s: %v", want.ID, err)
+	}
+	if want.ProxyID != "" && want.Proxy == nil {
+		want.Proxy = &profile.ProxyRef{ID: want.ProxyID}
 	}
 	checkEqual(f.t, "profile", got, want)
 }
@@ -100,6 +107,12 @@ func (f storeFixture) list(teamID string, filter profilestore.Filter) []profile.
 		f.t.Fatalf("List %+v: %v", filter, err)
 	}
 	return got
+}
+
+// isQuota reports whether err is the quota error of a team holding bound
+// profiles.
+func isQuota(err error, bound int) bool {
+	return err != nil && err.Error() == team.QuotaReached(bound, "profiles").Error()
 }
 
 func expectPreconditionFailed(t *testing.T, what string, err error) {
@@ -145,6 +158,76 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		f.createProfiles(full, bare)
 		f.expectProfile(f.ctx, full)
 		f.expectProfile(f.ctx, bare)
+	})
+
+	t.Run("reads carry the view of the team's proxy", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		teamID := storeID("tm")
+		px := f.proxy(teamID)
+		f.must("create proxy", f.s.Proxies().Create(f.ctx, px))
+		foreign := f.proxy(storeID("tm"))
+		f.must("create proxy", f.s.Proxies().Create(f.ctx, foreign))
+		withProxy := f.profile(teamID, "With proxy", "t1")
+		withProxy.ProxyID = px.ID
+		// A proxy of another team is never shown, even by a profile that
+		// names it.
+		withForeign := f.profile(teamID, "With another team's proxy")
+		withForeign.ProxyID = foreign.ID
+		f.createProfiles(withProxy, withForeign)
+		view := &profile.ProxyRef{ID: px.ID, Type: string(px.Type), Host: px.Host, Port: px.Port}
+		want := withProxy
+		want.Proxy = view
+		f.expectProfile(f.ctx, want)
+		f.expectProfile(f.ctx, withForeign)
+		listed := f.list(teamID, profilestore.Filter{Limit: 10})
+		if len(listed) != 2 {
+			t.Fatalf("List returned %d profiles, want 2", len(listed))
+		}
+		for _, got := range listed {
+			switch got.ID {
+			case withProxy.ID:
+				checkEqual(t, "listed proxy view", got.Proxy, view)
+			case withForeign.ID:
+				checkEqual(t, "listed proxy view", got.Proxy, &profile.ProxyRef{ID: foreign.ID})
+			}
+		}
+	})
+
+	t.Run("CreateWithin refuses beyond the bound, also when creates race", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		teamID := storeID("tm")
+		const bound = 3
+		f.must("create", f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, "first"), bound))
+		other := f.profile(storeID("tm"), "other team")
+		f.must("create in another team", f.s.Profiles().CreateWithin(f.ctx, other, 1))
+		var created atomic.Int32
+		storeWithin(t, "concurrent CreateWithin", func() {
+			errs := runConcurrently(10, func(i int) error {
+				err := f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, fmt.Sprintf("racer %d", i)), bound)
+				if err == nil {
+					created.Add(1)
+				}
+				return err
+			})
+			for _, err := range errs {
+				if err != nil && !isQuota(err, bound) {
+					t.Errorf("a create beyond the bound failed with %v, want the quota error", err)
+				}
+			}
+		})
+		n, err := f.s.Profiles().Count(f.ctx, teamID)
+		f.must("Count", err)
+		if created.Load() != bound-1 || n != bound {
+			t.Fatalf("%d racing creates succeeded and the team holds %d, want %d and %d", created.Load(), n, bound-1, bound)
+		}
+		// A delete frees a place; a create without a bound is never refused.
+		victim := f.list(teamID, profilestore.Filter{Limit: 1})[0]
+		f.must("Delete", f.s.Profiles().Delete(f.ctx, teamID, victim.ID))
+		f.must("create after a delete", f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, "again"), bound))
+		if err := f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, "over"), bound); !isQuota(err, bound) {
+			t.Fatalf("create at the bound: %v, want the quota error", err)
+		}
+		f.must("create without a bound", f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, "unbounded"), 0))
 	})
 
 	t.Run("taken id is a conflict", func(t *testing.T) {

@@ -3,14 +3,20 @@ package bunstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
 
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/profile"
+	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/ports/profilestore"
 )
 
@@ -51,6 +57,14 @@ type profileRow struct {
 	DataUpdatedAt *time.Time `bun:"data_updated_at"`
 	CookiesSHA256 *string    `bun:"cookies_sha256"`
 	CookiesSize   *int64     `bun:"cookies_size"`
+
+	// Read with the row by selectProfiles, so that a profile with its tags
+	// and its proxy's view is one query: the tags as a JSON array in their
+	// order (NULL for none), and the proxy's columns (NULL without one).
+	TagsJSON  *string `bun:"tags_json,scanonly"`
+	ProxyType *string `bun:"proxy_type,scanonly"`
+	ProxyHost *string `bun:"proxy_host,scanonly"`
+	ProxyPort *int    `bun:"proxy_port,scanonly"`
 }
 
 // profileSettingsColumns are what Update replaces: everything but the
@@ -137,10 +151,13 @@ func (r *profileRow) setSession(s *profile.Session) {
 	r.SessionCDPURL = &cdpURL
 }
 
-// profile converts the row; tags are loaded separately.
-func (r *profileRow) profile(tags []string) profile.Profile {
-	if tags == nil {
-		tags = []string{}
+// profile converts a row read by selectProfiles.
+func (r *profileRow) profile() (profile.Profile, error) {
+	tags := []string{}
+	if r.TagsJSON != nil {
+		if err := json.Unmarshal([]byte(*r.TagsJSON), &tags); err != nil {
+			return profile.Profile{}, fmt.Errorf("bunstore: read profile tags: %w", err)
+		}
 	}
 	return profile.Profile{
 		ID:         r.ID,
@@ -156,6 +173,7 @@ func (r *profileRow) profile(tags []string) profile.Profile {
 			Screen:    profile.Screen{Width: r.ScreenWidth, Height: r.ScreenHeight},
 		},
 		ProxyID:   r.ProxyID,
+		Proxy:     r.proxy(),
 		Tags:      tags,
 		Notes:     r.Notes,
 		Session:   r.session(),
@@ -165,7 +183,20 @@ func (r *profileRow) profile(tags []string) profile.Profile {
 		CreatedBy: r.CreatedBy,
 		CreatedAt: utc(r.CreatedAt),
 		UpdatedAt: utc(r.UpdatedAt),
+	}, nil
+}
+
+// proxy is the view of the profile's proxy: by its id alone when the proxy
+// row is gone.
+func (r *profileRow) proxy() *profile.ProxyRef {
+	if r.ProxyID == "" {
+		return nil
 	}
+	ref := &profile.ProxyRef{ID: r.ProxyID}
+	if r.ProxyType != nil && r.ProxyHost != nil && r.ProxyPort != nil {
+		ref.Type, ref.Host, ref.Port = *r.ProxyType, *r.ProxyHost, *r.ProxyPort
+	}
+	return ref
 }
 
 // data reads the data columns back: nil when data_sha256 is NULL.
@@ -220,56 +251,202 @@ type profileTagRow struct {
 	Position  int    `bun:"position"`
 }
 
-type profileRepository struct{ db *bun.DB }
+type profileRepository struct {
+	db      *bun.DB
+	timeout time.Duration
+}
 
-// Create, Update and Delete write the profile and its tags together: in a
-// transaction of their own, or in a savepoint of the caller's unit of work,
-// so that a failure leaves neither half behind.
+// The tags of the profile p as a JSON array in their order, per dialect.
+const (
+	sqliteTagsJSON = `(SELECT json_group_array(tag) FROM (SELECT pt.tag FROM profile_tags AS pt WHERE pt.profile_id = p.id ORDER BY pt.position))`
+	pgTagsJSON     = `(SELECT json_agg(pt.tag ORDER BY pt.position)::text FROM profile_tags AS pt WHERE pt.profile_id = p.id)`
+	proxyColumns   = `px.type AS proxy_type, px.host AS proxy_host, px.port AS proxy_port`
+	proxyJoin      = `LEFT JOIN proxies AS px ON px.id = p.proxy_id AND px.team_id = p.team_id`
+)
+
+// pgProfileByID is ByID as selectProfiles writes it, with parameters.
+const pgProfileByID = `SELECT p.*, ` + pgTagsJSON + ` AS tags_json, ` + proxyColumns +
+	` FROM profiles AS p ` + proxyJoin + ` WHERE p.team_id = $1 AND p.id = $2`
+
+// selectProfiles reads profiles into rows with their tags and their proxy's
+// view in the same query: one round trip for a profile or a page of them.
+// Conditions must name the profile's columns with the alias p.
+func (r profileRepository) selectProfiles(db bun.IDB, rows any) *bun.SelectQuery {
+	tags := sqliteTagsJSON
+	if r.db.Dialect().Name() == dialect.PG {
+		tags = pgTagsJSON
+	}
+	return db.NewSelect().Model(rows).
+		ColumnExpr("p.*").
+		ColumnExpr(tags + " AS tags_json").
+		ColumnExpr(proxyColumns).
+		Join(proxyJoin)
+}
+
+// pgPrepared runs query with args through pgx's statement cache: prepared
+// once per connection, then one round trip that neither parses nor plans
+// (bun would write the values into the text, making each statement new).
+// It runs in ctx's unit if any, bounded as bun's hook bounds statements,
+// and scans into dest.
+func (r profileRepository) pgPrepared(ctx context.Context, dest any, query string, args ...any) error {
+	if r.timeout > 0 && ctx.Value(noDeadlineKey{}) == nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.timeout)
+		defer cancel()
+	}
+	args = append([]any{pgx.QueryExecModeCacheStatement}, args...)
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	if tx, ok := ctx.Value(txKey{db: r.db}).(bun.Tx); ok {
+		rows, err = tx.Tx.QueryContext(ctx, query, args...)
+	} else {
+		rows, err = r.db.DB.QueryContext(ctx, query, args...)
+	}
+	if err != nil {
+		return err
+	}
+	return r.db.ScanRows(ctx, rows, dest)
+}
+
+// one reads the single profile q selects.
+func one(ctx context.Context, q *bun.SelectQuery, row *profileRow, what string) (profile.Profile, error) {
+	if err := q.Scan(ctx); err != nil {
+		return profile.Profile{}, readErr(err, what)
+	}
+	return row.profile()
+}
+
+// many converts the rows a selectProfiles query read.
+func many(rows []profileRow) ([]profile.Profile, error) {
+	out := make([]profile.Profile, 0, len(rows))
+	for i := range rows {
+		p, err := rows[i].profile()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
 
 func (r profileRepository) Create(ctx context.Context, p profile.Profile) error {
-	return conn(ctx, r.db).RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := tx.NewInsert().Model(newProfileRow(p)).Exec(ctx); err != nil {
+	return r.CreateWithin(ctx, p, 0)
+}
+
+// CreateWithin counts the profile in team_profile_counts with an upsert
+// whose condition PostgreSQL evaluates on the counter row's latest version
+// under its lock: concurrent creates of a team queue on that row and each
+// sees the count the previous one left. On PostgreSQL the count, the
+// profile and its tags are one statement; SQLite runs one writer at a time
+// and in-process, so there they are three.
+func (r profileRepository) CreateWithin(ctx context.Context, p profile.Profile, max int) error {
+	row := newProfileRow(p)
+	db := conn(ctx, r.db)
+	if r.db.Dialect().Name() == dialect.PG {
+		tags := p.Tags
+		if tags == nil {
+			tags = []string{}
+		}
+		var inserted []int
+		args := append([]any{p.TeamID, max, tags}, r.insertArgs(row)...)
+		if err := r.pgPrepared(ctx, &inserted, r.pgCreateSQL(), args...); err != nil {
+			return writeErr(err, "profile", "profile already exists")
+		}
+		if len(inserted) != 1 || inserted[0] == 0 {
+			return team.QuotaReached(max, "profiles")
+		}
+		return nil
+	}
+	return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		res, err := tx.NewRaw(countProfileSQL, p.TeamID, max, max).Exec(ctx)
+		n, err := rowsAffected(res, err, "profile count")
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return team.QuotaReached(max, "profiles")
+		}
+		if _, err := tx.NewInsert().Model(row).Exec(ctx); err != nil {
 			return writeErr(err, "profile", "profile already exists")
 		}
 		return insertProfileTags(ctx, tx, p)
 	})
 }
 
+// countProfileSQL adds one to the team's profile count unless that reaches
+// beyond the bound (its two arguments; 0 or less is no bound); it changes
+// no row when the team is full.
+const countProfileSQL = `INSERT INTO team_profile_counts (team_id, profiles) VALUES (?, 1)
+ON CONFLICT (team_id) DO UPDATE SET profiles = team_profile_counts.profiles + 1
+WHERE ? <= 0 OR team_profile_counts.profiles < ?`
+
+// pgCreate is CreateWithin's statement on PostgreSQL, made once from the
+// row's columns: $1 the team, $2 the bound, $3 the tags, then the columns
+// (cast: in INSERT ... SELECT, PostgreSQL does not infer their types).
+var pgCreate struct {
+	once sync.Once
+	sql  string
+}
+
+func (r profileRepository) pgCreateSQL() string {
+	pgCreate.once.Do(func() {
+		var cols, vals []string
+		for i, f := range r.db.Table(reflect.TypeFor[profileRow]()).Fields {
+			cols = append(cols, string(f.SQLName))
+			vals = append(vals, fmt.Sprintf("$%d::%s", i+4, f.CreateTableSQLType))
+		}
+		pgCreate.sql = `WITH c AS (` + strings.ReplaceAll(strings.Replace(countProfileSQL, "?", "$1", 1), "?", "$2::integer") + ` RETURNING team_id),
+ins AS (INSERT INTO profiles (` + strings.Join(cols, ", ") + `) SELECT ` + strings.Join(vals, ", ") + ` FROM c RETURNING id, team_id),
+tags AS (INSERT INTO profile_tags (profile_id, team_id, tag, position)
+	SELECT ins.id, ins.team_id, t.tag, t.ord - 1 FROM ins, unnest($3::text[]) WITH ORDINALITY AS t(tag, ord))
+SELECT count(*) FROM ins`
+	})
+	return pgCreate.sql
+}
+
+// insertArgs are the values of pgCreateSQL's columns, NULL where bun
+// would write NULL (nullzero).
+func (r profileRepository) insertArgs(row *profileRow) []any {
+	v := reflect.ValueOf(row).Elem()
+	fields := r.db.Table(reflect.TypeFor[profileRow]()).Fields
+	args := make([]any, len(fields))
+	for i, f := range fields {
+		if f.NullZero && f.HasZeroValue(v) {
+			continue
+		}
+		args[i] = f.Value(v).Interface()
+	}
+	return args
+}
+
 func (r profileRepository) ByID(ctx context.Context, teamID, id string) (profile.Profile, error) {
 	var row profileRow
-	err := conn(ctx, r.db).NewSelect().Model(&row).
-		Where("team_id = ?", teamID).
-		Where("id = ?", id).
-		Scan(ctx)
-	if err != nil {
-		return profile.Profile{}, readErr(err, "profile")
+	if r.db.Dialect().Name() == dialect.PG {
+		if err := r.pgPrepared(ctx, &row, pgProfileByID, teamID, id); err != nil {
+			return profile.Profile{}, readErr(err, "profile")
+		}
+		if row.ID == "" { // ScanRows leaves the row alone when there is none
+			return profile.Profile{}, domain.NotFound("profile")
+		}
+		return row.profile()
 	}
-	tags, err := loadProfileTags(ctx, conn(ctx, r.db), []profileRow{row})
-	if err != nil {
-		return profile.Profile{}, err
-	}
-	return row.profile(tags[row.ID]), nil
+	q := r.selectProfiles(conn(ctx, r.db), &row).
+		Where("p.team_id = ?", teamID).
+		Where("p.id = ?", id)
+	return one(ctx, q, &row, "profile")
 }
 
 // BySession looks the session up by its id, on the index of session ids.
 func (r profileRepository) BySession(ctx context.Context, sessionID string) (profile.Profile, error) {
 	var row profileRow
-	err := conn(ctx, r.db).NewSelect().Model(&row).
-		Where("session_id = ?", sessionID).
-		Limit(1).
-		Scan(ctx)
-	if err != nil {
-		return profile.Profile{}, readErr(err, "session")
-	}
-	tags, err := loadProfileTags(ctx, conn(ctx, r.db), []profileRow{row})
-	if err != nil {
-		return profile.Profile{}, err
-	}
-	return row.profile(tags[row.ID]), nil
+	q := r.selectProfiles(conn(ctx, r.db), &row).
+		Where("p.session_id = ?", sessionID).
+		Limit(1)
+	return one(ctx, q, &row, "session")
 }
 
-// List returns nothing for a limit below one: bun reads LIMIT 0 as "no
-// limit". A status other than idle or running matches nothing.
 func (r profileRepository) Count(ctx context.Context, teamID string) (int, error) {
 	n, err := conn(ctx, r.db).NewSelect().Model((*profileRow)(nil)).Where("team_id = ?", teamID).Count(ctx)
 	if err != nil {
@@ -278,12 +455,14 @@ func (r profileRepository) Count(ctx context.Context, teamID string) (int, error
 	return int(n), nil
 }
 
+// List returns nothing for a limit below one: bun reads LIMIT 0 as "no
+// limit". A status other than idle or running matches nothing.
 func (r profileRepository) List(ctx context.Context, teamID string, f profilestore.Filter) ([]profile.Profile, error) {
 	if f.Limit < 1 {
 		return []profile.Profile{}, nil
 	}
 	var rows []profileRow
-	q := conn(ctx, r.db).NewSelect().Model(&rows).Where("p.team_id = ?", teamID)
+	q := r.selectProfiles(conn(ctx, r.db), &rows).Where("p.team_id = ?", teamID)
 	if f.BeforeID != "" {
 		q = q.Where("p.id < ?", f.BeforeID)
 	}
@@ -307,7 +486,7 @@ func (r profileRepository) List(ctx context.Context, teamID string, f profilesto
 	if err := q.OrderExpr("p.id DESC").Limit(int64(f.Limit)).Scan(ctx); err != nil {
 		return nil, readErr(err, "profiles")
 	}
-	return profilesWithTags(ctx, conn(ctx, r.db), rows)
+	return many(rows)
 }
 
 // escapeLike makes s match itself literally in a LIKE pattern with ESCAPE '\'.
@@ -372,7 +551,8 @@ func whyNotUpdated(ctx context.Context, db bun.IDB, teamID, id string, expectVer
 	return profile.ErrRunning
 }
 
-// Delete removes the profile only while it holds no session.
+// Delete removes the profile only while it holds no session, and takes it
+// off the team's count.
 func (r profileRepository) Delete(ctx context.Context, teamID, id string) error {
 	return conn(ctx, r.db).RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		res, err := tx.NewDelete().Model((*profileRow)(nil)).
@@ -392,6 +572,9 @@ func (r profileRepository) Delete(ctx context.Context, teamID, id string) error 
 		}
 		if _, err := tx.NewDelete().Model((*profileTagRow)(nil)).Where("profile_id = ?", id).Exec(ctx); err != nil {
 			return fmt.Errorf("bunstore: write profile tags: %w", err)
+		}
+		if _, err := tx.NewRaw("UPDATE team_profile_counts SET profiles = profiles - 1 WHERE team_id = ?", teamID).Exec(ctx); err != nil {
+			return fmt.Errorf("bunstore: write profile count: %w", err)
 		}
 		return nil
 	})
@@ -436,16 +619,16 @@ func (r profileRepository) ListExpiredSessions(ctx context.Context, now time.Tim
 		return []profile.Profile{}, nil
 	}
 	var rows []profileRow
-	err := conn(ctx, r.db).NewSelect().Model(&rows).
-		Where("session_id IS NOT NULL").
-		Where("session_expires_at <= ?", utc(now)).
-		OrderExpr("session_expires_at ASC, id ASC").
+	err := r.selectProfiles(conn(ctx, r.db), &rows).
+		Where("p.session_id IS NOT NULL").
+		Where("p.session_expires_at <= ?", utc(now)).
+		OrderExpr("p.session_expires_at ASC, p.id ASC").
 		Limit(int64(limit)).
 		Scan(ctx)
 	if err != nil {
 		return nil, readErr(err, "profiles")
 	}
-	return profilesWithTags(ctx, conn(ctx, r.db), rows)
+	return many(rows)
 }
 
 // profileExists returns nil when the team has the profile, and a not-found
@@ -476,6 +659,7 @@ func rowsAffected(res sql.Result, err error, what string) (int64, error) {
 	return n, nil
 }
 
+// insertProfileTags inserts every tag of p in one statement.
 func insertProfileTags(ctx context.Context, db bun.IDB, p profile.Profile) error {
 	if len(p.Tags) == 0 {
 		return nil
@@ -490,42 +674,7 @@ func insertProfileTags(ctx context.Context, db bun.IDB, p profile.Profile) error
 	return nil
 }
 
-// loadProfileTags reads the tags of every profile in rows with one query,
-// each profile's in the order they were stored.
-func loadProfileTags(ctx context.Context, db bun.IDB, rows []profileRow) (map[string][]string, error) {
-	tags := make(map[string][]string, len(rows))
-	if len(rows) == 0 {
-		return tags, nil
-	}
-	ids := make([]string, len(rows))
-	for i := range rows {
-		ids[i] = rows[i].ID
-	}
-	var tagRows []profileTagRow
-	err := db.NewSelect().Model(&tagRows).
-		Where("profile_id IN (?)", bun.List(ids)).
-		OrderExpr("profile_id ASC, position ASC").
-		Scan(ctx)
-	if err != nil {
-		return nil, readErr(err, "profile tags")
-	}
-	for _, t := range tagRows {
-		tags[t.ProfileID] = append(tags[t.ProfileID], t.Tag)
-	}
-	return tags, nil
-}
-
-func profilesWithTags(ctx context.Context, db bun.IDB, rows []profileRow) ([]profile.Profile, error) {
-	tags, err := loadProfileTags(ctx, db, rows)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]profile.Profile, 0, len(rows))
-	for i := range rows {
-		out = append(out, rows[i].profile(tags[rows[i].ID]))
-	}
-	return out, nil
-}
-
 // Profiles returns the profile repository.
-func (s *Store) Profiles() profilestore.Profiles { return profileRepository{db: s.db} }
+func (s *Store) Profiles() profilestore.Profiles {
+	return profileRepository{db: s.db, timeout: s.queryTimeout}
+}

@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/profilesvc/profilesvc/ports/storage"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
@@ -36,6 +38,9 @@ const postgresPoolSize = 8
 type Store struct {
 	db      *bun.DB
 	dialect string
+	// queryTimeout is Options.QueryTimeout, for the statements that pass
+	// their parameters to pgx (prepared) instead of through bun's hooks.
+	queryTimeout time.Duration
 }
 
 // Options says which database Open connects to.
@@ -52,6 +57,9 @@ type Options struct {
 	// connection included, and each transaction as a whole; zero leaves
 	// them unbounded. Migrations are not bounded.
 	QueryTimeout time.Duration
+
+	// tracer sees every statement pgx sends (tests count round trips).
+	tracer pgx.QueryTracer
 }
 
 // Open connects to the database of o. It does not run migrations.
@@ -65,7 +73,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	case DialectSQLite:
 		db, err = openSQLite(o.Path)
 	case DialectPostgres:
-		db, err = openPostgres(o.DSN)
+		db, err = openPostgres(o.DSN, o.tracer)
 		if err == nil && o.QueryTimeout > 0 {
 			db = db.WithQueryHook(deadlineHook{timeout: o.QueryTimeout})
 		}
@@ -79,7 +87,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("connect to %s database: %w", dialect, err)
 	}
-	return &Store{db: db, dialect: dialect}, nil
+	return &Store{db: db, dialect: dialect, queryTimeout: o.QueryTimeout}, nil
 }
 
 func openSQLite(path string) (*bun.DB, error) {
@@ -135,16 +143,29 @@ func ownerOnly(path string) error {
 	return nil
 }
 
-func openPostgres(dsn string) (*bun.DB, error) {
+func openPostgres(dsn string, tracer pgx.QueryTracer) (*bun.DB, error) {
 	if dsn == "" {
 		// pgx takes an empty DSN as "every default" and connects wherever
 		// the PG* variables point, which is never what the caller meant.
 		return nil, fmt.Errorf("postgres needs a DSN")
 	}
-	sqldb, err := sql.Open("pgx", dsn)
+	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
+	// bun writes the values into the statement's text, so almost every
+	// statement is new: pgx's default mode would prepare each in a round
+	// trip of its own before running it, and evict the statements worth
+	// keeping. "exec" runs them in one round trip; the statements run often
+	// (the profile read and create) pass parameters and ask for the cache
+	// themselves (pgPrepared).
+	if !strings.Contains(dsn, "default_query_exec_mode") {
+		cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
+	}
+	if tracer != nil {
+		cfg.Tracer = tracer
+	}
+	sqldb := stdlib.OpenDB(*cfg)
 	sqldb.SetMaxOpenConns(postgresPoolSize)
 	sqldb.SetMaxIdleConns(postgresPoolSize)
 	return bun.NewDB(sqldb, pgdialect.New()), nil

@@ -9,17 +9,60 @@ import (
 
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/profile"
+	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/ports/profilestore"
 )
 
 type profiles struct{ s *Store }
 
 func (r profiles) Create(ctx context.Context, p profile.Profile) error {
-	return r.s.write(ctx, func(st *state, undo *undoLog) error { return st.profiles.insert(undo, p) })
+	return r.CreateWithin(ctx, p, 0)
+}
+
+// CreateWithin counts and inserts under the store's write lock, so the two
+// are one step.
+func (r profiles) CreateWithin(ctx context.Context, p profile.Profile, max int) error {
+	return r.s.write(ctx, func(st *state, undo *undoLog) error {
+		if max > 0 {
+			n := len(st.profiles.query(func(q *profile.Profile) bool { return q.TeamID == p.TeamID }, nil, max))
+			if err := team.CheckQuota(n, max, "profiles"); err != nil {
+				return err
+			}
+		}
+		p.Proxy = nil
+		return st.profiles.insert(undo, p)
+	})
 }
 
 func (r profiles) ByID(ctx context.Context, teamID, id string) (profile.Profile, error) {
-	return readValue(ctx, r.s, func(st *state) (profile.Profile, error) { return st.profiles.inTeam(teamID, id) })
+	return readValue(ctx, r.s, func(st *state) (profile.Profile, error) {
+		p, err := st.profiles.inTeam(teamID, id)
+		if err != nil {
+			return profile.Profile{}, err
+		}
+		return st.withProxy(p), nil
+	})
+}
+
+// withProxy fills the view of p's proxy, as the SQL stores join it.
+func (st *state) withProxy(p profile.Profile) profile.Profile {
+	if p.ProxyID == "" {
+		p.Proxy = nil
+		return p
+	}
+	p.Proxy = &profile.ProxyRef{ID: p.ProxyID}
+	if px, err := st.proxies.inTeam(p.TeamID, p.ProxyID); err == nil {
+		p.Proxy.Type, p.Proxy.Host, p.Proxy.Port = string(px.Type), px.Host, px.Port
+	}
+	return p
+}
+
+// withProxies fills the proxy view of every profile of ps.
+func (st *state) withProxies(ps []profile.Profile) []profile.Profile {
+	for i := range ps {
+		ps[i] = st.withProxy(ps[i])
+	}
+	return ps
 }
 
 func (r profiles) Count(ctx context.Context, teamID string) (int, error) {
@@ -31,9 +74,9 @@ func (r profiles) Count(ctx context.Context, teamID string) (int, error) {
 func (r profiles) List(ctx context.Context, teamID string, f profilestore.Filter) ([]profile.Profile, error) {
 	query := strings.ToLower(f.Query)
 	return readValue(ctx, r.s, func(st *state) ([]profile.Profile, error) {
-		return st.profiles.pageDown(teamID, f.BeforeID, f.Limit, func(p *profile.Profile) bool {
+		return st.withProxies(st.profiles.pageDown(teamID, f.BeforeID, f.Limit, func(p *profile.Profile) bool {
 			return profileMatches(p, f, query)
-		}), nil
+		})), nil
 	})
 }
 
@@ -132,7 +175,7 @@ func (r profiles) BySession(ctx context.Context, sessionID string) (profile.Prof
 		if len(found) == 0 {
 			return profile.Profile{}, domain.NotFound("session")
 		}
-		return found[0], nil
+		return st.withProxy(found[0]), nil
 	})
 }
 
@@ -140,11 +183,11 @@ func (r profiles) BySession(ctx context.Context, sessionID string) (profile.Prof
 // map order.
 func (r profiles) ListExpiredSessions(ctx context.Context, now time.Time, limit int) ([]profile.Profile, error) {
 	return readValue(ctx, r.s, func(st *state) ([]profile.Profile, error) {
-		return st.profiles.query(func(p *profile.Profile) bool {
+		return st.withProxies(st.profiles.query(func(p *profile.Profile) bool {
 			return p.Session != nil && !p.Session.ExpiresAt.After(now)
 		}, func(a, b *profile.Profile) int {
 			return cmp.Or(a.Session.ExpiresAt.Compare(b.Session.ExpiresAt), cmp.Compare(a.ID, b.ID))
-		}, limit), nil
+		}, limit)), nil
 	})
 }
 

@@ -1,0 +1,128 @@
+package profilecache_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/profilesvc/profilesvc/adapters/clock"
+	"github.com/profilesvc/profilesvc/adapters/profilecache"
+	"github.com/profilesvc/profilesvc/adapters/redisguard"
+	"github.com/profilesvc/profilesvc/domain/profile"
+	"github.com/profilesvc/profilesvc/tests/testenv"
+)
+
+var t0 = time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+
+func newCache(t *testing.T, client redis.UniversalClient, prefix string) (*profilecache.Redis, *clock.Fake) {
+	c := clock.NewFake(t0)
+	g := redisguard.New(c, time.Second, zap.NewNop(), prometheus.NewRegistry())
+	return profilecache.New(client, g, prefix, time.Minute), c
+}
+
+func running(teamID, id, name string) profile.Profile {
+	return profile.Profile{
+		ID: id, TeamID: teamID, Name: name, TemplateID: "tpl_chrome_win_us", Browser: profile.BrowserChromium,
+		Tags: []string{"b", "a"}, Version: 3, CreatedBy: "usr_1", CreatedAt: t0, UpdatedAt: t0.Add(time.Minute),
+		Session: &profile.Session{ID: "ses_1", StartedAt: t0, ExpiresAt: t0.Add(time.Hour), LaunchedBy: "usr_1", CDPURL: "ws://127.0.0.1:1/x"},
+		Data:    &profile.Data{Content: profile.Content{SHA256: "ab", Size: 7}, UpdatedAt: t0},
+	}
+}
+
+func TestMissLeasesAndFillIsThenServed(t *testing.T) {
+	client := testenv.RedisClient(t)
+	pc, _ := newCache(t, client, testenv.RedisKeyPrefix(t, client, "profilecache-fill"))
+	ctx := context.Background()
+	want := running("tm_1", "prf_1", "Shop")
+
+	_, hit, lease := pc.Get(ctx, "tm_1", "prf_1")
+	if hit || lease == "" {
+		t.Fatalf("first Get: hit %v lease %q, want a miss with a lease", hit, lease)
+	}
+	// A second reader meanwhile gets no lease: only the first fills.
+	if _, hit, other := pc.Get(ctx, "tm_1", "prf_1"); hit || other != "" {
+		t.Fatalf("Get while leased: hit %v lease %q, want a miss without a lease", hit, other)
+	}
+	pc.Fill(ctx, "tm_1", "prf_1", lease, want)
+	got, hit, _ := pc.Get(ctx, "tm_1", "prf_1")
+	if !hit {
+		t.Fatal("Get after Fill missed")
+	}
+	if got.Name != want.Name || got.Session == nil || !got.Session.ExpiresAt.Equal(want.Session.ExpiresAt) ||
+		got.Data == nil || got.Data.Size != 7 || len(got.Tags) != 2 || got.Tags[0] != "b" || got.Version != 3 {
+		t.Fatalf("cached profile = %+v, want %+v", got, want)
+	}
+	// Another team's profile of the same id is another entry.
+	if _, hit, _ := pc.Get(ctx, "tm_2", "prf_1"); hit {
+		t.Fatal("another team's Get hit the entry")
+	}
+}
+
+// The race the lease guards: a reader misses and reads the old row, a
+// writer commits and drops, then the reader fills. The fill must not land.
+func TestFillAfterDropIsRefused(t *testing.T) {
+	client := testenv.RedisClient(t)
+	pc, _ := newCache(t, client, testenv.RedisKeyPrefix(t, client, "profilecache-race"))
+	ctx := context.Background()
+	old := running("tm_1", "prf_1", "Old")
+
+	_, _, lease := pc.Get(ctx, "tm_1", "prf_1")
+	if err := pc.Drop(ctx, "tm_1", "prf_1"); err != nil {
+		t.Fatal(err)
+	}
+	pc.Fill(ctx, "tm_1", "prf_1", lease, old)
+	if p, hit, _ := pc.Get(ctx, "tm_1", "prf_1"); hit {
+		t.Fatalf("Get after a dropped reader's Fill hit %q, want a miss", p.Name)
+	}
+
+	// The same when another reader leased after the drop: the first
+	// reader's fill must not overwrite the second's lease either.
+	_, _, first := pc.Get(ctx, "tm_1", "prf_2")
+	if err := pc.Drop(ctx, "tm_1", "prf_2"); err != nil {
+		t.Fatal(err)
+	}
+	_, _, second := pc.Get(ctx, "tm_1", "prf_2")
+	pc.Fill(ctx, "tm_1", "prf_2", first, old)
+	fresh := running("tm_1", "prf_2", "New")
+	pc.Fill(ctx, "tm_1", "prf_2", second, fresh)
+	if p, hit, _ := pc.Get(ctx, "tm_1", "prf_2"); !hit || p.Name != "New" {
+		t.Fatalf("Get = %q (hit %v), want the second reader's New", p.Name, hit)
+	}
+}
+
+// While Redis does not answer, reads miss without a lease (the service
+// reads the database), and a drop is kept until Redis answers again.
+func TestOutageMissesAndKeepsDrops(t *testing.T) {
+	real := testenv.RedisClient(t)
+	prefix := testenv.RedisKeyPrefix(t, real, "profilecache-outage")
+	proxy := testenv.StartProxy(t, real.Options().Addr)
+	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), DialTimeout: 200 * time.Millisecond,
+		ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond, PoolTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
+	pc, c := newCache(t, client, prefix)
+	ctx := context.Background()
+
+	_, _, lease := pc.Get(ctx, "tm_1", "prf_1")
+	pc.Fill(ctx, "tm_1", "prf_1", lease, running("tm_1", "prf_1", "Old"))
+	proxy.Blackhole()
+	if err := pc.Drop(ctx, "tm_1", "prf_1"); err != nil {
+		t.Fatalf("Drop with Redis blackholed: %v, want it kept", err)
+	}
+	if _, hit, lease := pc.Get(ctx, "tm_1", "prf_1"); hit || lease != "" {
+		t.Fatalf("Get with Redis blackholed: hit %v lease %q, want a miss without a lease", hit, lease)
+	}
+	proxy.Forward()
+	c.Advance(time.Second)
+	if _, hit, _ := pc.Get(ctx, "tm_1", "prf_1"); hit {
+		t.Fatal("Get after Redis came back served the entry dropped during the outage")
+	}
+	// That Get leased the entry anew; the dropped value is gone.
+	if v, err := real.Get(ctx, prefix+"tm_1:prf_1").Result(); err == nil && strings.HasPrefix(v, "v") {
+		t.Fatalf("the dropped value is still in Redis: %q", v)
+	}
+}
