@@ -82,6 +82,18 @@ func (f storeFixture) claim(c webhookstore.DeliveryClaim) []webhook.Delivery {
 	return got
 }
 
+// completeOne is Complete of one delivery.
+func (f storeFixture) completeOne(d webhook.Delivery, owner string) (bool, error) {
+	applied, err := f.s.Deliveries().Complete(f.ctx, owner, d)
+	if err != nil {
+		return false, err
+	}
+	if len(applied) != 1 {
+		f.t.Fatalf("Complete of one delivery reported %d", len(applied))
+	}
+	return applied[0], nil
+}
+
 func endpointIDs(es []webhook.Endpoint) []string {
 	return ids(es, func(e webhook.Endpoint) string { return e.ID })
 }
@@ -477,13 +489,13 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 		f2 := newStoreFixture(t, newStore)
 		f2.createDeliveries(c1, bs[1], as[4], as[0], bs[0], as[2], as[1], as[3])
 		c = webhookstore.DeliveryClaim{Owner: "b", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 10, PerEndpoint: 10,
-			ExcludeEndpoints: []string{epA.ID}}
+			Room: map[string]int{epA.ID: 0}}
 		checkIDs(t, "excluding A", deliveryIDs(f2.claim(c)...), deliveryIDs(bs[0], bs[1], c1))
-		c.ExcludeEndpoints = []string{epA.ID, epC.ID}
+		c.Room = map[string]int{epA.ID: 0, epC.ID: 0}
 		checkIDs(t, "excluding A and C", deliveryIDs(f2.claim(c)...), []string{})
-		c.ExcludeEndpoints = []string{epB.ID, epC.ID}
+		c.Room = map[string]int{epB.ID: 0, epC.ID: 0}
 		checkIDs(t, "excluding B and C", deliveryIDs(f2.claim(c)...), deliveryIDs(as...))
-		c.Limit, c.ExcludeEndpoints = 0, nil
+		c.Limit, c.Room = 0, nil
 		checkIDs(t, "Limit 0", deliveryIDs(f2.claim(c)...), []string{})
 
 		f3 := newStoreFixture(t, newStore)
@@ -574,23 +586,23 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 		schedule := webhook.Schedule{0, time.Minute, time.Hour}
 
 		next := d.Record(webhook.Attempt{At: now.Add(time.Second), StatusCode: 502, LatencyMs: 87}, schedule, now.Add(2*time.Second))
-		if ok, err := f.s.Deliveries().Complete(f.ctx, next, "a"); err != nil || ok {
+		if ok, err := f.completeOne(next, "a"); err != nil || ok {
 			t.Fatalf("Complete of an unclaimed delivery = %v, %v; want false", ok, err)
 		}
-		if ok, err := f.s.Deliveries().Complete(f.ctx, f.delivery(ep, now), "a"); err != nil || ok {
+		if ok, err := f.completeOne(f.delivery(ep, now), "a"); err != nil || ok {
 			t.Fatalf("Complete of an unknown delivery = %v, %v; want false", ok, err)
 		}
 		c := webhookstore.DeliveryClaim{Owner: "a", Now: now, LeaseUntil: now.Add(30 * time.Second), Limit: 10, PerEndpoint: 10}
 		checkIDs(t, "claim", deliveryIDs(f.claim(c)...), []string{d.ID})
-		if ok, err := f.s.Deliveries().Complete(f.ctx, next, "b"); err != nil || ok {
+		if ok, err := f.completeOne(next, "b"); err != nil || ok {
 			t.Fatalf("Complete by another owner = %v, %v; want false", ok, err)
 		}
 		f.expectDelivery(f.ctx, d)
-		if ok, err := f.s.Deliveries().Complete(f.ctx, next, "a"); err != nil || !ok {
+		if ok, err := f.completeOne(next, "a"); err != nil || !ok {
 			t.Fatalf("Complete by the owner = %v, %v; want true", ok, err)
 		}
 		f.expectDelivery(f.ctx, next)
-		if ok, err := f.s.Deliveries().Complete(f.ctx, next, "a"); err != nil || ok {
+		if ok, err := f.completeOne(next, "a"); err != nil || ok {
 			t.Fatalf("Complete again after the lease was freed = %v, %v; want false", ok, err)
 		}
 
@@ -606,7 +618,7 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 		// Complete takes no time: b's lease has lapsed by when it completes,
 		// but no one took the delivery over, so it is still b's.
 		final := next.Record(webhook.Attempt{At: c.Now.Add(time.Minute), StatusCode: 200, LatencyMs: 12}, schedule, c.Now.Add(time.Minute))
-		if ok, err := f.s.Deliveries().Complete(f.ctx, final, "b"); err != nil || !ok {
+		if ok, err := f.completeOne(final, "b"); err != nil || !ok {
 			t.Fatalf("Complete after the lease lapsed = %v, %v; want true", ok, err)
 		}
 		checkEqual(t, "status after a 200", final.Status, webhook.StatusSucceeded)
@@ -634,7 +646,7 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 			t.Fatalf("claim after a lost attempt: %v; want started twice, attempt number 2", second)
 		}
 		done := second[0].Record(webhook.Attempt{At: c.Now, StatusCode: 200}, webhook.Schedule{0, time.Second, time.Second}, c.Now)
-		ok, err := f.s.Deliveries().Complete(f.ctx, done, "next")
+		ok, err := f.completeOne(done, "next")
 		f.must("Complete", err)
 		if !ok {
 			t.Fatal("Complete by the lease owner did not apply")

@@ -127,7 +127,7 @@ func TestRolledBackUnitLeavesDeliveriesPending(t *testing.T) {
 			}
 			done := claimed[0]
 			done.Status = webhook.StatusSucceeded
-			_, err = s.Deliveries().Complete(ctx, done, claim.Owner)
+			_, err = s.Deliveries().Complete(ctx, claim.Owner, done)
 			return err
 		},
 		"deleted with its endpoint": func(ctx context.Context) error {
