@@ -18,7 +18,10 @@ import (
 
 // Waker wakes the dispatcher when there may be work: an event committed, a
 // test or retry queued, an attempt finished. Wakes while it is busy
-// collapse into one.
+// collapse into one. Anything may feed it: this process's units of work
+// after they commit, and a notice that another instance committed events
+// (call EventsCommitted), so that every instance fans out and claims at
+// once rather than at its next poll.
 type Waker struct {
 	ch chan struct{}
 	// events is set when events were committed since the last fan-out, so

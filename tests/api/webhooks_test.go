@@ -620,3 +620,66 @@ func TestUnansweringTeamDoesNotStopAnother(t *testing.T) {
 		}
 	})
 }
+
+// TestWebhookEndpointLimits: maxInFlight (default 16) and rateLimit (null
+// for none) are set on create, changed or removed by PATCH, and refused out
+// of range with 422 naming the field.
+func TestWebhookEndpointLimits(t *testing.T) {
+	eachBackend(t, func(t *testing.T, h *harness) {
+		a := h.register(t)
+		auth := bearer(a.access)
+		r := h.post("/v1/webhooks", map[string]any{"url": "https://hooks.example.test/in", "events": []string{"*"}, "secret": webhookSecret}, auth...)
+		expect(t, r, http.StatusCreated)
+		if r.data()["maxInFlight"] != float64(16) || r.data()["rateLimit"] != nil {
+			t.Fatalf("defaults: %s", r.raw)
+		}
+		r = h.post("/v1/webhooks", map[string]any{"url": "https://hooks.example.test/in", "events": []string{"*"}, "secret": webhookSecret,
+			"maxInFlight": 4, "rateLimit": 20}, auth...)
+		expect(t, r, http.StatusCreated)
+		id := str(r.data()["id"])
+		if r.data()["maxInFlight"] != float64(4) || r.data()["rateLimit"] != float64(20) {
+			t.Fatalf("create with limits: %s", r.raw)
+		}
+		r = h.get("/v1/webhooks/"+id, auth...)
+		expect(t, r, http.StatusOK)
+		if r.data()["maxInFlight"] != float64(4) || r.data()["rateLimit"] != float64(20) {
+			t.Fatalf("get: %s", r.raw)
+		}
+		r = h.patch("/v1/webhooks/"+id, map[string]any{"maxInFlight": 64}, auth...)
+		expect(t, r, http.StatusOK)
+		if r.data()["maxInFlight"] != float64(64) || r.data()["rateLimit"] != float64(20) {
+			t.Fatalf("patch maxInFlight: %s", r.raw)
+		}
+		r = h.patch("/v1/webhooks/"+id, map[string]any{"rateLimit": nil}, auth...)
+		expect(t, r, http.StatusOK)
+		if r.data()["maxInFlight"] != float64(64) || r.data()["rateLimit"] != nil {
+			t.Fatalf("patch rateLimit null: %s", r.raw)
+		}
+		for name, tc := range map[string]struct {
+			body  map[string]any
+			field string
+		}{
+			"maxInFlight 0":        {map[string]any{"maxInFlight": 0}, "maxInFlight"},
+			"maxInFlight 257":      {map[string]any{"maxInFlight": 257}, "maxInFlight"},
+			"rateLimit negative":   {map[string]any{"rateLimit": -1}, "rateLimit"},
+			"rateLimit over 100k":  {map[string]any{"rateLimit": 100001}, "rateLimit"},
+			"maxInFlight a string": {map[string]any{"maxInFlight": "8"}, "maxInFlight"},
+		} {
+			t.Run(name, func(t *testing.T) {
+				expectField := func(r response) {
+					t.Helper()
+					expect(t, r, http.StatusUnprocessableEntity)
+					if !slices.Contains(r.errFields(), tc.field) {
+						t.Fatalf("details do not name %s: %s", tc.field, r.raw)
+					}
+				}
+				expectField(h.patch("/v1/webhooks/"+id, tc.body, auth...))
+				create := map[string]any{"url": "https://hooks.example.test/in", "events": []string{"*"}, "secret": webhookSecret}
+				for k, v := range tc.body {
+					create[k] = v
+				}
+				expectField(h.post("/v1/webhooks", create, auth...))
+			})
+		}
+	})
+}

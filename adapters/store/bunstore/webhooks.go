@@ -495,6 +495,15 @@ func (r deliveryRepository) Claim(ctx context.Context, c webhookstore.DeliveryCl
 }
 
 func claimPG(ctx context.Context, tx bun.Tx, c webhookstore.DeliveryClaim) ([]webhookDeliveryRow, error) {
+	var rows []webhookDeliveryRow
+	if err := pgClaimQuery(tx, c).Scan(ctx, &rows); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, readErr(err, "deliveries")
+	}
+	return rows, nil
+}
+
+// pgClaimQuery is pgClaim with c's values.
+func pgClaimQuery(db bun.IDB, c webhookstore.DeliveryClaim) *bun.RawQuery {
 	roomIDs, roomN := make([]string, 0, len(c.Room)), make([]int, 0, len(c.Room))
 	for id, n := range c.Room {
 		roomIDs, roomN = append(roomIDs, id), append(roomN, max(n, 0))
@@ -511,16 +520,11 @@ func claimPG(ctx context.Context, tx bun.Tx, c webhookstore.DeliveryClaim) ([]we
 	if perTeam <= 0 {
 		perTeam = c.Limit
 	}
-	var rows []webhookDeliveryRow
-	err := tx.NewRaw(pgClaim,
+	return db.NewRaw(pgClaim,
 		pgdialect.Array(roomIDs), pgdialect.Array(roomN), perEndpoint, c.Limit, pgdialect.Array(excluded),
 		utc(c.Now), perTeam, c.Limit,
 		c.Owner, utc(c.LeaseUntil), utc(c.LeaseUntil),
-	).Scan(ctx, &rows)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, readErr(err, "deliveries")
-	}
-	return rows, nil
+	)
 }
 
 // claimOneWriter is Claim where one writing transaction runs at a time
