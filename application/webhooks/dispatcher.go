@@ -302,10 +302,11 @@ func (f *inFlight) start(d webhook.Delivery, ep webhook.Endpoint, now time.Time)
 	return true
 }
 
-func (f *inFlight) done(d webhook.Delivery) {
+// answered gives back the room d's attempt took: the receiver has
+// answered (or failed to).
+func (f *inFlight) answered(d webhook.Delivery) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	delete(f.deliveries, d.ID)
 	if e := f.endpoints[d.EndpointID]; e != nil {
 		e.n--
 	}
@@ -314,8 +315,20 @@ func (f *inFlight) done(d webhook.Delivery) {
 	}
 }
 
+// recorded forgets d once its outcome is stored (or failed to be).
+func (f *inFlight) recorded(d webhook.Delivery) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.deliveries, d.ID)
+}
+
 // run is one dispatcher's state between claims: the attempts in flight,
-// the workers they hold, and the outcomes waiting to be recorded.
+// the workers they hold, and the outcomes waiting to be recorded. A worker
+// is held from the claim until its outcome is queued for the recorder, so
+// attempts and queued outcomes are bounded by twice the workers whatever
+// the store's speed; the endpoint's room is given back as soon as the
+// receiver has answered, so the next attempt to it need not wait for the
+// write.
 type run struct {
 	flight *inFlight
 	slots  chan struct{}
@@ -355,10 +368,10 @@ func (r *run) stop() {
 // record writes outcomes as they come, in batches: whatever finished while
 // the previous batch was being written goes in the next one statement, so
 // under load a write serves many attempts and when idle an outcome is
-// written at once. The attempt's worker is freed once its outcome is
-// stored (or its write failed: the lease then lapses and the delivery is
-// attempted again, as when an instance dies), so the bounds in flight hold
-// until the delivery's row has moved on.
+// written at once. Until its outcome is stored (or its write failed: the
+// lease then lapses and the delivery is attempted again, as when an
+// instance dies) a delivery stays marked in flight, so a lapsed lease
+// cannot start a second attempt of it here.
 func (s *Service) record(r *run) {
 	defer close(r.recorded)
 	ctx := context.Background()
@@ -379,8 +392,7 @@ func (s *Service) record(r *run) {
 		}
 		s.complete(ctx, batch)
 		for _, o := range batch {
-			r.flight.done(o.claimed)
-			<-r.slots
+			r.flight.recorded(o.claimed)
 			r.wg.Done()
 		}
 		s.d.Waker.Wake()
@@ -461,7 +473,10 @@ func (s *Service) claimAndStart(ctx context.Context, r *run) time.Duration {
 		r.wg.Add(1)
 		go func() {
 			next, latency := s.attempt(context.WithoutCancel(ctx), d, ep)
+			r.flight.answered(d)
 			r.outcomes <- outcome{claimed: d, next: next, latency: latency}
+			<-r.slots
+			s.d.Waker.Wake()
 		}()
 	}
 	return token

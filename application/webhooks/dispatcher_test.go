@@ -287,7 +287,7 @@ func TestDispatcherAttemptThatOutlivesItsLease(t *testing.T) {
 	f.sender.arrived(t)
 	f.clock.Advance(2 * time.Minute)
 	now := f.clock.Now()
-	taken, err := f.store.Deliveries().Claim(ctx, webhookstore.DeliveryClaim{Owner: "dsp_other", Now: now, LeaseUntil: now.Add(time.Minute), Limit: 10, PerEndpoint: 10})
+	taken, err := f.store.Deliveries().Claim(ctx, webhookstore.DeliveryClaim{Owner: "dsp_other", Now: now, LeaseUntil: now.Add(time.Minute), Limit: 10})
 	if err != nil || len(taken) != 1 {
 		t.Fatalf("other dispatcher's claim: %v %v", taken, err)
 	}

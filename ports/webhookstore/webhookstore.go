@@ -52,9 +52,6 @@ type DeliveryClaim struct {
 	// so another dispatcher attempts the delivery again.
 	LeaseUntil time.Time
 	Limit      int
-	// PerEndpoint bounds the deliveries of any one endpoint in one claim
-	// (0: no common bound).
-	PerEndpoint int
 	// Room bounds the deliveries of the endpoints it lists, in place of
 	// their own bound: what the owner may still start for them, given what
 	// it has in flight and their rate limits (0: none). An endpoint it does
@@ -79,9 +76,9 @@ type Deliveries interface {
 	ByID(ctx context.Context, teamID, id string) (webhook.Delivery, error)
 	List(ctx context.Context, teamID, endpointID string, f DeliveryFilter) ([]webhook.Delivery, error)
 	// Claim leases up to c.Limit pending, due deliveries whose lease is
-	// free or lapsed, earliest due first, at most c.PerEndpoint and the
-	// endpoint's bound (see Room) of one endpoint and c.PerTeam of one
-	// team, none of an excluded team. It counts the attempt on each
+	// free or lapsed, earliest due first, at most the endpoint's bound (see
+	// Room) of one endpoint and c.PerTeam of one team, none of an excluded
+	// team. It counts the attempt on each
 	// delivery it leases (Started). Concurrent claims, from any instance,
 	// never return the same delivery while its lease holds (PostgreSQL:
 	// FOR UPDATE SKIP LOCKED). Its cost does not grow with the number of

@@ -396,14 +396,16 @@ func TestEveryEventReachesStarSubscriber(t *testing.T) {
 }
 
 // TestSlowReceiverDoesNotHoldUpOthers: one endpoint's receiver holds every
-// request; another endpoint of the same team still gets all its deliveries.
+// request; it gets no more at once than its maxInFlight, and another
+// endpoint of the same team still gets all its deliveries.
 func TestSlowReceiverDoesNotHoldUpOthers(t *testing.T) {
 	h := start(t, webhookOptions("memory://"))
 	a := h.register(t)
 	slow, fast := newReceiver(t, 200), newReceiver(t, 200)
 	slow.gate = make(chan struct{})
 	defer close(slow.gate)
-	h.subscribe(t, a, slow.srv.URL, "profile.created")
+	slowID := h.subscribe(t, a, slow.srv.URL, "profile.created")
+	expect(t, h.patch("/v1/webhooks/"+slowID, map[string]any{"maxInFlight": 4}, bearer(a.access)...), http.StatusOK)
 	h.subscribe(t, a, fast.srv.URL, "profile.created")
 	const n = 30
 	for range n {
@@ -411,7 +413,7 @@ func TestSlowReceiverDoesNotHoldUpOthers(t *testing.T) {
 	}
 	fast.waitFor(n)
 	if got := len(slow.requests()); got > 4 {
-		t.Fatalf("%d requests in flight to the slow receiver, want at most the per-endpoint bound of 4", got)
+		t.Fatalf("%d requests in flight to the slow receiver, want at most the endpoint's maxInFlight of 4", got)
 	}
 
 	// The pipeline's figures are on /metrics.
@@ -539,7 +541,7 @@ func TestAttemptLostWithItsInstanceCounts(t *testing.T) {
 
 		due := h.clock.Now().Add(5 * time.Second)
 		claimed, err := h.store.Deliveries().Claim(context.Background(), webhookstore.DeliveryClaim{
-			Owner: "dsp_killed", Now: due, LeaseUntil: due.Add(time.Minute), Limit: 10, PerEndpoint: 10,
+			Owner: "dsp_killed", Now: due, LeaseUntil: due.Add(time.Minute), Limit: 10,
 		})
 		if err != nil || len(claimed) != 1 {
 			t.Fatalf("the killed instance's claim = %d deliveries, %v; want 1", len(claimed), err)

@@ -410,7 +410,7 @@ func (r deliveryRepository) List(ctx context.Context, teamID, endpointID string,
 //     descent each (a loose index scan of webhook_deliveries_claim_idx);
 //   - bounds gives each endpoint its bound for this claim: the owner's
 //     room for it, else its stored max_in_flight (and rate_limit), capped
-//     by PerEndpoint and Limit, none for an excluded team;
+//     by Limit, none for an excluded team;
 //   - picked reads, per endpoint, only the first n due rows of the index
 //     and locks them, skipping those a concurrent claim holds; a row a
 //     concurrent claim leased and committed meanwhile is re-checked after
@@ -439,7 +439,7 @@ WITH RECURSIVE eps AS (
     SELECT eps.endpoint_id,
            least(coalesce(room.n, CASE WHEN e.rate_limit > 0 THEN least(e.max_in_flight, e.rate_limit)
                                        ELSE nullif(e.max_in_flight, 0) END),
-                 ?::int, ?::int) AS n
+                 ?::int) AS n
       FROM eps
       LEFT JOIN room ON room.endpoint_id = eps.endpoint_id
       LEFT JOIN webhook_endpoints AS e ON e.id = eps.endpoint_id
@@ -494,7 +494,15 @@ func (r deliveryRepository) Claim(ctx context.Context, c webhookstore.DeliveryCl
 	return webhookDeliveries(rows)
 }
 
+// claimPG commits without waiting for the WAL flush: a claim lost with the
+// database's last moments only ends its leases early, and the deliveries
+// are attempted again, as after a lapsed lease (at least once). Whatever
+// is written after it (the outcome of an attempt) waits for the flush,
+// which takes the claim with it.
 func claimPG(ctx context.Context, tx bun.Tx, c webhookstore.DeliveryClaim) ([]webhookDeliveryRow, error) {
+	if _, err := tx.ExecContext(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+		return nil, fmt.Errorf("bunstore: claim deliveries: %w", err)
+	}
 	var rows []webhookDeliveryRow
 	if err := pgClaimQuery(tx, c).Scan(ctx, &rows); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, readErr(err, "deliveries")
@@ -508,10 +516,6 @@ func pgClaimQuery(db bun.IDB, c webhookstore.DeliveryClaim) *bun.RawQuery {
 	for id, n := range c.Room {
 		roomIDs, roomN = append(roomIDs, id), append(roomN, max(n, 0))
 	}
-	var perEndpoint *int
-	if c.PerEndpoint > 0 {
-		perEndpoint = &c.PerEndpoint
-	}
 	excluded := c.ExcludeTeams
 	if excluded == nil {
 		excluded = []string{}
@@ -521,7 +525,7 @@ func pgClaimQuery(db bun.IDB, c webhookstore.DeliveryClaim) *bun.RawQuery {
 		perTeam = c.Limit
 	}
 	return db.NewRaw(pgClaim,
-		pgdialect.Array(roomIDs), pgdialect.Array(roomN), perEndpoint, c.Limit, pgdialect.Array(excluded),
+		pgdialect.Array(roomIDs), pgdialect.Array(roomN), c.Limit, pgdialect.Array(excluded),
 		utc(c.Now), perTeam, c.Limit,
 		c.Owner, utc(c.LeaseUntil), utc(c.LeaseUntil),
 	)
@@ -568,9 +572,6 @@ SELECT id FROM eps WHERE id IS NOT NULL`).Scan(ctx, &endpointIDs)
 			if e.RateLimit > 0 {
 				n = min(n, e.RateLimit)
 			}
-		}
-		if c.PerEndpoint > 0 {
-			n = min(n, c.PerEndpoint)
 		}
 		if n < 1 {
 			continue

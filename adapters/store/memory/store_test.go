@@ -118,7 +118,7 @@ func TestRolledBackUnitLeavesDeliveriesPending(t *testing.T) {
 	if err := s.Deliveries().Create(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	claim := webhookstore.DeliveryClaim{Owner: "a", Now: now, LeaseUntil: now, Limit: 10, PerEndpoint: 10}
+	claim := webhookstore.DeliveryClaim{Owner: "a", Now: now, LeaseUntil: now, Limit: 10}
 	for name, undone := range map[string]func(ctx context.Context) error{
 		"completed": func(ctx context.Context) error {
 			claimed, err := s.Deliveries().Claim(ctx, claim)

@@ -84,14 +84,19 @@ func ofEndpoint(teamID, endpointID string) func(*deliveryRow) bool {
 
 type deliveries struct{ s *Store }
 
-// Create stores all or none: the unit's undo log takes back the rows
-// inserted before a clash.
+// Create stores all or none: a log of its own takes back the rows inserted
+// before a clash, and on success hands its steps to the unit's.
 func (r deliveries) Create(ctx context.Context, ds ...webhook.Delivery) error {
 	return r.s.write(ctx, func(st *state, undo *undoLog) error {
+		var batch undoLog
 		for _, d := range ds {
-			if err := st.deliveries.insert(undo, deliveryRow{d: d}); err != nil {
+			if err := st.deliveries.insert(&batch, deliveryRow{d: d}); err != nil {
+				batch.rollback()
 				return err
 			}
+		}
+		for _, step := range batch.steps {
+			undo.record(step)
 		}
 		return nil
 	})
@@ -141,9 +146,6 @@ func endpointBound(st *state, c webhookstore.DeliveryClaim, endpointID string) i
 		if ep.RateLimit > 0 {
 			n = min(n, ep.RateLimit)
 		}
-	}
-	if c.PerEndpoint > 0 && (n < 0 || n > c.PerEndpoint) {
-		n = c.PerEndpoint
 	}
 	return n
 }
