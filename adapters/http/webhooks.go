@@ -7,6 +7,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/profilesvc/profilesvc/application/webhooks"
+	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/webhook"
 )
 
@@ -60,13 +61,18 @@ type nullableInt struct {
 	value int
 }
 
+// UnmarshalJSON reads the rateLimit field of a PATCH, its only use, so a
+// value of another type is that field's 422.
 func (n *nullableInt) UnmarshalJSON(b []byte) error {
 	n.set = true
 	if string(b) == "null" {
 		n.value = 0
 		return nil
 	}
-	return json.Unmarshal(b, &n.value)
+	if err := json.Unmarshal(b, &n.value); err != nil {
+		return domain.Invalid("rateLimit", "must be an integer or null")
+	}
+	return nil
 }
 
 // ptr is the value to change to, nil to keep.

@@ -666,6 +666,7 @@ func TestWebhookEndpointLimits(t *testing.T) {
 			"rateLimit negative":   {map[string]any{"rateLimit": -1}, "rateLimit"},
 			"rateLimit over 100k":  {map[string]any{"rateLimit": 100001}, "rateLimit"},
 			"maxInFlight a string": {map[string]any{"maxInFlight": "8"}, "maxInFlight"},
+			"rateLimit a string":   {map[string]any{"rateLimit": "8"}, "rateLimit"},
 		} {
 			t.Run(name, func(t *testing.T) {
 				expectField := func(r response) {
