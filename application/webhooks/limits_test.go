@@ -213,3 +213,57 @@ func TestEndpointLimitsValidationAndUpdate(t *testing.T) {
 		t.Fatalf("stored: %+v %v", stored, err)
 	}
 }
+
+// Outcomes that finish while one is being written are written together in
+// the next statement, and every attempt is recorded.
+func TestDispatcherRecordsOutcomesInBatches(t *testing.T) {
+	f := newFixture(t)
+	gate := make(chan struct{})
+	inner := f.deps.Deliveries
+	var (
+		mu      sync.Mutex
+		batches []int
+	)
+	f.deps.Deliveries = &completeHook{Deliveries: inner, fn: func(ctx context.Context, owner string, ds ...webhook.Delivery) ([]bool, error) {
+		mu.Lock()
+		first := len(batches) == 0
+		batches = append(batches, len(ds))
+		mu.Unlock()
+		if first {
+			<-gate
+		}
+		return inner.Complete(ctx, owner, ds...)
+	}}
+	f.deps.Policy.Workers, f.deps.Policy.PerTeam = 8, 8
+	f.build()
+	ep := f.endpoint(t, "https://hooks.example.com/in", "*")
+	var ds []webhook.Delivery
+	for range 5 {
+		ds = append(ds, f.delivery(t, ep))
+	}
+	disp := f.dispatcher()
+	var once sync.Once
+	release := func() { once.Do(func() { close(gate) }) }
+	defer release()
+	f.claim(disp)
+	// The first write holds what had finished when it began (most likely
+	// one); the rest queue behind it.
+	eventually(t, "the other outcomes queued behind the first write", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(batches) == 1 && batches[0]+len(disp.outcomes) == len(ds)
+	})
+	release()
+	disp.wg.Wait()
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(batches) != 2 || batches[0]+batches[1] != len(ds) || max(batches[0], batches[1]) < 2 {
+		t.Fatalf("Complete calls with %v outcomes, want two writes of the five", batches)
+	}
+	for _, d := range ds {
+		if got := f.stored(t, d.ID); got.Status != webhook.StatusSucceeded || len(got.Attempts) != 1 {
+			t.Fatalf("%s: %s with %d attempts", d.ID, got.Status, len(got.Attempts))
+		}
+	}
+}
