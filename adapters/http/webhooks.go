@@ -1,11 +1,13 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/gorilla/mux"
 
 	"github.com/profilesvc/profilesvc/application/webhooks"
+	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/webhook"
 )
 
@@ -31,17 +33,54 @@ func (h *WebhookHandlers) Routes() []Route {
 }
 
 type webhookDTO struct {
-	ID        string   `json:"id"`
-	URL       string   `json:"url"`
-	Events    []string `json:"events"`
-	Enabled   bool     `json:"enabled"`
-	CreatedAt int64    `json:"createdAt"`
-	UpdatedAt int64    `json:"updatedAt"`
+	ID          string   `json:"id"`
+	URL         string   `json:"url"`
+	Events      []string `json:"events"`
+	Enabled     bool     `json:"enabled"`
+	MaxInFlight int      `json:"maxInFlight"`
+	RateLimit   *int     `json:"rateLimit"`
+	CreatedAt   int64    `json:"createdAt"`
+	UpdatedAt   int64    `json:"updatedAt"`
 }
 
-// toWebhookDTO leaves the secret out: it is write-only.
+// toWebhookDTO leaves the secret out: it is write-only. No rate limit is
+// null.
 func toWebhookDTO(e webhook.Endpoint) webhookDTO {
-	return webhookDTO{ID: e.ID, URL: e.URL, Events: e.Events, Enabled: e.Enabled, CreatedAt: e.CreatedAt.UnixMilli(), UpdatedAt: e.UpdatedAt.UnixMilli()}
+	out := webhookDTO{ID: e.ID, URL: e.URL, Events: e.Events, Enabled: e.Enabled, MaxInFlight: e.MaxInFlight,
+		CreatedAt: e.CreatedAt.UnixMilli(), UpdatedAt: e.UpdatedAt.UnixMilli()}
+	if e.RateLimit > 0 {
+		out.RateLimit = &e.RateLimit
+	}
+	return out
+}
+
+// nullableInt is a field of a partial update where null means "none" and
+// absence means "keep": set is false when the field was left out.
+type nullableInt struct {
+	set   bool
+	value int
+}
+
+// UnmarshalJSON reads the rateLimit field of a PATCH, its only use, so a
+// value of another type is that field's 422.
+func (n *nullableInt) UnmarshalJSON(b []byte) error {
+	n.set = true
+	if string(b) == "null" {
+		n.value = 0
+		return nil
+	}
+	if err := json.Unmarshal(b, &n.value); err != nil {
+		return domain.Invalid("rateLimit", "must be an integer or null")
+	}
+	return nil
+}
+
+// ptr is the value to change to, nil to keep.
+func (n nullableInt) ptr() *int {
+	if !n.set {
+		return nil
+	}
+	return &n.value
 }
 
 type attemptDTO struct {
@@ -87,9 +126,11 @@ func toDeliveryDTO(d webhook.Delivery) deliveryDTO {
 }
 
 type createWebhookRequest struct {
-	URL    string   `json:"url"`
-	Events []string `json:"events"`
-	Secret string   `json:"secret"`
+	URL         string   `json:"url"`
+	Events      []string `json:"events"`
+	Secret      string   `json:"secret"`
+	MaxInFlight *int     `json:"maxInFlight"`
+	RateLimit   *int     `json:"rateLimit"`
 }
 
 func (h *WebhookHandlers) create(w http.ResponseWriter, r *http.Request) error {
@@ -132,10 +173,12 @@ func (h *WebhookHandlers) get(w http.ResponseWriter, r *http.Request) error {
 }
 
 type updateWebhookRequest struct {
-	URL     *string   `json:"url"`
-	Events  *[]string `json:"events"`
-	Secret  *string   `json:"secret"`
-	Enabled *bool     `json:"enabled"`
+	URL         *string     `json:"url"`
+	Events      *[]string   `json:"events"`
+	Secret      *string     `json:"secret"`
+	Enabled     *bool       `json:"enabled"`
+	MaxInFlight *int        `json:"maxInFlight"`
+	RateLimit   nullableInt `json:"rateLimit"`
 }
 
 func (h *WebhookHandlers) update(w http.ResponseWriter, r *http.Request) error {
@@ -143,7 +186,10 @@ func (h *WebhookHandlers) update(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &in); err != nil {
 		return err
 	}
-	ep, err := h.svc.Update(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"], webhooks.UpdateInput(in))
+	ep, err := h.svc.Update(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"], webhooks.UpdateInput{
+		URL: in.URL, Events: in.Events, Secret: in.Secret, Enabled: in.Enabled,
+		MaxInFlight: in.MaxInFlight, RateLimit: in.RateLimit.ptr(),
+	})
 	if err != nil {
 		return err
 	}

@@ -91,8 +91,8 @@ type claimingDeliveries struct {
 	tx ports.UnitOfWork
 }
 
-func (r claimingDeliveries) Create(ctx context.Context, d webhook.Delivery) error {
-	return idempotency.Effect(ctx, r.tx, func(ctx context.Context) error { return r.Deliveries.Create(ctx, d) })
+func (r claimingDeliveries) Create(ctx context.Context, ds ...webhook.Delivery) error {
+	return idempotency.Effect(ctx, r.tx, func(ctx context.Context) error { return r.Deliveries.Create(ctx, ds...) })
 }
 
 func (r claimingDeliveries) Requeue(ctx context.Context, d webhook.Delivery) (bool, error) {

@@ -18,7 +18,10 @@ import (
 
 // Waker wakes the dispatcher when there may be work: an event committed, a
 // test or retry queued, an attempt finished. Wakes while it is busy
-// collapse into one.
+// collapse into one. Anything may feed it: this process's units of work
+// after they commit, and a notice that another instance committed events
+// (call EventsCommitted), so that every instance fans out and claims at
+// once rather than at its next poll.
 type Waker struct {
 	ch chan struct{}
 	// events is set when events were committed since the last fan-out, so
@@ -45,12 +48,11 @@ func (w *Waker) Wake() {
 }
 
 // Run fans out and delivers until ctx ends, then waits for the attempts in
-// flight. Every instance runs it: claims and leases share the work.
+// flight and their records. Every instance runs it: claims and leases share
+// the work.
 func (s *Service) Run(ctx context.Context) {
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	flight := newInFlight()
-	slots := make(chan struct{}, s.d.Policy.Workers)
+	r := s.newRun()
+	defer r.stop()
 	// The first pass and every poll fan out whatever other instances (or
 	// a previous run) left; in between, only committed events need it.
 	fanOut := true
@@ -61,13 +63,15 @@ func (s *Service) Run(ctx context.Context) {
 			}
 		}
 		fanOut = false
-		s.claimAndStart(ctx, &wg, flight, slots)
 		wait := s.d.Policy.PollInterval
+		if token := s.claimAndStart(ctx, r); token > 0 {
+			wait = min(wait, token)
+		}
 		if next, oldest, ok, err := s.d.Deliveries.Pending(ctx); err == nil {
 			now := s.d.Clock.Now()
 			if ok {
 				s.d.Metrics.OldestPending(now.Sub(oldest))
-				wait = s.idle(next.Sub(now))
+				wait = min(wait, s.idle(next.Sub(now)))
 			} else {
 				s.d.Metrics.OldestPending(0)
 			}
@@ -112,9 +116,9 @@ func (s *Service) fanOutAll(ctx context.Context) error {
 // FanOut takes one batch of undispatched outbox events and, in the same
 // transaction, creates one delivery per enabled endpoint of the event's
 // team that takes it (created before the event was committed, subscribed
-// to its type), and marks the events dispatched. A crash before the
-// commit leaves the events for the next fan-out; nothing is lost or
-// doubled.
+// to its type), a batch of them per statement, and marks the events
+// dispatched. A crash before the commit leaves the events for the next
+// fan-out; nothing is lost or doubled.
 func (s *Service) FanOut(ctx context.Context) (int, error) {
 	n := 0
 	err := s.d.Tx.Do(ctx, func(ctx context.Context) error {
@@ -126,6 +130,7 @@ func (s *Service) FanOut(ctx context.Context) (int, error) {
 		now := s.d.Clock.Now().UTC()
 		endpoints := map[string][]webhook.Endpoint{}
 		ids := make([]string, 0, len(events))
+		var batch []webhook.Delivery
 		for _, e := range events {
 			ids = append(ids, e.ID)
 			eps, seen := endpoints[e.TeamID]
@@ -145,10 +150,18 @@ func (s *Service) FanOut(ctx context.Context) (int, error) {
 						return err
 					}
 				}
-				d := webhook.NewDelivery(s.d.IDs.New("dlv"), ep, e, payload, s.d.Policy.Schedule, now)
-				if err := s.d.Deliveries.Create(ctx, d); err != nil {
-					return err
+				batch = append(batch, webhook.NewDelivery(s.d.IDs.New("dlv"), ep, e, payload, s.d.Policy.Schedule, now))
+				if len(batch) == createBatch {
+					if err := s.d.Deliveries.Create(ctx, batch...); err != nil {
+						return err
+					}
+					batch = batch[:0]
 				}
+			}
+		}
+		if len(batch) > 0 {
+			if err := s.d.Deliveries.Create(ctx, batch...); err != nil {
+				return err
 			}
 		}
 		return s.d.Outbox.MarkDispatched(ctx, ids, now)
@@ -156,36 +169,102 @@ func (s *Service) FanOut(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// inFlight is what this process is attempting: how many per endpoint and
-// per team, and which deliveries.
+// createBatch bounds the deliveries one INSERT writes, so that a team with
+// many endpoints does not make one statement of unbounded size.
+const createBatch = 500
+
+// recordBatch bounds the outcomes one Complete writes.
+const recordBatch = 256
+
+// endpointFlight is what this process is doing with one endpoint: the
+// attempts in flight, the endpoint's bounds as last read, and its rate
+// limit's bucket of attempts (at most one second's worth, refilled at the
+// rate; tokens as of at).
+type endpointFlight struct {
+	n           int
+	maxInFlight int
+	rateLimit   int
+	tokens      float64
+	at          time.Time
+}
+
+// refill brings the bucket to now.
+func (e *endpointFlight) refill(now time.Time) {
+	if e.rateLimit <= 0 {
+		return
+	}
+	if e.at.IsZero() {
+		e.tokens = float64(e.rateLimit)
+	} else if now.After(e.at) {
+		e.tokens = min(float64(e.rateLimit), e.tokens+now.Sub(e.at).Seconds()*float64(e.rateLimit))
+	}
+	e.at = now
+}
+
+// settle adopts the endpoint's bounds as read now, keeping the bucket.
+func (e *endpointFlight) settle(ep webhook.Endpoint, now time.Time) {
+	if ep.RateLimit != e.rateLimit {
+		// A new rate starts with a full second of it, as the store's
+		// bound for an endpoint no dispatcher has in hand assumes.
+		e.rateLimit, e.at = ep.RateLimit, time.Time{}
+	}
+	e.maxInFlight = ep.MaxInFlight
+	if e.maxInFlight <= 0 {
+		e.maxInFlight = webhook.DefaultMaxInFlight
+	}
+	e.refill(now)
+}
+
+// inFlight is what this process is attempting: per endpoint and per team,
+// and which deliveries.
 type inFlight struct {
-	mu          sync.Mutex
-	perEndpoint map[string]int
-	perTeam     map[string]int
-	deliveries  map[string]bool
+	mu         sync.Mutex
+	endpoints  map[string]*endpointFlight
+	perTeam    map[string]int
+	deliveries map[string]bool
 }
 
 func newInFlight() *inFlight {
-	return &inFlight{perEndpoint: map[string]int{}, perTeam: map[string]int{}, deliveries: map[string]bool{}}
+	return &inFlight{endpoints: map[string]*endpointFlight{}, perTeam: map[string]int{}, deliveries: map[string]bool{}}
 }
 
-// busy lists the endpoints with limit attempts or more in flight.
-func (f *inFlight) busy(limit int) []string {
+// room is, for each endpoint this process has in hand, how many attempts
+// it may start now: below its MaxInFlight, and within the tokens of its
+// rate limit. An endpoint with nothing in flight and a full bucket is
+// dropped: the store bounds it the same from its stored settings. token is
+// how long until an endpoint held back by its rate limit alone has an
+// attempt again (0: none is).
+func (f *inFlight) room(now time.Time) (room map[string]int, token time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return atLimit(f.perEndpoint, limit)
+	room = make(map[string]int, len(f.endpoints))
+	for id, e := range f.endpoints {
+		e.refill(now)
+		if e.n == 0 && (e.rateLimit <= 0 || e.tokens >= float64(e.rateLimit)) {
+			delete(f.endpoints, id)
+			continue
+		}
+		n := e.maxInFlight - e.n
+		if e.rateLimit > 0 && e.tokens < float64(n) {
+			n = int(e.tokens)
+			if n == 0 {
+				wait := time.Duration((1 - e.tokens) / float64(e.rateLimit) * float64(time.Second))
+				if token == 0 || wait < token {
+					token = max(wait, time.Millisecond)
+				}
+			}
+		}
+		room[id] = max(n, 0)
+	}
+	return room, token
 }
 
 // busyTeams lists the teams with limit attempts or more in flight.
 func (f *inFlight) busyTeams(limit int) []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return atLimit(f.perTeam, limit)
-}
-
-func atLimit(counts map[string]int, limit int) []string {
 	var out []string
-	for id, n := range counts {
+	for id, n := range f.perTeam {
 		if n >= limit {
 			out = append(out, id)
 		}
@@ -193,54 +272,185 @@ func atLimit(counts map[string]int, limit int) []string {
 	return out
 }
 
-// start records an attempt of d, unless d is being attempted already: its
-// lease lapsed under a clock that jumped (or a very slow attempt), and the
-// attempt in flight will record its outcome; a second would double it.
-func (f *inFlight) start(d webhook.Delivery) bool {
+// start records an attempt of d to ep at now, unless d is being attempted
+// already (its lease lapsed under a clock that jumped, or a very slow
+// attempt, and the attempt in flight will record its outcome; a second
+// would double it), or ep has no room: its settings changed between the
+// claim and the read of the endpoint. Either way the lease lapses and the
+// delivery is claimed again.
+func (f *inFlight) start(d webhook.Delivery, ep webhook.Endpoint, now time.Time) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.deliveries[d.ID] {
 		return false
 	}
+	e := f.endpoints[d.EndpointID]
+	if e == nil {
+		e = &endpointFlight{}
+		f.endpoints[d.EndpointID] = e
+	}
+	e.settle(ep, now)
+	if e.n >= e.maxInFlight || (e.rateLimit > 0 && e.tokens < 1) {
+		return false
+	}
+	if e.rateLimit > 0 {
+		e.tokens--
+	}
+	e.n++
 	f.deliveries[d.ID] = true
-	f.perEndpoint[d.EndpointID]++
 	f.perTeam[d.TeamID]++
 	return true
 }
 
-func (f *inFlight) done(d webhook.Delivery) {
+// answered gives back the room d's attempt took: the receiver has
+// answered (or failed to).
+func (f *inFlight) answered(d webhook.Delivery) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	delete(f.deliveries, d.ID)
-	if f.perEndpoint[d.EndpointID]--; f.perEndpoint[d.EndpointID] <= 0 {
-		delete(f.perEndpoint, d.EndpointID)
+	if e := f.endpoints[d.EndpointID]; e != nil {
+		e.n--
 	}
 	if f.perTeam[d.TeamID]--; f.perTeam[d.TeamID] <= 0 {
 		delete(f.perTeam, d.TeamID)
 	}
 }
 
-// claimAndStart claims as many due deliveries as there are free workers
-// and starts an attempt for each.
-func (s *Service) claimAndStart(ctx context.Context, wg *sync.WaitGroup, flight *inFlight, slots chan struct{}) {
-	free := cap(slots) - len(slots)
-	if free == 0 {
-		return
+// recorded forgets d once its outcome is stored (or failed to be).
+func (f *inFlight) recorded(d webhook.Delivery) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.deliveries, d.ID)
+}
+
+// run is one dispatcher's state between claims: the attempts in flight,
+// the workers they hold, and the outcomes waiting to be recorded. A worker
+// is held from the claim until its outcome is queued for the recorder, so
+// attempts and queued outcomes are bounded by twice the workers whatever
+// the store's speed; the endpoint's room is given back as soon as the
+// receiver has answered, so the next attempt to it need not wait for the
+// write.
+type run struct {
+	flight *inFlight
+	slots  chan struct{}
+	// wg counts the attempts started and not yet recorded.
+	wg       sync.WaitGroup
+	outcomes chan outcome
+	recorded chan struct{}
+}
+
+// outcome is a finished attempt: the delivery as claimed and as it is to
+// be stored.
+type outcome struct {
+	claimed, next webhook.Delivery
+	latency       time.Duration
+}
+
+// newRun returns a run whose recorder is running; stop ends it.
+func (s *Service) newRun() *run {
+	r := &run{
+		flight:   newInFlight(),
+		slots:    make(chan struct{}, s.d.Policy.Workers),
+		outcomes: make(chan outcome, s.d.Policy.Workers),
+		recorded: make(chan struct{}),
 	}
+	go s.record(r)
+	return r
+}
+
+// stop waits for the attempts in flight to be recorded, then ends the
+// recorder.
+func (r *run) stop() {
+	r.wg.Wait()
+	close(r.outcomes)
+	<-r.recorded
+}
+
+// record writes outcomes as they come, in batches: whatever finished while
+// the previous batch was being written goes in the next one statement, so
+// under load a write serves many attempts and when idle an outcome is
+// written at once. Until its outcome is stored (or its write failed: the
+// lease then lapses and the delivery is attempted again, as when an
+// instance dies) a delivery stays marked in flight, so a lapsed lease
+// cannot start a second attempt of it here.
+func (s *Service) record(r *run) {
+	defer close(r.recorded)
+	ctx := context.Background()
+	batch := make([]outcome, 0, recordBatch)
+	for o := range r.outcomes {
+		batch = append(batch[:0], o)
+	more:
+		for len(batch) < recordBatch {
+			select {
+			case o, ok := <-r.outcomes:
+				if !ok {
+					break more
+				}
+				batch = append(batch, o)
+			default:
+				break more
+			}
+		}
+		s.complete(ctx, batch)
+		for _, o := range batch {
+			r.flight.recorded(o.claimed)
+			r.wg.Done()
+		}
+		s.d.Waker.Wake()
+	}
+}
+
+// complete stores a batch of outcomes and reports each.
+func (s *Service) complete(ctx context.Context, batch []outcome) {
+	ds := make([]webhook.Delivery, len(batch))
+	for i, o := range batch {
+		ds[i] = o.next
+	}
+	applied, err := s.d.Deliveries.Complete(ctx, s.owner, ds...)
+	for i, o := range batch {
+		log := s.d.Log.With("delivery_id", o.next.ID, "endpoint_id", o.next.EndpointID, "event_id", o.next.EventID)
+		if err != nil {
+			log.ErrorContext(ctx, "webhook attempt: record", "error", err.Error())
+			continue
+		}
+		if !applied[i] {
+			log.WarnContext(ctx, "webhook attempt outlived its lease; another dispatcher took the delivery")
+			continue
+		}
+		outcome := "retry"
+		switch o.next.Status {
+		case webhook.StatusSucceeded:
+			outcome = "succeeded"
+		case webhook.StatusFailed:
+			outcome = "failed"
+		}
+		s.d.Metrics.Attempt(outcome, o.latency)
+	}
+}
+
+// claimAndStart claims as many due deliveries as there are free workers,
+// within each endpoint's room, and starts an attempt for each. It returns
+// how long until an endpoint held back by its rate limit may go on (0:
+// none is).
+func (s *Service) claimAndStart(ctx context.Context, r *run) time.Duration {
 	now := s.d.Clock.Now()
+	room, token := r.flight.room(now)
+	free := cap(r.slots) - len(r.slots)
+	if free == 0 {
+		return token
+	}
 	claimed, err := s.d.Deliveries.Claim(ctx, webhookstore.DeliveryClaim{
 		Owner: s.owner, Now: now, LeaseUntil: now.Add(s.d.Policy.LeaseTTL),
-		Limit: free, PerEndpoint: s.d.Policy.PerEndpoint, ExcludeEndpoints: flight.busy(s.d.Policy.PerEndpoint),
-		PerTeam: s.d.Policy.PerTeam, ExcludeTeams: flight.busyTeams(s.d.Policy.PerTeam),
+		Limit: free, Room: room,
+		PerTeam: s.d.Policy.PerTeam, ExcludeTeams: r.flight.busyTeams(s.d.Policy.PerTeam),
 	})
 	if err != nil {
 		if ctx.Err() == nil {
 			s.d.Log.ErrorContext(ctx, "webhook claim", "error", err.Error())
 		}
-		return
+		return token
 	}
-	// A claim holds at most PerEndpoint deliveries of an endpoint: read
-	// each endpoint once for all of them.
+	// A claim holds a few deliveries of an endpoint: read each endpoint
+	// once for all of them.
 	endpoints := map[string]webhook.Endpoint{}
 	for _, d := range claimed {
 		ep, seen := endpoints[d.EndpointID]
@@ -256,19 +466,20 @@ func (s *Service) claimAndStart(ctx context.Context, wg *sync.WaitGroup, flight 
 			}
 			endpoints[d.EndpointID] = ep
 		}
-		if !flight.start(d) {
+		if !r.flight.start(d, ep, now) {
 			continue
 		}
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() {
-				flight.done(d)
-				<-slots
-				s.d.Waker.Wake()
-			}()
-			s.attempt(context.WithoutCancel(ctx), d, ep)
-		})
+		r.slots <- struct{}{}
+		r.wg.Add(1)
+		go func() {
+			next, latency := s.attempt(context.WithoutCancel(ctx), d, ep)
+			r.flight.answered(d)
+			r.outcomes <- outcome{claimed: d, next: next, latency: latency}
+			<-r.slots
+			s.d.Waker.Wake()
+		}()
 	}
+	return token
 }
 
 // Sign is the X-Service-Signature of body: hex HMAC-SHA256 keyed with the
@@ -279,16 +490,17 @@ func Sign(secret, body []byte) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// attempt makes one attempt of d to ep and records it.
-func (s *Service) attempt(ctx context.Context, d webhook.Delivery, ep webhook.Endpoint) {
-	log := s.d.Log.With("delivery_id", d.ID, "endpoint_id", d.EndpointID, "event_id", d.EventID)
+// attempt makes one attempt of d to ep and returns d with it recorded, and
+// how long the receiver took.
+func (s *Service) attempt(ctx context.Context, d webhook.Delivery, ep webhook.Endpoint) (webhook.Delivery, time.Duration) {
 	a := webhook.Attempt{At: s.d.Clock.Now().UTC()}
 	var resp ports.WebhookResponse
 	if !ep.Enabled {
 		a.Error = "endpoint is disabled"
 	} else if secret, err := s.d.Box.Open(ep.SecretSealed); err != nil {
 		a.Error = "endpoint secret cannot be read"
-		log.ErrorContext(ctx, "webhook attempt: open secret", "error", err.Error())
+		s.d.Log.ErrorContext(ctx, "webhook attempt: open secret", "delivery_id", d.ID, "endpoint_id", d.EndpointID,
+			"event_id", d.EventID, "error", err.Error())
 	} else {
 		n := d.AttemptNumber()
 		began := time.Now()
@@ -306,22 +518,5 @@ func (s *Service) attempt(ctx context.Context, d webhook.Delivery, ep webhook.En
 		}
 		a.StatusCode, a.LatencyMs = resp.StatusCode, resp.Latency.Milliseconds()
 	}
-	next := d.Record(a, s.d.Policy.Schedule, s.d.Clock.Now())
-	ok, err := s.d.Deliveries.Complete(ctx, next, s.owner)
-	if err != nil {
-		log.ErrorContext(ctx, "webhook attempt: record", "error", err.Error())
-		return
-	}
-	if !ok {
-		log.WarnContext(ctx, "webhook attempt outlived its lease; another dispatcher took the delivery")
-		return
-	}
-	outcome := "retry"
-	switch next.Status {
-	case webhook.StatusSucceeded:
-		outcome = "succeeded"
-	case webhook.StatusFailed:
-		outcome = "failed"
-	}
-	s.d.Metrics.Attempt(outcome, resp.Latency)
+	return d.Record(a, s.d.Policy.Schedule, s.d.Clock.Now()), resp.Latency
 }

@@ -112,8 +112,8 @@ func TestDispatcherDoesNotAttemptADeliveryTwiceWhileItIsInFlight(t *testing.T) {
 		t.Fatalf("delivery %s with %d attempts", got.Status, len(got.Attempts))
 	}
 	wantStrings(t, "outcomes", f.metrics.Outcomes(), "succeeded")
-	if busy := disp.flight.busy(1); len(busy) != 0 {
-		t.Fatalf("still in flight: %q", busy)
+	if n := len(disp.flight.deliveries); n != 0 {
+		t.Fatalf("%d still in flight", n)
 	}
 }
 
@@ -140,7 +140,11 @@ func TestDispatcherReadsEachEndpointOncePerClaim(t *testing.T) {
 func TestDispatcherPerEndpointBound(t *testing.T) {
 	gate := make(chan struct{})
 	f := newFixture(t, reply{status: 200, hold: gate})
-	ep := f.endpoint(t, "https://hooks.example.com/in", "*")
+	two := 2
+	ep, err := f.svc.Create(ctx, admin, CreateInput{URL: "https://hooks.example.com/in", Events: []string{"*"}, Secret: secret, MaxInFlight: &two})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for range 3 {
 		f.delivery(t, ep)
 	}
@@ -155,7 +159,7 @@ func TestDispatcherPerEndpointBound(t *testing.T) {
 	disp.wg.Wait()
 
 	if n := len(f.sender.Sent()); n != 2 {
-		t.Fatalf("%d requests, want the per-endpoint bound of 2", n)
+		t.Fatalf("%d requests, want the endpoint's bound of 2", n)
 	}
 	if got := f.stored(t, "dlv_003"); got.Status != webhook.StatusPending || len(got.Attempts) != 0 {
 		t.Fatalf("third delivery %s with %d attempts", got.Status, len(got.Attempts))
@@ -255,8 +259,8 @@ func TestDispatcherRecordsAnUnreadableSecret(t *testing.T) {
 
 func TestDispatcherWhenTheCompletionFails(t *testing.T) {
 	f := newFixture(t)
-	f.deps.Deliveries = &completeHook{Deliveries: f.deps.Deliveries, fn: func(context.Context, webhook.Delivery, string) (bool, error) {
-		return false, errors.New("write conflict")
+	f.deps.Deliveries = &completeHook{Deliveries: f.deps.Deliveries, fn: func(context.Context, string, ...webhook.Delivery) ([]bool, error) {
+		return nil, errors.New("write conflict")
 	}}
 	f.build()
 	d := f.delivery(t, f.endpoint(t, "https://hooks.example.com/in", "*"))
@@ -283,7 +287,7 @@ func TestDispatcherAttemptThatOutlivesItsLease(t *testing.T) {
 	f.sender.arrived(t)
 	f.clock.Advance(2 * time.Minute)
 	now := f.clock.Now()
-	taken, err := f.store.Deliveries().Claim(ctx, webhookstore.DeliveryClaim{Owner: "dsp_other", Now: now, LeaseUntil: now.Add(time.Minute), Limit: 10, PerEndpoint: 10})
+	taken, err := f.store.Deliveries().Claim(ctx, webhookstore.DeliveryClaim{Owner: "dsp_other", Now: now, LeaseUntil: now.Add(time.Minute), Limit: 10})
 	if err != nil || len(taken) != 1 {
 		t.Fatalf("other dispatcher's claim: %v %v", taken, err)
 	}

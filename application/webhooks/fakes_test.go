@@ -171,11 +171,11 @@ func (h *claimHook) Claim(ctx context.Context, c webhookstore.DeliveryClaim) ([]
 // completeHook stands in for Complete.
 type completeHook struct {
 	webhookstore.Deliveries
-	fn func(ctx context.Context, d webhook.Delivery, owner string) (bool, error)
+	fn func(ctx context.Context, owner string, ds ...webhook.Delivery) ([]bool, error)
 }
 
-func (h *completeHook) Complete(ctx context.Context, d webhook.Delivery, owner string) (bool, error) {
-	return h.fn(ctx, d, owner)
+func (h *completeHook) Complete(ctx context.Context, owner string, ds ...webhook.Delivery) ([]bool, error) {
+	return h.fn(ctx, owner, ds...)
 }
 
 // requeueHook stands in for Requeue.
@@ -223,6 +223,7 @@ func (h *outboxHook) ClaimUndispatched(ctx context.Context, limit int) ([]event.
 // fixture is a webhook service over the memory store with a fake clock,
 // sender, box and metrics; tests swap single ports of deps before build.
 type fixture struct {
+	t       *testing.T
 	store   *memory.Store
 	clock   *clock.Fake
 	sender  *fakeSender
@@ -244,14 +245,14 @@ func newFixture(t *testing.T, replies ...reply) *fixture {
 			t.Fatal(err)
 		}
 	}
-	f := &fixture{store: st, clock: clock.NewFake(t0), sender: newSender(replies...), box: &fakeBox{}, metrics: &fakeMetrics{}, logs: &apptest.Logs{}}
+	f := &fixture{t: t, store: st, clock: clock.NewFake(t0), sender: newSender(replies...), box: &fakeBox{}, metrics: &fakeMetrics{}, logs: &apptest.Logs{}}
 	f.deps = Deps{
 		Tx: st, Teams: st.Teams(), Endpoints: st.WebhookEndpoints(), Deliveries: st.Deliveries(), Outbox: st.Outbox(),
 		Sender: f.sender, Box: f.box, Metrics: f.metrics, Clock: f.clock, IDs: apptest.NewPrefixIDs(),
 		Log: f.logs.Logger(),
 		Policy: Policy{
 			Schedule: webhook.Schedule{0, 5 * time.Second, 25 * time.Second},
-			LeaseTTL: time.Minute, Workers: 4, PerEndpoint: 2, PerTeam: 4, PollInterval: 20 * time.Millisecond,
+			LeaseTTL: time.Minute, Workers: 4, PerTeam: 4, PollInterval: 20 * time.Millisecond,
 		},
 	}
 	f.build()
@@ -296,23 +297,16 @@ func (f *fixture) stored(t *testing.T, id string) webhook.Delivery {
 	return d
 }
 
-// dispatcher is the state Run keeps between claims, so a test can drive
-// claims one at a time.
-type dispatcher struct {
-	wg     sync.WaitGroup
-	flight *inFlight
-	slots  chan struct{}
-}
-
-func (f *fixture) dispatcher() *dispatcher {
-	return &dispatcher{
-		flight: newInFlight(),
-		slots:  make(chan struct{}, f.svc.d.Policy.Workers),
-	}
+// dispatcher returns the state Run keeps between claims, so a test can
+// drive claims one at a time; its recorder stops with the test.
+func (f *fixture) dispatcher() *run {
+	r := f.svc.newRun()
+	f.t.Cleanup(r.stop)
+	return r
 }
 
 // claim claims due deliveries and starts their attempts.
-func (f *fixture) claim(d *dispatcher) { f.svc.claimAndStart(ctx, &d.wg, d.flight, d.slots) }
+func (f *fixture) claim(r *run) { f.svc.claimAndStart(ctx, r) }
 
 // dispatchOnce claims and waits for the attempts it started.
 func (f *fixture) dispatchOnce() {

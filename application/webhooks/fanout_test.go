@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -272,4 +274,41 @@ func TestFanOutOfAnEventWithUnreadableData(t *testing.T) {
 	if err != nil || len(left) != 1 || left[0].ID != "evt_a" {
 		t.Fatalf("undispatched %+v %v", left, err)
 	}
+}
+
+// createHook counts the deliveries of each Create.
+type createHook struct {
+	webhookstore.Deliveries
+	mu      sync.Mutex
+	batches []int
+}
+
+func (h *createHook) Create(ctx context.Context, ds ...webhook.Delivery) error {
+	h.mu.Lock()
+	h.batches = append(h.batches, len(ds))
+	h.mu.Unlock()
+	return h.Deliveries.Create(ctx, ds...)
+}
+
+// A fan-out writes its deliveries together, not one statement each: five
+// events to three endpoints are one Create of fifteen.
+func TestFanOutCreatesTheDeliveriesOfABatchTogether(t *testing.T) {
+	f := newFixture(t)
+	hook := &createHook{Deliveries: f.deps.Deliveries}
+	f.deps.Deliveries = hook
+	f.build()
+	for _, url := range []string{"https://a.example.com", "https://b.example.com", "https://c.example.com"} {
+		f.endpoint(t, url, "*")
+	}
+	for i := range 5 {
+		f.commit(t, "evt_"+strconv.Itoa(i), "team_1", event.ProfileCreated)
+	}
+
+	if n, err := f.svc.FanOut(ctx); err != nil || n != 5 {
+		t.Fatalf("fanned out %d, %v", n, err)
+	}
+	if !slices.Equal(hook.batches, []int{15}) {
+		t.Fatalf("Create calls with %v deliveries, want one of 15", hook.batches)
+	}
+	wantStrings(t, "whk_002", f.deliveredEvents(t, "team_1", "whk_002"), "evt_0", "evt_1", "evt_2", "evt_3", "evt_4")
 }

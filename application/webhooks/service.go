@@ -30,15 +30,16 @@ type Policy struct {
 	// LeaseTTL is how long a claimed delivery stays with its dispatcher; a
 	// dispatcher that dies lets it lapse and another attempts it.
 	LeaseTTL time.Duration
-	// Workers bounds the attempts in flight in one process, PerEndpoint
-	// those to one endpoint, so a slow receiver does not hold up the rest.
-	Workers     int
-	PerEndpoint int
+	// Workers bounds the attempts in flight in one process; each
+	// endpoint's MaxInFlight bounds those to it, so a slow receiver does
+	// not hold up the rest.
+	Workers int
 	// PerTeam bounds the attempts in flight in one process for one team,
 	// so that one team's receivers that never answer hold at most this
 	// many workers for the length of their time-out, and the other teams'
-	// deliveries go on. It is above PerEndpoint, so one slow endpoint
-	// leaves room for its team's others.
+	// deliveries go on. By default it is half the workers: above an
+	// endpoint's default MaxInFlight, so one slow endpoint leaves room for
+	// its team's others.
 	PerTeam int
 	// FanOutBatch is how many outbox events one fan-out unit takes.
 	FanOutBatch int
@@ -87,13 +88,10 @@ type Service struct {
 func New(d Deps) *Service {
 	p := &d.Policy
 	if p.Workers <= 0 {
-		p.Workers = 32
-	}
-	if p.PerEndpoint <= 0 {
-		p.PerEndpoint = 4
+		p.Workers = 64
 	}
 	if p.PerTeam <= 0 {
-		p.PerTeam = max(p.PerEndpoint+1, p.Workers/4)
+		p.PerTeam = max(1, p.Workers/2)
 	}
 	if p.FanOutBatch <= 0 {
 		p.FanOutBatch = 200
@@ -121,6 +119,10 @@ type CreateInput struct {
 	URL    string
 	Events []string
 	Secret string
+	// MaxInFlight is webhook.DefaultMaxInFlight when nil; RateLimit is no
+	// limit when nil or 0.
+	MaxInFlight *int
+	RateLimit   *int
 }
 
 func (s *Service) checkTarget(ctx context.Context, v *domain.Validation, url string) {
@@ -138,6 +140,7 @@ func (s *Service) Create(ctx context.Context, actor team.Actor, in CreateInput) 
 	url := webhook.CheckURL(v, in.URL, s.d.Policy.AllowPrivateTargets)
 	events := webhook.CheckEvents(v, in.Events)
 	webhook.CheckSecret(v, in.Secret)
+	limits := checkLimits(v, in.MaxInFlight, in.RateLimit)
 	if v.Err() == nil {
 		s.checkTarget(ctx, v, url)
 	}
@@ -148,7 +151,8 @@ func (s *Service) Create(ctx context.Context, actor team.Actor, in CreateInput) 
 	if err != nil {
 		return webhook.Endpoint{}, err
 	}
-	ep := webhook.NewEndpoint(s.d.IDs.New("whk"), actor.TeamID, url, events, sealed, s.d.Clock.Now())
+	now := s.d.Clock.Now()
+	ep := webhook.NewEndpoint(s.d.IDs.New("whk"), actor.TeamID, url, events, sealed, now).Change(limits, now)
 	err = s.d.Tx.Do(ctx, func(ctx context.Context) error {
 		if err := s.d.Teams.Lock(ctx, actor.TeamID); err != nil {
 			return err
@@ -167,6 +171,18 @@ func (s *Service) Create(ctx context.Context, actor team.Actor, in CreateInput) 
 		return webhook.Endpoint{}, err
 	}
 	return ep, nil
+}
+
+// checkLimits validates the delivery limits given and returns them as a
+// change.
+func checkLimits(v *domain.Validation, maxInFlight, rateLimit *int) webhook.EndpointChange {
+	if maxInFlight != nil {
+		webhook.CheckMaxInFlight(v, *maxInFlight)
+	}
+	if rateLimit != nil {
+		webhook.CheckRateLimit(v, *rateLimit)
+	}
+	return webhook.EndpointChange{MaxInFlight: maxInFlight, RateLimit: rateLimit}
 }
 
 // Get returns an endpoint of the actor's team.
@@ -198,6 +214,9 @@ type UpdateInput struct {
 	Events  *[]string
 	Secret  *string
 	Enabled *bool
+	// RateLimit 0 removes the limit.
+	MaxInFlight *int
+	RateLimit   *int
 }
 
 // Update changes an endpoint.
@@ -210,7 +229,8 @@ func (s *Service) Update(ctx context.Context, actor team.Actor, id string, in Up
 		return webhook.Endpoint{}, err
 	}
 	v := &domain.Validation{}
-	ch := webhook.EndpointChange{Enabled: in.Enabled}
+	ch := checkLimits(v, in.MaxInFlight, in.RateLimit)
+	ch.Enabled = in.Enabled
 	if in.URL != nil {
 		url := webhook.CheckURL(v, *in.URL, s.d.Policy.AllowPrivateTargets)
 		if v.Err() == nil {

@@ -22,6 +22,13 @@ const (
 	MaxURLLength    = 2048
 	// AllEvents subscribes an endpoint to every event type.
 	AllEvents = "*"
+	// DefaultMaxInFlight is how many attempts to one endpoint a dispatcher
+	// makes at once unless the endpoint says otherwise; MaxMaxInFlight
+	// bounds what it may say, so one endpoint cannot take every worker.
+	DefaultMaxInFlight = 16
+	MaxMaxInFlight     = 256
+	// MaxRateLimit bounds an endpoint's attempts per second; 0 is no limit.
+	MaxRateLimit = 100000
 )
 
 // Endpoint is a customer's URL that receives a team's events. The secret
@@ -35,6 +42,12 @@ type Endpoint struct {
 	Enabled      bool
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
+	// MaxInFlight bounds the attempts to the endpoint a dispatcher makes at
+	// once, so a fast receiver is not held to a common cap and a slow one
+	// holds at most this many workers. RateLimit bounds its attempts per
+	// second (0: no limit), for receivers that must not be flooded.
+	MaxInFlight int
+	RateLimit   int
 	// AfterSeq is the outbox's highest event number when the endpoint was
 	// stored, set by the store: the endpoint takes only events above it,
 	// those committed after it existed.
@@ -46,7 +59,8 @@ type Endpoint struct {
 // CheckSecret) as the service's secret box sealed it.
 func NewEndpoint(id, teamID, url string, events []string, sealed []byte, now time.Time) Endpoint {
 	now = now.UTC()
-	return Endpoint{ID: id, TeamID: teamID, URL: url, Events: events, SecretSealed: sealed, Enabled: true, CreatedAt: now, UpdatedAt: now}
+	return Endpoint{ID: id, TeamID: teamID, URL: url, Events: events, SecretSealed: sealed, Enabled: true,
+		CreatedAt: now, UpdatedAt: now, MaxInFlight: DefaultMaxInFlight}
 }
 
 // EndpointChange is a checked partial update of an endpoint: nil fields stay.
@@ -55,6 +69,8 @@ type EndpointChange struct {
 	Events       []string
 	SecretSealed []byte
 	Enabled      *bool
+	MaxInFlight  *int
+	RateLimit    *int
 }
 
 // Change returns the endpoint with ch applied at now.
@@ -70,6 +86,12 @@ func (e Endpoint) Change(ch EndpointChange, now time.Time) Endpoint {
 	}
 	if ch.Enabled != nil {
 		e.Enabled = *ch.Enabled
+	}
+	if ch.MaxInFlight != nil {
+		e.MaxInFlight = *ch.MaxInFlight
+	}
+	if ch.RateLimit != nil {
+		e.RateLimit = *ch.RateLimit
 	}
 	e.UpdatedAt = now.UTC()
 	return e
@@ -131,6 +153,20 @@ func CheckEvents(v *domain.Validation, events []string) []string {
 func CheckSecret(v *domain.Validation, secret string) {
 	if n := utf8.RuneCountInString(secret); n < MinSecretLength || len(secret) > MaxSecretLength {
 		v.Add("secret", "must be 32 to 256 characters")
+	}
+}
+
+// CheckMaxInFlight validates an endpoint's bound on attempts at once.
+func CheckMaxInFlight(v *domain.Validation, n int) {
+	if n < 1 || n > MaxMaxInFlight {
+		v.Add("maxInFlight", "must be 1 to 256")
+	}
+}
+
+// CheckRateLimit validates an endpoint's attempts per second; 0 is none.
+func CheckRateLimit(v *domain.Validation, n int) {
+	if n < 0 || n > MaxRateLimit {
+		v.Add("rateLimit", "must be 1 to 100000 attempts per second, or null for no limit")
 	}
 }
 

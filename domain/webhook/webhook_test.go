@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"encoding/json"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -138,6 +139,37 @@ func TestEndpointChange(t *testing.T) {
 	}
 	if e.URL != "https://a.example/hook" {
 		t.Fatal("Change altered the endpoint it was called on")
+	}
+	if e.MaxInFlight != 16 || e.RateLimit != 0 {
+		t.Fatalf("NewEndpoint limits: max in flight %d, rate limit %d; want 16 and none", e.MaxInFlight, e.RateLimit)
+	}
+	four, ten := 4, 10
+	limited := e.Change(webhook.EndpointChange{MaxInFlight: &four, RateLimit: &ten}, later)
+	if limited.MaxInFlight != 4 || limited.RateLimit != 10 || same.MaxInFlight != 16 {
+		t.Fatalf("Change of limits = %+v", limited)
+	}
+}
+
+func TestCheckLimits(t *testing.T) {
+	for _, c := range []struct {
+		maxInFlight, rateLimit int
+		want                   int
+	}{
+		{1, 0, 0}, {256, 100000, 0}, {16, 1, 0},
+		{0, 0, 1}, {257, 0, 1}, {-1, 0, 1},
+		{16, -1, 1}, {16, 100001, 1}, {0, -1, 2},
+	} {
+		v := &domain.Validation{}
+		webhook.CheckMaxInFlight(v, c.maxInFlight)
+		webhook.CheckRateLimit(v, c.rateLimit)
+		var fields []domain.FieldIssue
+		var de *domain.Error
+		if errors.As(v.Err(), &de) {
+			fields = de.Fields
+		}
+		if len(fields) != c.want {
+			t.Errorf("max in flight %d, rate limit %d: issues %v, want %d", c.maxInFlight, c.rateLimit, fields, c.want)
+		}
 	}
 }
 

@@ -396,14 +396,16 @@ func TestEveryEventReachesStarSubscriber(t *testing.T) {
 }
 
 // TestSlowReceiverDoesNotHoldUpOthers: one endpoint's receiver holds every
-// request; another endpoint of the same team still gets all its deliveries.
+// request; it gets no more at once than its maxInFlight, and another
+// endpoint of the same team still gets all its deliveries.
 func TestSlowReceiverDoesNotHoldUpOthers(t *testing.T) {
 	h := start(t, webhookOptions("memory://"))
 	a := h.register(t)
 	slow, fast := newReceiver(t, 200), newReceiver(t, 200)
 	slow.gate = make(chan struct{})
 	defer close(slow.gate)
-	h.subscribe(t, a, slow.srv.URL, "profile.created")
+	slowID := h.subscribe(t, a, slow.srv.URL, "profile.created")
+	expect(t, h.patch("/v1/webhooks/"+slowID, map[string]any{"maxInFlight": 4}, bearer(a.access)...), http.StatusOK)
 	h.subscribe(t, a, fast.srv.URL, "profile.created")
 	const n = 30
 	for range n {
@@ -411,7 +413,7 @@ func TestSlowReceiverDoesNotHoldUpOthers(t *testing.T) {
 	}
 	fast.waitFor(n)
 	if got := len(slow.requests()); got > 4 {
-		t.Fatalf("%d requests in flight to the slow receiver, want at most the per-endpoint bound of 4", got)
+		t.Fatalf("%d requests in flight to the slow receiver, want at most the endpoint's maxInFlight of 4", got)
 	}
 
 	// The pipeline's figures are on /metrics.
@@ -539,7 +541,7 @@ func TestAttemptLostWithItsInstanceCounts(t *testing.T) {
 
 		due := h.clock.Now().Add(5 * time.Second)
 		claimed, err := h.store.Deliveries().Claim(context.Background(), webhookstore.DeliveryClaim{
-			Owner: "dsp_killed", Now: due, LeaseUntil: due.Add(time.Minute), Limit: 10, PerEndpoint: 10,
+			Owner: "dsp_killed", Now: due, LeaseUntil: due.Add(time.Minute), Limit: 10,
 		})
 		if err != nil || len(claimed) != 1 {
 			t.Fatalf("the killed instance's claim = %d deliveries, %v; want 1", len(claimed), err)
@@ -617,6 +619,70 @@ func TestUnansweringTeamDoesNotStopAnother(t *testing.T) {
 		got := fast.waitFor(1)
 		if p, _ := got[0].payload["data"].(map[string]any)["profile"].(map[string]any); p["id"] != id {
 			t.Fatalf("the quiet team's receiver got %v, want its profile %s", got[0].payload, id)
+		}
+	})
+}
+
+// TestWebhookEndpointLimits: maxInFlight (default 16) and rateLimit (null
+// for none) are set on create, changed or removed by PATCH, and refused out
+// of range with 422 naming the field.
+func TestWebhookEndpointLimits(t *testing.T) {
+	eachBackend(t, func(t *testing.T, h *harness) {
+		a := h.register(t)
+		auth := bearer(a.access)
+		r := h.post("/v1/webhooks", map[string]any{"url": "https://hooks.example.test/in", "events": []string{"*"}, "secret": webhookSecret}, auth...)
+		expect(t, r, http.StatusCreated)
+		if r.data()["maxInFlight"] != float64(16) || r.data()["rateLimit"] != nil {
+			t.Fatalf("defaults: %s", r.raw)
+		}
+		r = h.post("/v1/webhooks", map[string]any{"url": "https://hooks.example.test/in", "events": []string{"*"}, "secret": webhookSecret,
+			"maxInFlight": 4, "rateLimit": 20}, auth...)
+		expect(t, r, http.StatusCreated)
+		id := str(r.data()["id"])
+		if r.data()["maxInFlight"] != float64(4) || r.data()["rateLimit"] != float64(20) {
+			t.Fatalf("create with limits: %s", r.raw)
+		}
+		r = h.get("/v1/webhooks/"+id, auth...)
+		expect(t, r, http.StatusOK)
+		if r.data()["maxInFlight"] != float64(4) || r.data()["rateLimit"] != float64(20) {
+			t.Fatalf("get: %s", r.raw)
+		}
+		r = h.patch("/v1/webhooks/"+id, map[string]any{"maxInFlight": 64}, auth...)
+		expect(t, r, http.StatusOK)
+		if r.data()["maxInFlight"] != float64(64) || r.data()["rateLimit"] != float64(20) {
+			t.Fatalf("patch maxInFlight: %s", r.raw)
+		}
+		r = h.patch("/v1/webhooks/"+id, map[string]any{"rateLimit": nil}, auth...)
+		expect(t, r, http.StatusOK)
+		if r.data()["maxInFlight"] != float64(64) || r.data()["rateLimit"] != nil {
+			t.Fatalf("patch rateLimit null: %s", r.raw)
+		}
+		for name, tc := range map[string]struct {
+			body  map[string]any
+			field string
+		}{
+			"maxInFlight 0":        {map[string]any{"maxInFlight": 0}, "maxInFlight"},
+			"maxInFlight 257":      {map[string]any{"maxInFlight": 257}, "maxInFlight"},
+			"rateLimit negative":   {map[string]any{"rateLimit": -1}, "rateLimit"},
+			"rateLimit over 100k":  {map[string]any{"rateLimit": 100001}, "rateLimit"},
+			"maxInFlight a string": {map[string]any{"maxInFlight": "8"}, "maxInFlight"},
+			"rateLimit a string":   {map[string]any{"rateLimit": "8"}, "rateLimit"},
+		} {
+			t.Run(name, func(t *testing.T) {
+				expectField := func(r response) {
+					t.Helper()
+					expect(t, r, http.StatusUnprocessableEntity)
+					if !slices.Contains(r.errFields(), tc.field) {
+						t.Fatalf("details do not name %s: %s", tc.field, r.raw)
+					}
+				}
+				expectField(h.patch("/v1/webhooks/"+id, tc.body, auth...))
+				create := map[string]any{"url": "https://hooks.example.test/in", "events": []string{"*"}, "secret": webhookSecret}
+				for k, v := range tc.body {
+					create[k] = v
+				}
+				expectField(h.post("/v1/webhooks", create, auth...))
+			})
 		}
 	})
 }

@@ -89,7 +89,7 @@ func runWebhookRetention(t *testing.T, newStore NewStore) {
 		leasedOld.NextAttemptAt = old
 		f.createDeliveries(succeededOld, failedOld, failedRecent, succeededAtCutoff, pendingOld, leasedOld)
 		claimed := f.claim(webhookstore.DeliveryClaim{
-			Owner: "dsp_retention", Now: storeAt(0), LeaseUntil: storeAt(24 * time.Hour), Limit: 10, PerEndpoint: 10,
+			Owner: "dsp_retention", Now: storeAt(0), LeaseUntil: storeAt(24 * time.Hour), Limit: 10,
 		})
 		checkIDs(t, "claimed", deliveryIDs(claimed...), deliveryIDs(leasedOld))
 

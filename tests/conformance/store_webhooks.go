@@ -82,6 +82,18 @@ func (f storeFixture) claim(c webhookstore.DeliveryClaim) []webhook.Delivery {
 	return got
 }
 
+// completeOne is Complete of one delivery.
+func (f storeFixture) completeOne(d webhook.Delivery, owner string) (bool, error) {
+	applied, err := f.s.Deliveries().Complete(f.ctx, owner, d)
+	if err != nil {
+		return false, err
+	}
+	if len(applied) != 1 {
+		f.t.Fatalf("Complete of one delivery reported %d", len(applied))
+	}
+	return applied[0], nil
+}
+
 func endpointIDs(es []webhook.Endpoint) []string {
 	return ids(es, func(e webhook.Endpoint) string { return e.ID })
 }
@@ -289,12 +301,13 @@ func runWebhookEndpoints(t *testing.T, newStore NewStore) {
 
 		f.expectEndpoint(f.ctx, kept)
 		f.expectDelivery(f.ctx, keptD)
-		claimed := f.claim(webhookstore.DeliveryClaim{Owner: "a", Now: storeAt(time.Hour), LeaseUntil: storeAt(2 * time.Hour), Limit: 10, PerEndpoint: 10})
+		claimed := f.claim(webhookstore.DeliveryClaim{Owner: "a", Now: storeAt(time.Hour), LeaseUntil: storeAt(2 * time.Hour), Limit: 10})
 		checkIDs(t, "Claim after Delete", deliveryIDs(claimed...), []string{keptD.ID})
 	})
 }
 
 func runDeliveries(t *testing.T, newStore NewStore) {
+	runDeliveryBounds(t, newStore)
 	t.Run("create then ByID", func(t *testing.T) {
 		f := newStoreFixture(t, newStore)
 		ep := f.endpoint(storeID("tm"))
@@ -418,7 +431,7 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 		failed.Status = webhook.StatusFailed
 		f.createDeliveries(later, tieB, done, atNow, failed, tieA, early)
 
-		c := webhookstore.DeliveryClaim{Owner: "a", Now: now.In(storeZone), LeaseUntil: now.Add(30 * time.Second), Limit: 10, PerEndpoint: 10}
+		c := webhookstore.DeliveryClaim{Owner: "a", Now: now.In(storeZone), LeaseUntil: now.Add(30 * time.Second), Limit: 10}
 		got := f.claim(c)
 		checkIDs(t, "first claim", deliveryIDs(got...), deliveryIDs(early, tieA, tieB, atNow))
 		if len(got) > 0 {
@@ -453,7 +466,7 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 		f.expectDelivery(f.ctx, early)
 	})
 
-	t.Run("Claim takes at most Limit, PerEndpoint of each endpoint, none excluded", func(t *testing.T) {
+	t.Run("Claim takes at most Limit, an endpoint's room, none excluded", func(t *testing.T) {
 		f := newStoreFixture(t, newStore)
 		teamID := storeID("tm")
 		epA, epB, epC := f.endpoint(teamID), f.endpoint(teamID), f.endpoint(storeID("tm"))
@@ -468,33 +481,34 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 		c1 := f.delivery(epC, now.Add(-3*time.Minute))
 		f.createDeliveries(c1, bs[1], as[4], as[0], bs[0], as[2], as[1], as[3])
 
-		c := webhookstore.DeliveryClaim{Owner: "a", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 3, PerEndpoint: 2}
-		checkIDs(t, "Limit 3, PerEndpoint 2", deliveryIDs(f.claim(c)...), deliveryIDs(as[0], as[1], bs[0]))
+		two := map[string]int{epA.ID: 2, epB.ID: 2, epC.ID: 2}
+		c := webhookstore.DeliveryClaim{Owner: "a", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 3, Room: two}
+		checkIDs(t, "Limit 3, room for 2 of each", deliveryIDs(f.claim(c)...), deliveryIDs(as[0], as[1], bs[0]))
 		c.Limit = 10
-		checkIDs(t, "Limit 10, PerEndpoint 2", deliveryIDs(f.claim(c)...), deliveryIDs(as[2], as[3], bs[1], c1))
+		checkIDs(t, "Limit 10, room for 2 of each", deliveryIDs(f.claim(c)...), deliveryIDs(as[2], as[3], bs[1], c1))
 		checkIDs(t, "the rest", deliveryIDs(f.claim(c)...), deliveryIDs(as[4]))
 
 		f2 := newStoreFixture(t, newStore)
 		f2.createDeliveries(c1, bs[1], as[4], as[0], bs[0], as[2], as[1], as[3])
-		c = webhookstore.DeliveryClaim{Owner: "b", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 10, PerEndpoint: 10,
-			ExcludeEndpoints: []string{epA.ID}}
+		c = webhookstore.DeliveryClaim{Owner: "b", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 10,
+			Room: map[string]int{epA.ID: 0}}
 		checkIDs(t, "excluding A", deliveryIDs(f2.claim(c)...), deliveryIDs(bs[0], bs[1], c1))
-		c.ExcludeEndpoints = []string{epA.ID, epC.ID}
+		c.Room = map[string]int{epA.ID: 0, epC.ID: 0}
 		checkIDs(t, "excluding A and C", deliveryIDs(f2.claim(c)...), []string{})
-		c.ExcludeEndpoints = []string{epB.ID, epC.ID}
+		c.Room = map[string]int{epB.ID: 0, epC.ID: 0}
 		checkIDs(t, "excluding B and C", deliveryIDs(f2.claim(c)...), deliveryIDs(as...))
-		c.Limit, c.ExcludeEndpoints = 0, nil
+		c.Limit, c.Room = 0, nil
 		checkIDs(t, "Limit 0", deliveryIDs(f2.claim(c)...), []string{})
 
 		f3 := newStoreFixture(t, newStore)
 		f3.createDeliveries(c1, bs[1], as[4], as[0], bs[0], as[2], as[1], as[3])
-		c = webhookstore.DeliveryClaim{Owner: "c", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 10, PerEndpoint: 2, PerTeam: 3}
-		checkIDs(t, "PerEndpoint 2, PerTeam 3", deliveryIDs(f3.claim(c)...), deliveryIDs(as[0], as[1], bs[0], c1))
-		checkIDs(t, "PerEndpoint 2, PerTeam 3 again", deliveryIDs(f3.claim(c)...), deliveryIDs(as[2], as[3], bs[1]))
+		c = webhookstore.DeliveryClaim{Owner: "c", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 10, Room: two, PerTeam: 3}
+		checkIDs(t, "room for 2 of each, PerTeam 3", deliveryIDs(f3.claim(c)...), deliveryIDs(as[0], as[1], bs[0], c1))
+		checkIDs(t, "room for 2 of each, PerTeam 3 again", deliveryIDs(f3.claim(c)...), deliveryIDs(as[2], as[3], bs[1]))
 
 		f4 := newStoreFixture(t, newStore)
 		f4.createDeliveries(c1, bs[1], as[4], as[0], bs[0], as[2], as[1], as[3])
-		c = webhookstore.DeliveryClaim{Owner: "d", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 10, PerEndpoint: 10,
+		c = webhookstore.DeliveryClaim{Owner: "d", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 10,
 			ExcludeTeams: []string{teamID}}
 		checkIDs(t, "excluding A and B's team", deliveryIDs(f4.claim(c)...), deliveryIDs(c1))
 	})
@@ -522,7 +536,7 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 		storeWithin(t, "concurrent claims", func() {
 			errs := runConcurrently(claimers, func(i int) error {
 				c := webhookstore.DeliveryClaim{Owner: fmt.Sprintf("dispatcher-%d", i), Now: now,
-					LeaseUntil: now.Add(time.Hour), Limit: 10, PerEndpoint: 3}
+					LeaseUntil: now.Add(time.Hour), Limit: 10}
 				for count.Load() < total {
 					if time.Now().After(deadline) {
 						return fmt.Errorf("only %d of %d deliveries claimed in time", count.Load(), total)
@@ -560,7 +574,7 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 				t.Errorf("delivery %s claimed %d times", id, n)
 			}
 		}
-		left := f.claim(webhookstore.DeliveryClaim{Owner: "late", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 10, PerEndpoint: 10})
+		left := f.claim(webhookstore.DeliveryClaim{Owner: "late", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 10})
 		checkIDs(t, "claim after all were claimed", deliveryIDs(left...), []string{})
 	})
 
@@ -574,23 +588,23 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 		schedule := webhook.Schedule{0, time.Minute, time.Hour}
 
 		next := d.Record(webhook.Attempt{At: now.Add(time.Second), StatusCode: 502, LatencyMs: 87}, schedule, now.Add(2*time.Second))
-		if ok, err := f.s.Deliveries().Complete(f.ctx, next, "a"); err != nil || ok {
+		if ok, err := f.completeOne(next, "a"); err != nil || ok {
 			t.Fatalf("Complete of an unclaimed delivery = %v, %v; want false", ok, err)
 		}
-		if ok, err := f.s.Deliveries().Complete(f.ctx, f.delivery(ep, now), "a"); err != nil || ok {
+		if ok, err := f.completeOne(f.delivery(ep, now), "a"); err != nil || ok {
 			t.Fatalf("Complete of an unknown delivery = %v, %v; want false", ok, err)
 		}
-		c := webhookstore.DeliveryClaim{Owner: "a", Now: now, LeaseUntil: now.Add(30 * time.Second), Limit: 10, PerEndpoint: 10}
+		c := webhookstore.DeliveryClaim{Owner: "a", Now: now, LeaseUntil: now.Add(30 * time.Second), Limit: 10}
 		checkIDs(t, "claim", deliveryIDs(f.claim(c)...), []string{d.ID})
-		if ok, err := f.s.Deliveries().Complete(f.ctx, next, "b"); err != nil || ok {
+		if ok, err := f.completeOne(next, "b"); err != nil || ok {
 			t.Fatalf("Complete by another owner = %v, %v; want false", ok, err)
 		}
 		f.expectDelivery(f.ctx, d)
-		if ok, err := f.s.Deliveries().Complete(f.ctx, next, "a"); err != nil || !ok {
+		if ok, err := f.completeOne(next, "a"); err != nil || !ok {
 			t.Fatalf("Complete by the owner = %v, %v; want true", ok, err)
 		}
 		f.expectDelivery(f.ctx, next)
-		if ok, err := f.s.Deliveries().Complete(f.ctx, next, "a"); err != nil || ok {
+		if ok, err := f.completeOne(next, "a"); err != nil || ok {
 			t.Fatalf("Complete again after the lease was freed = %v, %v; want false", ok, err)
 		}
 
@@ -606,7 +620,7 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 		// Complete takes no time: b's lease has lapsed by when it completes,
 		// but no one took the delivery over, so it is still b's.
 		final := next.Record(webhook.Attempt{At: c.Now.Add(time.Minute), StatusCode: 200, LatencyMs: 12}, schedule, c.Now.Add(time.Minute))
-		if ok, err := f.s.Deliveries().Complete(f.ctx, final, "b"); err != nil || !ok {
+		if ok, err := f.completeOne(final, "b"); err != nil || !ok {
 			t.Fatalf("Complete after the lease lapsed = %v, %v; want true", ok, err)
 		}
 		checkEqual(t, "status after a 200", final.Status, webhook.StatusSucceeded)
@@ -622,7 +636,7 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 		d := f.delivery(ep, now)
 		f.createDeliveries(d)
 
-		c := webhookstore.DeliveryClaim{Owner: "killed", Now: now, LeaseUntil: now.Add(time.Minute), Limit: 1, PerEndpoint: 1}
+		c := webhookstore.DeliveryClaim{Owner: "killed", Now: now, LeaseUntil: now.Add(time.Minute), Limit: 1}
 		first := f.claim(c)
 		if len(first) != 1 || first[0].Started != 1 {
 			t.Fatalf("first claim: %d deliveries, started %v; want 1 started once", len(first), first)
@@ -634,7 +648,7 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 			t.Fatalf("claim after a lost attempt: %v; want started twice, attempt number 2", second)
 		}
 		done := second[0].Record(webhook.Attempt{At: c.Now, StatusCode: 200}, webhook.Schedule{0, time.Second, time.Second}, c.Now)
-		ok, err := f.s.Deliveries().Complete(f.ctx, done, "next")
+		ok, err := f.completeOne(done, "next")
 		f.must("Complete", err)
 		if !ok {
 			t.Fatal("Complete by the lease owner did not apply")
@@ -682,7 +696,7 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 		if ok, err := f.s.Deliveries().Requeue(f.ctx, retried); err != nil || ok {
 			t.Fatalf("Requeue again = %v, %v; want false", ok, err)
 		}
-		c := webhookstore.DeliveryClaim{Owner: "a", Now: now.Add(time.Minute), LeaseUntil: now.Add(time.Hour), Limit: 10, PerEndpoint: 10}
+		c := webhookstore.DeliveryClaim{Owner: "a", Now: now.Add(time.Minute), LeaseUntil: now.Add(time.Hour), Limit: 10}
 		checkIDs(t, "claim after Requeue", deliveryIDs(f.claim(c)...), deliveryIDs(pending, d))
 	})
 
@@ -857,5 +871,63 @@ func runOutboxDispatch(t *testing.T, newStore NewStore) {
 		slices.Sort(union)
 		checkIDs(t, fmt.Sprintf("both claims together (%v and %v)", claims[0], claims[1]), union, eventIDs(events))
 		checkIDs(t, "claim after both", claim(f, f.s, f.ctx, n), []string{})
+	})
+}
+
+// runDeliveryBounds checks what bounds a claim per endpoint: the stored
+// MaxInFlight and RateLimit of an endpoint the claim gives no room for,
+// the room it gives otherwise; and that Create of several deliveries
+// stores all or none.
+func runDeliveryBounds(t *testing.T, newStore NewStore) {
+	t.Run("Claim bounds each endpoint by its room or its stored limits", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		teamID := storeID("tm")
+		narrow, limited, open := f.endpoint(teamID), f.endpoint(teamID), f.endpoint(teamID)
+		narrow.MaxInFlight = 2
+		limited.MaxInFlight, limited.RateLimit = 16, 3
+		f.createEndpoints(narrow, limited, open)
+		f.expectEndpoint(f.ctx, narrow)
+		f.expectEndpoint(f.ctx, limited)
+		now := storeAt(time.Hour)
+		var ns, ls, os []webhook.Delivery
+		for i := range 5 {
+			due := now.Add(time.Duration(i-10) * time.Minute)
+			ns, ls, os = append(ns, f.delivery(narrow, due)), append(ls, f.delivery(limited, due)), append(os, f.delivery(open, due))
+		}
+		f.createDeliveries(append(append(append([]webhook.Delivery(nil), ns...), ls...), os...)...)
+
+		c := webhookstore.DeliveryClaim{Owner: "a", Now: now, LeaseUntil: now.Add(time.Hour), Limit: 20}
+		got := deliveryIDs(f.claim(c)...)
+		want := deliveryIDs(ns[0], ls[0], os[0], ns[1], ls[1], os[1], ls[2], os[2], os[3], os[4])
+		slices.Sort(got)
+		slices.Sort(want)
+		checkIDs(t, "claim by stored limits", got, want)
+
+		c.Owner, c.Room = "b", map[string]int{narrow.ID: 1, limited.ID: 0}
+		checkIDs(t, "claim by room", deliveryIDs(f.claim(c)...), []string{ns[2].ID})
+
+		changed := narrow
+		changed.MaxInFlight, changed.RateLimit = 5, 1
+		f.must("Update", f.s.WebhookEndpoints().Update(f.ctx, changed))
+		f.expectEndpoint(f.ctx, changed)
+		c.Owner, c.Room = "c", nil
+		checkIDs(t, "claim after the limits changed", deliveryIDs(f.claim(c)...), deliveryIDs(ns[3], ls[3], ls[4]))
+	})
+
+	t.Run("Create of several deliveries stores all or none", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		ep := f.endpoint(storeID("tm"))
+		now := storeAt(time.Hour)
+		a, b, c := f.delivery(ep, now), f.delivery(ep, now), f.delivery(ep, now)
+		f.createDeliveries(a)
+		expectConflict(t, "Create of a batch with a stored id", f.s.Deliveries().Create(f.ctx, b, a, c))
+		for _, d := range []webhook.Delivery{b, c} {
+			_, err := f.s.Deliveries().ByID(f.ctx, d.TeamID, d.ID)
+			expectNotFound(t, "a delivery of the refused batch", err)
+		}
+		f.must("Create of a batch", f.s.Deliveries().Create(f.ctx, b, c))
+		f.expectDelivery(f.ctx, b)
+		f.expectDelivery(f.ctx, c)
+		f.must("Create of nothing", f.s.Deliveries().Create(f.ctx))
 	})
 }

@@ -1,13 +1,18 @@
 package bunstore
 
 import (
+	"cmp"
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
+	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/webhook"
@@ -27,11 +32,15 @@ type webhookEndpointRow struct {
 	Enabled      bool      `bun:"enabled"`
 	CreatedAt    time.Time `bun:"created_at"`
 	UpdatedAt    time.Time `bun:"updated_at"`
+	MaxInFlight  int       `bun:"max_in_flight"`
+	RateLimit    int       `bun:"rate_limit"`
 	AfterSeq     int64     `bun:"after_seq"`
 }
 
 // webhookEndpointUpdateColumns are what Update replaces.
-var webhookEndpointUpdateColumns = []string{"url", "events", "secret_sealed", "enabled", "updated_at"}
+var webhookEndpointUpdateColumns = []string{
+	"url", "events", "secret_sealed", "enabled", "updated_at", "max_in_flight", "rate_limit",
+}
 
 func newWebhookEndpointRow(e webhook.Endpoint) (*webhookEndpointRow, error) {
 	events := e.Events
@@ -56,6 +65,8 @@ func newWebhookEndpointRow(e webhook.Endpoint) (*webhookEndpointRow, error) {
 		Enabled:      e.Enabled,
 		CreatedAt:    utc(e.CreatedAt),
 		UpdatedAt:    utc(e.UpdatedAt),
+		MaxInFlight:  e.MaxInFlight,
+		RateLimit:    e.RateLimit,
 	}, nil
 }
 
@@ -76,6 +87,8 @@ func (r *webhookEndpointRow) endpoint() (webhook.Endpoint, error) {
 		Enabled:      r.Enabled,
 		CreatedAt:    utc(r.CreatedAt),
 		UpdatedAt:    utc(r.UpdatedAt),
+		MaxInFlight:  r.MaxInFlight,
+		RateLimit:    r.RateLimit,
 		AfterSeq:     r.AfterSeq,
 	}, nil
 }
@@ -209,26 +222,29 @@ type webhookDeliveryRow struct {
 	EventType  string `bun:"event_type"`
 	// Payload is a string, not bytes, so that it is written as text: the
 	// column keeps the body exactly as it is signed and sent.
-	Payload       string     `bun:"payload"`
-	Status        string     `bun:"status"`
-	Attempts      string     `bun:"attempts"`
-	Started       int        `bun:"started"`
-	RoundStart    int        `bun:"round_start"`
-	NextAttemptAt time.Time  `bun:"next_attempt_at"`
-	LeaseOwner    *string    `bun:"lease_owner"`
-	LeaseUntil    *time.Time `bun:"lease_until"`
-	CreatedAt     time.Time  `bun:"created_at"`
-	UpdatedAt     time.Time  `bun:"updated_at"`
+	Payload       string    `bun:"payload"`
+	Status        string    `bun:"status"`
+	Attempts      string    `bun:"attempts"`
+	Started       int       `bun:"started"`
+	RoundStart    int       `bun:"round_start"`
+	NextAttemptAt time.Time `bun:"next_attempt_at"`
+	// ClaimableAt is NextAttemptAt, or the lease's end while a dispatcher
+	// holds the delivery: claims look for due rows by it alone.
+	ClaimableAt time.Time  `bun:"claimable_at"`
+	LeaseOwner  *string    `bun:"lease_owner"`
+	LeaseUntil  *time.Time `bun:"lease_until"`
+	CreatedAt   time.Time  `bun:"created_at"`
+	UpdatedAt   time.Time  `bun:"updated_at"`
 }
 
 // deliveryCompleteColumns are what Complete stores; it also frees the lease.
 var deliveryCompleteColumns = []string{
-	"status", "attempts", "round_start", "next_attempt_at", "updated_at", "lease_owner", "lease_until",
+	"status", "attempts", "round_start", "next_attempt_at", "claimable_at", "updated_at", "lease_owner", "lease_until",
 }
 
 // deliveryRequeueColumns are what Requeue stores; it also frees the lease.
 var deliveryRequeueColumns = []string{
-	"status", "round_start", "next_attempt_at", "updated_at", "lease_owner", "lease_until",
+	"status", "round_start", "next_attempt_at", "claimable_at", "updated_at", "lease_owner", "lease_until",
 }
 
 // attemptJSON is one attempt as the attempts column keeps it; the time is
@@ -292,6 +308,7 @@ func newWebhookDeliveryRow(d webhook.Delivery) (*webhookDeliveryRow, error) {
 		Started:       d.Started,
 		RoundStart:    d.RoundStart,
 		NextAttemptAt: utc(d.NextAttemptAt),
+		ClaimableAt:   utc(d.NextAttemptAt),
 		CreatedAt:     utc(d.CreatedAt),
 		UpdatedAt:     utc(d.UpdatedAt),
 	}, nil
@@ -333,12 +350,20 @@ func webhookDeliveries(rows []webhookDeliveryRow) ([]webhook.Delivery, error) {
 
 type deliveryRepository struct{ db *bun.DB }
 
-func (r deliveryRepository) Create(ctx context.Context, d webhook.Delivery) error {
-	row, err := newWebhookDeliveryRow(d)
-	if err != nil {
-		return err
+// Create writes the deliveries with one multi-row INSERT.
+func (r deliveryRepository) Create(ctx context.Context, ds ...webhook.Delivery) error {
+	if len(ds) == 0 {
+		return nil
 	}
-	if _, err := conn(ctx, r.db).NewInsert().Model(row).Exec(ctx); err != nil {
+	rows := make([]webhookDeliveryRow, len(ds))
+	for i, d := range ds {
+		row, err := newWebhookDeliveryRow(d)
+		if err != nil {
+			return err
+		}
+		rows[i] = *row
+	}
+	if _, err := conn(ctx, r.db).NewInsert().Model(&rows).Exec(ctx); err != nil {
 		return writeErr(err, "delivery", "delivery already exists")
 	}
 	return nil
@@ -378,110 +403,306 @@ func (r deliveryRepository) List(ctx context.Context, teamID, endpointID string,
 	return webhookDeliveries(rows)
 }
 
-// whereDue keeps the deliveries c may claim: pending, due, with no lease or
-// a lapsed one, of an endpoint not excluded.
-func whereDue(q *bun.SelectQuery, c webhookstore.DeliveryClaim) *bun.SelectQuery {
-	now := utc(c.Now)
-	q = q.Where("status = ?", string(webhook.StatusPending)).
-		Where("next_attempt_at <= ?", now).
-		Where("(lease_until IS NULL OR lease_until <= ?)", now)
-	if len(c.ExcludeEndpoints) > 0 {
-		q = q.Where("endpoint_id NOT IN (?)", bun.List(c.ExcludeEndpoints))
-	}
-	if len(c.ExcludeTeams) > 0 {
-		q = q.Where("team_id NOT IN (?)", bun.List(c.ExcludeTeams))
-	}
-	return q
-}
-
-// Claim picks the deliveries with window functions, at most PerEndpoint
-// of each endpoint, then at most PerTeam of each team among those, and
-// Limit in all, earliest due first, and leases them, in a transaction of
-// its own or a savepoint of the caller's unit of work.
-// A limit or per-endpoint bound below one claims nothing.
+// pgClaim leases due deliveries in one statement whose cost grows with the
+// endpoints that have pending deliveries, not with the deliveries:
 //
-// PostgreSQL forbids FOR UPDATE in a query with window functions, so the
-// windowed choice is a subquery of the query that locks: that one re-checks
-// that each chosen row is still due and free and skips the rows a
-// concurrent claim holds (SKIP LOCKED). A row leased by a claim that
-// committed meanwhile is re-read after its lock and fails the re-check, so
-// concurrent claims never lease one delivery twice; they may lease fewer
-// than Limit, and the next claim takes the rest. SQLite runs one writing
-// transaction at a time and needs no lock clause.
+//   - eps walks the distinct endpoints of pending deliveries, one index
+//     descent each (a loose index scan of webhook_deliveries_claim_idx);
+//   - bounds gives each endpoint its bound for this claim: the owner's
+//     room for it, else its stored max_in_flight (and rate_limit), capped
+//     by Limit, none for an excluded team;
+//   - picked reads, per endpoint, only the first n due rows of the index
+//     and locks them, skipping those a concurrent claim holds; a row a
+//     concurrent claim leased and committed meanwhile is re-checked after
+//     its lock, fails claimable_at <= now (the lease moved it) and is
+//     skipped, so no delivery is leased twice;
+//   - chosen keeps at most PerTeam of a team and Limit in all, earliest
+//     first, among those few rows;
+//   - the UPDATE leases them and moves claimable_at to the lease's end,
+//     out of "due", until the lease lapses or Complete frees it.
+//
+// Rows picked but not chosen stay locked until the statement's transaction
+// ends, a moment later.
+const pgClaim = `
+WITH RECURSIVE eps AS (
+    (SELECT endpoint_id, team_id FROM webhook_deliveries
+      WHERE status = 'pending' ORDER BY endpoint_id LIMIT 1)
+    UNION ALL
+    SELECT nxt.endpoint_id, nxt.team_id FROM eps CROSS JOIN LATERAL (
+        SELECT w.endpoint_id, w.team_id FROM webhook_deliveries AS w
+         WHERE w.status = 'pending' AND w.endpoint_id > eps.endpoint_id
+         ORDER BY w.endpoint_id LIMIT 1) AS nxt
+), room AS (
+    SELECT r.endpoint_id COLLATE "C" AS endpoint_id, r.n
+      FROM unnest(?::text[], ?::int[]) AS r(endpoint_id, n)
+), bounds AS (
+    SELECT eps.endpoint_id,
+           least(coalesce(room.n, CASE WHEN e.rate_limit > 0 THEN least(e.max_in_flight, e.rate_limit)
+                                       ELSE nullif(e.max_in_flight, 0) END),
+                 ?::int) AS n
+      FROM eps
+      LEFT JOIN room ON room.endpoint_id = eps.endpoint_id
+      LEFT JOIN webhook_endpoints AS e ON e.id = eps.endpoint_id
+     WHERE eps.team_id <> ALL (?::text[])
+), picked AS (
+    SELECT d.id, d.team_id, d.claimable_at FROM bounds CROSS JOIN LATERAL (
+        SELECT w.id, w.team_id, w.claimable_at FROM webhook_deliveries AS w
+         WHERE w.endpoint_id = bounds.endpoint_id AND w.status = 'pending' AND w.claimable_at <= ?
+         ORDER BY w.claimable_at, w.id
+         LIMIT bounds.n
+           FOR UPDATE SKIP LOCKED) AS d
+     WHERE bounds.n > 0
+), chosen AS (
+    SELECT id FROM (
+        SELECT id, claimable_at,
+               row_number() OVER (PARTITION BY team_id ORDER BY claimable_at, id) AS team_rn
+          FROM picked) AS ranked
+     WHERE team_rn <= ?
+     ORDER BY claimable_at, id
+     LIMIT ?
+)
+UPDATE webhook_deliveries AS wd
+   SET lease_owner = ?, lease_until = ?, claimable_at = ?, started = wd.started + 1
+  FROM chosen
+ WHERE wd.id = chosen.id
+RETURNING wd.*`
+
+// Claim leases due deliveries in a transaction of its own or a savepoint of
+// the caller's unit of work. A limit below one claims nothing. Leased rows
+// come back earliest due first; their NextAttemptAt is as stored, the
+// lease being the store's own business.
 func (r deliveryRepository) Claim(ctx context.Context, c webhookstore.DeliveryClaim) ([]webhook.Delivery, error) {
-	if c.Limit < 1 || c.PerEndpoint < 1 {
+	if c.Limit < 1 {
 		return []webhook.Delivery{}, nil
 	}
 	var rows []webhookDeliveryRow
 	err := conn(ctx, r.db).RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		ranked := whereDue(tx.NewSelect().TableExpr("webhook_deliveries").
-			Column("id", "team_id", "next_attempt_at").
-			ColumnExpr("ROW_NUMBER() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS rn"), c)
-		perEndpoint := tx.NewSelect().TableExpr("(?) AS ranked", ranked).
-			Column("id", "next_attempt_at").
-			ColumnExpr("ROW_NUMBER() OVER (PARTITION BY team_id ORDER BY next_attempt_at, id) AS team_rn").
-			Where("rn <= ?", c.PerEndpoint)
-		chosen := tx.NewSelect().TableExpr("(?) AS per_endpoint", perEndpoint).
-			Column("id").
-			OrderExpr("next_attempt_at ASC, id ASC").
-			Limit(int64(c.Limit))
-		if c.PerTeam > 0 {
-			chosen = chosen.Where("team_rn <= ?", c.PerTeam)
-		}
-		lock := whereDue(tx.NewSelect().Model((*webhookDeliveryRow)(nil)).
-			Column("id").
-			Where("id IN (?)", chosen), c)
+		var err error
 		if tx.Dialect().Name() == dialect.PG {
-			lock = lock.For("UPDATE SKIP LOCKED")
+			rows, err = claimPG(ctx, tx, c)
+		} else {
+			rows, err = claimOneWriter(ctx, tx, c)
 		}
-		var ids []string
-		if err := lock.Scan(ctx, &ids); err != nil {
-			return readErr(err, "deliveries")
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(rows, func(a, b webhookDeliveryRow) int {
+		return cmp.Or(a.NextAttemptAt.Compare(b.NextAttemptAt), cmp.Compare(a.ID, b.ID))
+	})
+	return webhookDeliveries(rows)
+}
+
+// claimPG commits without waiting for the WAL flush: a claim lost with the
+// database's last moments only ends its leases early, and the deliveries
+// are attempted again, as after a lapsed lease (at least once). Whatever
+// is written after it (the outcome of an attempt) waits for the flush,
+// which takes the claim with it.
+func claimPG(ctx context.Context, tx bun.Tx, c webhookstore.DeliveryClaim) ([]webhookDeliveryRow, error) {
+	if _, err := tx.ExecContext(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+		return nil, fmt.Errorf("bunstore: claim deliveries: %w", err)
+	}
+	var rows []webhookDeliveryRow
+	if err := pgClaimQuery(tx, c).Scan(ctx, &rows); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, readErr(err, "deliveries")
+	}
+	return rows, nil
+}
+
+// pgClaimQuery is pgClaim with c's values.
+func pgClaimQuery(db bun.IDB, c webhookstore.DeliveryClaim) *bun.RawQuery {
+	roomIDs, roomN := make([]string, 0, len(c.Room)), make([]int, 0, len(c.Room))
+	for id, n := range c.Room {
+		roomIDs, roomN = append(roomIDs, id), append(roomN, max(n, 0))
+	}
+	excluded := c.ExcludeTeams
+	if excluded == nil {
+		excluded = []string{}
+	}
+	perTeam := c.PerTeam
+	if perTeam <= 0 {
+		perTeam = c.Limit
+	}
+	return db.NewRaw(pgClaim,
+		pgdialect.Array(roomIDs), pgdialect.Array(roomN), c.Limit, pgdialect.Array(excluded),
+		utc(c.Now), perTeam, c.Limit,
+		c.Owner, utc(c.LeaseUntil), utc(c.LeaseUntil),
+	)
+}
+
+// claimOneWriter is Claim where one writing transaction runs at a time
+// (SQLite), so nothing needs locking: it reads the endpoints of pending
+// deliveries (one index lookup each), each endpoint's first due rows up to
+// its bound, and keeps the earliest within the team bound and the limit.
+func claimOneWriter(ctx context.Context, tx bun.Tx, c webhookstore.DeliveryClaim) ([]webhookDeliveryRow, error) {
+	var endpointIDs []string
+	err := tx.NewRaw(`
+WITH RECURSIVE eps(id) AS (
+    SELECT min(endpoint_id) FROM webhook_deliveries WHERE status = 'pending'
+    UNION ALL
+    SELECT (SELECT min(endpoint_id) FROM webhook_deliveries
+             WHERE status = 'pending' AND endpoint_id > eps.id)
+      FROM eps WHERE eps.id IS NOT NULL
+)
+SELECT id FROM eps WHERE id IS NOT NULL`).Scan(ctx, &endpointIDs)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, readErr(err, "deliveries")
+	}
+	if len(endpointIDs) == 0 {
+		return nil, nil
+	}
+	var endpoints []webhookEndpointRow
+	err = tx.NewSelect().Model(&endpoints).Column("id", "max_in_flight", "rate_limit").
+		Where("id IN (?)", bun.List(endpointIDs)).Scan(ctx)
+	if err != nil {
+		return nil, readErr(err, "webhook endpoints")
+	}
+	stored := make(map[string]webhookEndpointRow, len(endpoints))
+	for _, e := range endpoints {
+		stored[e.ID] = e
+	}
+	var due []webhookDeliveryRow
+	for _, id := range endpointIDs {
+		n := c.Limit
+		if room, ok := c.Room[id]; ok {
+			n = min(n, room)
+		} else if e, ok := stored[id]; ok && e.MaxInFlight > 0 {
+			n = min(n, e.MaxInFlight)
+			if e.RateLimit > 0 {
+				n = min(n, e.RateLimit)
+			}
 		}
-		if len(ids) == 0 {
-			return nil
+		if n < 1 {
+			continue
 		}
-		_, err := tx.NewUpdate().Model((*webhookDeliveryRow)(nil)).
-			Set("lease_owner = ?", c.Owner).
-			Set("lease_until = ?", utc(c.LeaseUntil)).
-			// The attempt counts from its claim: if this owner dies before
-			// recording it, the next claim numbers its own after it.
-			Set("started = started + 1").
-			Where("id IN (?)", bun.List(ids)).
-			Exec(ctx)
+		var rows []webhookDeliveryRow
+		q := tx.NewSelect().Model(&rows).Column("id", "team_id", "claimable_at").
+			Where("endpoint_id = ?", id).
+			Where("status = ?", string(webhook.StatusPending)).
+			Where("claimable_at <= ?", utc(c.Now)).
+			OrderExpr("claimable_at ASC, id ASC").
+			Limit(int64(n))
+		if len(c.ExcludeTeams) > 0 {
+			q = q.Where("team_id NOT IN (?)", bun.List(c.ExcludeTeams))
+		}
+		if err := q.Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, readErr(err, "deliveries")
+		}
+		due = append(due, rows...)
+	}
+	slices.SortFunc(due, func(a, b webhookDeliveryRow) int {
+		return cmp.Or(a.ClaimableAt.Compare(b.ClaimableAt), cmp.Compare(a.ID, b.ID))
+	})
+	var ids []string
+	perTeam := map[string]int{}
+	for _, d := range due {
+		if len(ids) == c.Limit {
+			break
+		}
+		if c.PerTeam > 0 && perTeam[d.TeamID] == c.PerTeam {
+			continue
+		}
+		perTeam[d.TeamID]++
+		ids = append(ids, d.ID)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	_, err = tx.NewUpdate().Model((*webhookDeliveryRow)(nil)).
+		Set("lease_owner = ?", c.Owner).
+		Set("lease_until = ?", utc(c.LeaseUntil)).
+		Set("claimable_at = ?", utc(c.LeaseUntil)).
+		// The attempt counts from its claim: if this owner dies before
+		// recording it, the next claim numbers its own after it.
+		Set("started = started + 1").
+		Where("id IN (?)", bun.List(ids)).
+		Exec(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("bunstore: write deliveries: %w", err)
+	}
+	var rows []webhookDeliveryRow
+	if err := tx.NewSelect().Model(&rows).Where("id IN (?)", bun.List(ids)).Scan(ctx); err != nil {
+		return nil, readErr(err, "deliveries")
+	}
+	return rows, nil
+}
+
+// pgComplete stores a batch of outcomes in one statement; each row applies
+// only while owner holds its lease, so that a dispatcher whose lease lapsed
+// and was taken over cannot overwrite what the new owner stores.
+const pgComplete = `
+UPDATE webhook_deliveries AS wd
+   SET status = v.status, attempts = v.attempts, round_start = v.round_start,
+       next_attempt_at = v.next_attempt_at, claimable_at = v.next_attempt_at,
+       updated_at = v.updated_at, lease_owner = NULL, lease_until = NULL
+  FROM (SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::int[], ?::timestamptz[], ?::timestamptz[]))
+       AS v(id, status, attempts, round_start, next_attempt_at, updated_at)
+ WHERE wd.id = v.id COLLATE "C" AND wd.lease_owner = ?
+RETURNING wd.id`
+
+// Complete writes the batch in one statement on PostgreSQL, and one UPDATE
+// per delivery in one transaction elsewhere (SQLite: in-process, one
+// writer).
+func (r deliveryRepository) Complete(ctx context.Context, owner string, ds ...webhook.Delivery) ([]bool, error) {
+	applied := make([]bool, len(ds))
+	if len(ds) == 0 {
+		return applied, nil
+	}
+	rows := make([]*webhookDeliveryRow, len(ds))
+	for i, d := range ds {
+		row, err := newWebhookDeliveryRow(d)
 		if err != nil {
-			return fmt.Errorf("bunstore: write deliveries: %w", err)
+			return nil, err
 		}
-		err = tx.NewSelect().Model(&rows).
-			Where("id IN (?)", bun.List(ids)).
-			OrderExpr("next_attempt_at ASC, id ASC").
-			Scan(ctx)
-		if err != nil {
-			return readErr(err, "deliveries")
+		rows[i] = row
+	}
+	err := conn(ctx, r.db).RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if tx.Dialect().Name() == dialect.PG {
+			return completePG(ctx, tx, owner, rows, applied)
+		}
+		for i, row := range rows {
+			res, err := tx.NewUpdate().Model(row).
+				Column(deliveryCompleteColumns...).
+				Where("id = ?", row.ID).
+				Where("lease_owner = ?", owner).
+				Exec(ctx)
+			n, err := rowsAffected(res, err, "delivery")
+			if err != nil {
+				return err
+			}
+			applied[i] = n > 0
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return webhookDeliveries(rows)
+	return applied, nil
 }
 
-// Complete is one UPDATE conditional on the lease owner, so that a
-// dispatcher whose lease lapsed and was taken over cannot overwrite what the
-// new owner stores.
-func (r deliveryRepository) Complete(ctx context.Context, d webhook.Delivery, owner string) (bool, error) {
-	row, err := newWebhookDeliveryRow(d)
-	if err != nil {
-		return false, err
+func completePG(ctx context.Context, tx bun.Tx, owner string, rows []*webhookDeliveryRow, applied []bool) error {
+	n := len(rows)
+	ids, statuses, attempts := make([]string, n), make([]string, n), make([]string, n)
+	rounds, next, updated := make([]int, n), make([]time.Time, n), make([]time.Time, n)
+	at := make(map[string]int, n)
+	for i, row := range rows {
+		ids[i], statuses[i], attempts[i] = row.ID, row.Status, row.Attempts
+		rounds[i], next[i], updated[i] = row.RoundStart, row.NextAttemptAt, row.UpdatedAt
+		at[row.ID] = i
 	}
-	res, err := conn(ctx, r.db).NewUpdate().Model(row).
-		Column(deliveryCompleteColumns...).
-		Where("id = ?", d.ID).
-		Where("lease_owner = ?", owner).
-		Exec(ctx)
-	n, err := rowsAffected(res, err, "delivery")
-	return n > 0, err
+	var done []string
+	err := tx.NewRaw(pgComplete,
+		pgdialect.Array(ids), pgdialect.Array(statuses), pgdialect.Array(attempts),
+		pgdialect.Array(rounds), pgdialect.Array(next), pgdialect.Array(updated), owner,
+	).Scan(ctx, &done)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("bunstore: write deliveries: %w", err)
+	}
+	for _, id := range done {
+		applied[at[id]] = true
+	}
+	return nil
 }
 
 // Requeue is one UPDATE conditional on the stored status, so that of
@@ -501,25 +722,37 @@ func (r deliveryRepository) Requeue(ctx context.Context, d webhook.Delivery) (bo
 	return n > 0, err
 }
 
-// Pending reads the partial index of pending deliveries.
+// Pending reads two partial indexes of pending deliveries, one entry
+// each, so the dispatcher's idle check costs the same whatever the backlog.
 func (r deliveryRepository) Pending(ctx context.Context) (nextDue, oldestCreated time.Time, ok bool, err error) {
-	var (
-		n            int
-		next, oldest bun.NullTime
-	)
-	err = conn(ctx, r.db).NewSelect().Model((*webhookDeliveryRow)(nil)).
-		ColumnExpr("count(*)").
-		ColumnExpr("min(next_attempt_at)").
-		ColumnExpr("min(created_at)").
+	db := conn(ctx, r.db)
+	var next, oldest []time.Time
+	err = db.NewSelect().Model((*webhookDeliveryRow)(nil)).
+		Column("claimable_at").
 		Where("status = ?", string(webhook.StatusPending)).
-		Scan(ctx, &n, &next, &oldest)
-	if err != nil {
+		OrderExpr("claimable_at ASC").
+		Limit(1).
+		Scan(ctx, &next)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return time.Time{}, time.Time{}, false, readErr(err, "deliveries")
 	}
-	if n == 0 {
+	if len(next) == 0 {
 		return time.Time{}, time.Time{}, false, nil
 	}
-	return utc(next.Time), utc(oldest.Time), true, nil
+	err = db.NewSelect().Model((*webhookDeliveryRow)(nil)).
+		Column("created_at").
+		Where("status = ?", string(webhook.StatusPending)).
+		OrderExpr("created_at ASC").
+		Limit(1).
+		Scan(ctx, &oldest)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, time.Time{}, false, readErr(err, "deliveries")
+	}
+	if len(oldest) == 0 {
+		// The last pending delivery finished between the two reads.
+		return time.Time{}, time.Time{}, false, nil
+	}
+	return utc(next[0]), utc(oldest[0]), true, nil
 }
 
 // finishedStatuses are the states a delivery leaves only by a retry.

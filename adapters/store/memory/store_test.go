@@ -118,7 +118,7 @@ func TestRolledBackUnitLeavesDeliveriesPending(t *testing.T) {
 	if err := s.Deliveries().Create(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	claim := webhookstore.DeliveryClaim{Owner: "a", Now: now, LeaseUntil: now, Limit: 10, PerEndpoint: 10}
+	claim := webhookstore.DeliveryClaim{Owner: "a", Now: now, LeaseUntil: now, Limit: 10}
 	for name, undone := range map[string]func(ctx context.Context) error{
 		"completed": func(ctx context.Context) error {
 			claimed, err := s.Deliveries().Claim(ctx, claim)
@@ -127,7 +127,7 @@ func TestRolledBackUnitLeavesDeliveriesPending(t *testing.T) {
 			}
 			done := claimed[0]
 			done.Status = webhook.StatusSucceeded
-			_, err = s.Deliveries().Complete(ctx, done, claim.Owner)
+			_, err = s.Deliveries().Complete(ctx, claim.Owner, done)
 			return err
 		},
 		"deleted with its endpoint": func(ctx context.Context) error {

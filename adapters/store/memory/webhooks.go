@@ -57,6 +57,7 @@ func (r webhookEndpoints) Update(ctx context.Context, e webhook.Endpoint) error 
 		}
 		next.URL, next.Events, next.SecretSealed = e.URL, e.Events, e.SecretSealed
 		next.Enabled, next.UpdatedAt = e.Enabled, e.UpdatedAt
+		next.MaxInFlight, next.RateLimit = e.MaxInFlight, e.RateLimit
 		st.endpoints.put(undo, next)
 		return nil
 	})
@@ -83,9 +84,21 @@ func ofEndpoint(teamID, endpointID string) func(*deliveryRow) bool {
 
 type deliveries struct{ s *Store }
 
-func (r deliveries) Create(ctx context.Context, d webhook.Delivery) error {
+// Create stores all or none: a log of its own takes back the rows inserted
+// before a clash, and on success hands its steps to the unit's.
+func (r deliveries) Create(ctx context.Context, ds ...webhook.Delivery) error {
 	return r.s.write(ctx, func(st *state, undo *undoLog) error {
-		return st.deliveries.insert(undo, deliveryRow{d: d})
+		var batch undoLog
+		for _, d := range ds {
+			if err := st.deliveries.insert(&batch, deliveryRow{d: d}); err != nil {
+				batch.rollback()
+				return err
+			}
+		}
+		for _, step := range batch.steps {
+			undo.record(step)
+		}
+		return nil
 	})
 }
 
@@ -113,33 +126,56 @@ func deliveriesOf(rows []deliveryRow) []webhook.Delivery {
 	return out
 }
 
-// claimable reports whether a claim at now may lease a pending row.
-func (row deliveryRow) claimable(now time.Time, excluded []string) bool {
-	return !row.d.NextAttemptAt.After(now) &&
-		(!row.leased || !row.leaseUntil.After(now)) &&
-		!slices.Contains(excluded, row.d.EndpointID)
+// claimableAt is when a pending row can be claimed: when it is due, or
+// when the lease it is under lapses, as the SQL stores' claimable_at.
+func (row deliveryRow) claimableAt() time.Time {
+	if row.leased && row.leaseUntil.After(row.d.NextAttemptAt) {
+		return row.leaseUntil
+	}
+	return row.d.NextAttemptAt
 }
 
-// Claim takes the due rows earliest first, skipping those of an endpoint
-// that already has PerEndpoint in this claim, as the SQL stores' window
-// function does. A limit or per-endpoint bound below one claims nothing.
+// endpointBound is how many deliveries of endpointID a claim may take; -1
+// is no bound.
+func endpointBound(st *state, c webhookstore.DeliveryClaim, endpointID string) int {
+	n := -1
+	if room, ok := c.Room[endpointID]; ok {
+		n = room
+	} else if ep, err := st.endpoints.get(endpointID); err == nil && ep.MaxInFlight > 0 {
+		n = ep.MaxInFlight
+		if ep.RateLimit > 0 {
+			n = min(n, ep.RateLimit)
+		}
+	}
+	return n
+}
+
+// Claim takes the claimable rows earliest first, skipping those of an
+// endpoint or a team at its bound in this claim, as the SQL stores do. A
+// limit below one claims nothing.
 func (r deliveries) Claim(ctx context.Context, c webhookstore.DeliveryClaim) ([]webhook.Delivery, error) {
 	rows, err := writeValue(ctx, r.s, func(st *state, undo *undoLog) ([]deliveryRow, error) {
-		if c.Limit < 1 || c.PerEndpoint < 1 {
+		if c.Limit < 1 {
 			return nil, nil
 		}
 		due := st.deliveries.scanBacklog(func(row *deliveryRow) bool {
-			return row.claimable(c.Now, c.ExcludeEndpoints) && !slices.Contains(c.ExcludeTeams, row.d.TeamID)
+			return !row.claimableAt().After(c.Now) && !slices.Contains(c.ExcludeTeams, row.d.TeamID)
 		}, func(a, b *deliveryRow) int {
-			return cmp.Or(a.d.NextAttemptAt.Compare(b.d.NextAttemptAt), cmp.Compare(a.d.ID, b.d.ID))
+			return cmp.Or(a.claimableAt().Compare(b.claimableAt()), cmp.Compare(a.d.ID, b.d.ID))
 		})
 		var claimed []deliveryRow
 		perEndpoint, perTeam := map[string]int{}, map[string]int{}
+		bounds := map[string]int{}
 		for row := range due {
 			if len(claimed) == c.Limit {
 				break
 			}
-			if perEndpoint[row.d.EndpointID] == c.PerEndpoint || (c.PerTeam > 0 && perTeam[row.d.TeamID] == c.PerTeam) {
+			bound, seen := bounds[row.d.EndpointID]
+			if !seen {
+				bound = endpointBound(st, c, row.d.EndpointID)
+				bounds[row.d.EndpointID] = bound
+			}
+			if perEndpoint[row.d.EndpointID] == bound || (c.PerTeam > 0 && perTeam[row.d.TeamID] == c.PerTeam) {
 				continue
 			}
 			perEndpoint[row.d.EndpointID]++
@@ -149,24 +185,33 @@ func (r deliveries) Claim(ctx context.Context, c webhookstore.DeliveryClaim) ([]
 			st.deliveries.put(undo, row)
 			claimed = append(claimed, cloneDeliveryRow(row))
 		}
+		// Taken in the order they became claimable, returned earliest due
+		// first, as the SQL stores do.
+		slices.SortFunc(claimed, func(a, b deliveryRow) int {
+			return cmp.Or(a.d.NextAttemptAt.Compare(b.d.NextAttemptAt), cmp.Compare(a.d.ID, b.d.ID))
+		})
 		return claimed, nil
 	})
 	return deliveriesOf(rows), err
 }
 
-// Complete applies only while owner holds the lease, lapsed or not: a lapsed
-// lease no other dispatcher has taken is still the owner's.
-func (r deliveries) Complete(ctx context.Context, d webhook.Delivery, owner string) (bool, error) {
-	return writeValue(ctx, r.s, func(st *state, undo *undoLog) (bool, error) {
-		row, err := st.deliveries.get(d.ID)
-		if err != nil || !row.leased || row.leaseOwner != owner {
-			return false, nil
+// Complete applies each only while owner holds the lease, lapsed or not: a
+// lapsed lease no other dispatcher has taken is still the owner's.
+func (r deliveries) Complete(ctx context.Context, owner string, ds ...webhook.Delivery) ([]bool, error) {
+	return writeValue(ctx, r.s, func(st *state, undo *undoLog) ([]bool, error) {
+		applied := make([]bool, len(ds))
+		for i, d := range ds {
+			row, err := st.deliveries.get(d.ID)
+			if err != nil || !row.leased || row.leaseOwner != owner {
+				continue
+			}
+			next := row.d
+			next.Status, next.Attempts, next.RoundStart = d.Status, d.Attempts, d.RoundStart
+			next.NextAttemptAt, next.UpdatedAt = d.NextAttemptAt, d.UpdatedAt
+			st.deliveries.put(undo, deliveryRow{d: next})
+			applied[i] = true
 		}
-		next := row.d
-		next.Status, next.Attempts, next.RoundStart = d.Status, d.Attempts, d.RoundStart
-		next.NextAttemptAt, next.UpdatedAt = d.NextAttemptAt, d.UpdatedAt
-		st.deliveries.put(undo, deliveryRow{d: next})
-		return true, nil
+		return applied, nil
 	})
 }
 
@@ -189,8 +234,8 @@ func (r deliveries) Requeue(ctx context.Context, d webhook.Delivery) (bool, erro
 func (r deliveries) Pending(ctx context.Context) (nextDue, oldestCreated time.Time, ok bool, err error) {
 	err = r.s.read(ctx, func(st *state) error {
 		for row := range st.deliveries.scanBacklog(all, nil) {
-			if !ok || row.d.NextAttemptAt.Before(nextDue) {
-				nextDue = row.d.NextAttemptAt
+			if at := row.claimableAt(); !ok || at.Before(nextDue) {
+				nextDue = at
 			}
 			if !ok || row.d.CreatedAt.Before(oldestCreated) {
 				oldestCreated = row.d.CreatedAt
