@@ -230,6 +230,49 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		f.must("create without a bound", f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, "unbounded"), 0))
 	})
 
+	t.Run("CreateWithin holds every bound: many racing creates, a bound lowered, deletes in between", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		teamID := storeID("tm")
+		const bound = 40
+		var created atomic.Int32
+		storeWithin(t, "concurrent CreateWithin", func() {
+			errs := runConcurrently(60, func(i int) error {
+				err := f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, fmt.Sprintf("racer %d", i)), bound)
+				if err == nil {
+					created.Add(1)
+				}
+				return err
+			})
+			for _, err := range errs {
+				if err != nil && !isQuota(err, bound) {
+					t.Errorf("a create beyond the bound failed with %v, want the quota error", err)
+				}
+			}
+		})
+		if created.Load() != bound {
+			t.Fatalf("%d of 60 racing creates succeeded under a bound of %d, want exactly %d", created.Load(), bound, bound)
+		}
+		// A lower bound than the team holds refuses until deletes bring
+		// the team under it, whichever profiles they delete.
+		const lower = 7
+		if err := f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, "over the lower bound"), lower); !isQuota(err, lower) {
+			t.Fatalf("create with %d profiles under a bound of %d: %v, want the quota error", bound, lower, err)
+		}
+		all := f.list(teamID, profilestore.Filter{Limit: bound})
+		for _, p := range all[:bound-lower+1] {
+			f.must("Delete", f.s.Profiles().Delete(f.ctx, teamID, p.ID))
+		}
+		f.must("create one under the lower bound", f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, "last place"), lower))
+		if err := f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, "beyond"), lower); !isQuota(err, lower) {
+			t.Fatalf("create at the lower bound: %v, want the quota error", err)
+		}
+		n, err := f.s.Profiles().Count(f.ctx, teamID)
+		f.must("Count", err)
+		if n != lower {
+			t.Fatalf("the team holds %d profiles, want %d", n, lower)
+		}
+	})
+
 	t.Run("taken id is a conflict", func(t *testing.T) {
 		f := newStoreFixture(t, newStore)
 		p := f.profile(storeID("tm"), "First", "a")

@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"sync"
@@ -13,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
+	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/profile"
@@ -57,6 +60,10 @@ type profileRow struct {
 	DataUpdatedAt *time.Time `bun:"data_updated_at"`
 	CookiesSHA256 *string    `bun:"cookies_sha256"`
 	CookiesSize   *int64     `bun:"cookies_size"`
+
+	// QuotaShard is the row of the team's profile count that counts this
+	// profile (see CreateWithin); only the store reads it.
+	QuotaShard int `bun:"quota_shard,notnull"`
 
 	// Read with the row by selectProfiles, so that a profile with its tags
 	// and its proxy's view is one query: the tags as a JSON array in their
@@ -289,6 +296,11 @@ func (r profileRepository) selectProfiles(db bun.IDB, rows any) *bun.SelectQuery
 // It runs in ctx's unit if any, bounded as bun's hook bounds statements,
 // and scans into dest.
 func (r profileRepository) pgPrepared(ctx context.Context, dest any, query string, args ...any) error {
+	return r.pgPreparedOn(ctx, nil, dest, query, args...)
+}
+
+// pgPreparedOn is pgPrepared on tx; nil is ctx's unit, or none.
+func (r profileRepository) pgPreparedOn(ctx context.Context, tx *bun.Tx, dest any, query string, args ...any) error {
 	if r.timeout > 0 && ctx.Value(noDeadlineKey{}) == nil {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, r.timeout)
@@ -299,7 +311,12 @@ func (r profileRepository) pgPrepared(ctx context.Context, dest any, query strin
 		rows *sql.Rows
 		err  error
 	)
-	if tx, ok := ctx.Value(txKey{db: r.db}).(bun.Tx); ok {
+	if tx == nil {
+		if unit, ok := ctx.Value(txKey{db: r.db}).(bun.Tx); ok {
+			tx = &unit
+		}
+	}
+	if tx != nil {
 		rows, err = tx.Tx.QueryContext(ctx, query, args...)
 	} else {
 		rows, err = r.db.DB.QueryContext(ctx, query, args...)
@@ -335,75 +352,174 @@ func (r profileRepository) Create(ctx context.Context, p profile.Profile) error 
 	return r.CreateWithin(ctx, p, 0)
 }
 
-// CreateWithin counts the profile in team_profile_counts with an upsert
-// whose condition PostgreSQL evaluates on the counter row's latest version
-// under its lock: concurrent creates of a team queue on that row and each
-// sees the count the previous one left. On PostgreSQL the count, the
-// profile and its tags are one statement; SQLite runs one writer at a time
-// and in-process, so there they are three.
+// profileShards is how many rows a team's profile count is spread over on
+// PostgreSQL; the migration that made them names the same number.
+const profileShards = 16
+
+// CreateWithin counts the profile in team_profile_counts and inserts it,
+// unless the team holds max profiles already (max 0 or less: no bound).
+//
+// On PostgreSQL the count is spread over profileShards rows per team, each
+// admitting creates up to its share of max (the shares add up to max): a
+// create takes one shard's row lock until it commits, so a team's creates
+// run side by side instead of queueing, one commit's flush after another,
+// on one row. The count, the profile and its tags are one statement on a
+// shard picked at random. When that shard is full (or not there yet, or
+// some shard holds more than its share: max was lowered, or creates
+// without a bound went anywhere), the create locks every shard of the team
+// in order, adds them up and, if the team has room, spreads the count again
+// by the shares and counts itself in a shard with room. Only the sum of a
+// team's shards means anything, so a delete uncounts the profile from any
+// shard (its own when it can). SQLite runs one writer at a time: one shard,
+// three statements.
 func (r profileRepository) CreateWithin(ctx context.Context, p profile.Profile, max int) error {
 	row := newProfileRow(p)
-	db := conn(ctx, r.db)
-	if r.db.Dialect().Name() == dialect.PG {
-		tags := p.Tags
-		if tags == nil {
-			tags = []string{}
-		}
-		var inserted []int
-		args := append([]any{p.TeamID, max, tags}, r.insertArgs(row)...)
-		if err := r.pgPrepared(ctx, &inserted, r.pgCreateSQL(), args...); err != nil {
-			return writeErr(err, "profile", "profile already exists")
-		}
-		if len(inserted) != 1 || inserted[0] == 0 {
-			return team.QuotaReached(max, "profiles")
-		}
-		return nil
+	if r.db.Dialect().Name() != dialect.PG {
+		return conn(ctx, r.db).RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			res, err := tx.NewRaw(countProfileSQL, p.TeamID, max, max).Exec(ctx)
+			n, err := rowsAffected(res, err, "profile count")
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return team.QuotaReached(max, "profiles")
+			}
+			if _, err := tx.NewInsert().Model(row).Exec(ctx); err != nil {
+				return writeErr(err, "profile", "profile already exists")
+			}
+			return insertProfileTags(ctx, tx, p)
+		})
 	}
-	return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		res, err := tx.NewRaw(countProfileSQL, p.TeamID, max, max).Exec(ctx)
-		n, err := rowsAffected(res, err, "profile count")
-		if err != nil {
-			return err
+	row.QuotaShard = rand.IntN(profileShards)
+	if counted, err := r.pgCreate(ctx, nil, row, p.Tags, max); err != nil || counted {
+		return err
+	}
+	return conn(ctx, r.db).RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.NewRaw(pgMakeShardsSQL, p.TeamID, profileShards-1).Exec(ctx); err != nil {
+			return fmt.Errorf("bunstore: write profile count: %w", err)
 		}
-		if n == 0 {
-			return team.QuotaReached(max, "profiles")
+		var shards []struct {
+			Shard    int `bun:"shard"`
+			Profiles int `bun:"profiles"`
 		}
-		if _, err := tx.NewInsert().Model(row).Exec(ctx); err != nil {
-			return writeErr(err, "profile", "profile already exists")
+		if err := tx.NewRaw(pgLockShardsSQL, p.TeamID).Scan(ctx, &shards); err != nil {
+			return readErr(err, "profile count")
 		}
-		return insertProfileTags(ctx, tx, p)
+		total := 0
+		for _, sh := range shards {
+			total += sh.Profiles
+		}
+		if max > 0 {
+			if total >= max {
+				return team.QuotaReached(max, "profiles")
+			}
+			// Spread the count again as the shares are, so that the
+			// next creates find room where they land: the team is
+			// under max, so every shard is then within its share and
+			// one (the first whose share is not reached) has room.
+			counts := make([]int, len(shards))
+			ids := make([]int, len(shards))
+			for i, sh := range shards {
+				ids[i], counts[i] = sh.Shard, shardShare(sh.Shard, total)
+			}
+			if _, err := tx.NewRaw(pgSpreadSQL, pgdialect.Array(ids), pgdialect.Array(counts), p.TeamID).Exec(ctx); err != nil {
+				return fmt.Errorf("bunstore: write profile count: %w", err)
+			}
+			for i, sh := range shards {
+				if counts[i] < shardShare(sh.Shard, max) {
+					row.QuotaShard = sh.Shard
+					break
+				}
+			}
+		}
+		counted, err := r.pgCreate(ctx, &tx, row, p.Tags, 0)
+		if err == nil && !counted {
+			err = fmt.Errorf("bunstore: profile count shard %d of team %s is missing", row.QuotaShard, p.TeamID)
+		}
+		return err
 	})
 }
 
-// countProfileSQL adds one to the team's profile count unless that reaches
-// beyond the bound (its two arguments; 0 or less is no bound); it changes
-// no row when the team is full.
-const countProfileSQL = `INSERT INTO team_profile_counts (team_id, profiles) VALUES (?, 1)
-ON CONFLICT (team_id) DO UPDATE SET profiles = team_profile_counts.profiles + 1
+// shardShare is how many of a team's max profiles shard may count: max
+// divided evenly, the remainder going to the lowest shards.
+func shardShare(shard, max int) int {
+	share := max / profileShards
+	if shard < max%profileShards {
+		share++
+	}
+	return share
+}
+
+// countProfileSQL (SQLite) adds one to the team's profile count unless
+// that reaches beyond the bound (its two arguments; 0 or less is no
+// bound); it changes no row when the team is full.
+const countProfileSQL = `INSERT INTO team_profile_counts (team_id, shard, profiles) VALUES (?, 0, 1)
+ON CONFLICT (team_id, shard) DO UPDATE SET profiles = team_profile_counts.profiles + 1
 WHERE ? <= 0 OR team_profile_counts.profiles < ?`
 
+// pgShareSQL is shardShare in SQL, of the shard column of alias a and the
+// bound $2.
+func pgShareSQL(a string) string {
+	return fmt.Sprintf("($2::integer / %d + CASE WHEN %s.shard < $2::integer %% %d THEN 1 ELSE 0 END)", profileShards, a, profileShards)
+}
+
+// pgMakeShardsSQL makes the team's shards that are missing; it locks none.
+const pgMakeShardsSQL = `INSERT INTO team_profile_counts (team_id, shard, profiles)
+SELECT ?, s, 0 FROM generate_series(0, ?::integer) AS s ON CONFLICT DO NOTHING`
+
+// pgSpreadSQL sets the team's shards (the first array) to the counts (the
+// second).
+const pgSpreadSQL = `UPDATE team_profile_counts AS t SET profiles = v.n
+FROM unnest(?::integer[], ?::integer[]) AS v(shard, n) WHERE t.team_id = ? AND t.shard = v.shard`
+
+// pgLockShardsSQL locks every shard of the team, in one order for every
+// create, so two creates that look at them all never wait on each other
+// in a cycle.
+const pgLockShardsSQL = `SELECT shard, profiles FROM team_profile_counts WHERE team_id = ? ORDER BY shard FOR UPDATE`
+
+// pgCreate runs pgCreateSQL for row in the shard row.QuotaShard, on tx
+// (nil: ctx's unit, or none), and says whether the profile was counted
+// (and so inserted).
+func (r profileRepository) pgCreate(ctx context.Context, tx *bun.Tx, row *profileRow, tags []string, max int) (bool, error) {
+	if tags == nil {
+		tags = []string{}
+	}
+	var inserted []int
+	args := append([]any{row.TeamID, max, tags, row.QuotaShard}, r.insertArgs(row)...)
+	if err := r.pgPreparedOn(ctx, tx, &inserted, r.pgCreateSQL(), args...); err != nil {
+		return false, writeErr(err, "profile", "profile already exists")
+	}
+	return len(inserted) == 1 && inserted[0] == 1, nil
+}
+
 // pgCreate is CreateWithin's statement on PostgreSQL, made once from the
-// row's columns: $1 the team, $2 the bound, $3 the tags, then the columns
-// (cast: in INSERT ... SELECT, PostgreSQL does not infer their types).
-var pgCreate struct {
+// row's columns: $1 the team, $2 the bound, $3 the tags, $4 the shard,
+// then the columns (cast: in INSERT ... SELECT, PostgreSQL does not infer
+// their types). The shard counts the profile if it is within its share and
+// no shard of the team is beyond its own (max was lowered: then only the
+// look at every shard can tell whether the team has room).
+var pgCreateStatement struct {
 	once sync.Once
 	sql  string
 }
 
 func (r profileRepository) pgCreateSQL() string {
-	pgCreate.once.Do(func() {
+	pgCreateStatement.once.Do(func() {
 		var cols, vals []string
 		for i, f := range r.db.Table(reflect.TypeFor[profileRow]()).Fields {
 			cols = append(cols, string(f.SQLName))
-			vals = append(vals, fmt.Sprintf("$%d::%s", i+4, f.CreateTableSQLType))
+			vals = append(vals, fmt.Sprintf("$%d::%s", i+5, f.CreateTableSQLType))
 		}
-		pgCreate.sql = `WITH c AS (` + strings.ReplaceAll(strings.Replace(countProfileSQL, "?", "$1", 1), "?", "$2::integer") + ` RETURNING team_id),
+		pgCreateStatement.sql = `WITH c AS (UPDATE team_profile_counts AS t SET profiles = t.profiles + 1
+	WHERE t.team_id = $1 AND t.shard = $4::integer AND ($2::integer <= 0 OR (t.profiles < ` + pgShareSQL("t") + `
+		AND NOT EXISTS (SELECT 1 FROM team_profile_counts AS o WHERE o.team_id = $1 AND o.profiles > ` + pgShareSQL("o") + `)))
+	RETURNING t.team_id),
 ins AS (INSERT INTO profiles (` + strings.Join(cols, ", ") + `) SELECT ` + strings.Join(vals, ", ") + ` FROM c RETURNING id, team_id),
 tags AS (INSERT INTO profile_tags (profile_id, team_id, tag, position)
 	SELECT ins.id, ins.team_id, t.tag, t.ord - 1 FROM ins, unnest($3::text[]) WITH ORDINALITY AS t(tag, ord))
 SELECT count(*) FROM ins`
 	})
-	return pgCreate.sql
+	return pgCreateStatement.sql
 }
 
 // insertArgs are the values of pgCreateSQL's columns, NULL where bun
@@ -555,16 +671,17 @@ func whyNotUpdated(ctx context.Context, db bun.IDB, teamID, id string, expectVer
 // off the team's count.
 func (r profileRepository) Delete(ctx context.Context, teamID, id string) error {
 	return conn(ctx, r.db).RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		res, err := tx.NewDelete().Model((*profileRow)(nil)).
+		var shards []int
+		err := tx.NewDelete().Model((*profileRow)(nil)).
 			Where("team_id = ?", teamID).
 			Where("id = ?", id).
 			Where("session_id IS NULL").
-			Exec(ctx)
-		n, err := rowsAffected(res, err, "profile")
-		if err != nil {
-			return err
+			Returning("quota_shard").
+			Scan(ctx, &shards)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("bunstore: write profile: %w", err)
 		}
-		if n == 0 {
+		if len(shards) == 0 {
 			if err := profileExists(ctx, tx, teamID, id); err != nil {
 				return err
 			}
@@ -573,11 +690,36 @@ func (r profileRepository) Delete(ctx context.Context, teamID, id string) error 
 		if _, err := tx.NewDelete().Model((*profileTagRow)(nil)).Where("profile_id = ?", id).Exec(ctx); err != nil {
 			return fmt.Errorf("bunstore: write profile tags: %w", err)
 		}
-		if _, err := tx.NewRaw("UPDATE team_profile_counts SET profiles = profiles - 1 WHERE team_id = ?", teamID).Exec(ctx); err != nil {
-			return fmt.Errorf("bunstore: write profile count: %w", err)
-		}
-		return nil
+		return uncountProfile(ctx, tx, teamID, shards[0])
 	})
+}
+
+// uncountProfile takes one from the team's count: from shard when it
+// counts any, else (a spread moved the count) from the first shard that
+// does, under the locks of every shard, taken in CreateWithin's order.
+func uncountProfile(ctx context.Context, tx bun.Tx, teamID string, shard int) error {
+	res, err := tx.NewRaw("UPDATE team_profile_counts SET profiles = profiles - 1 WHERE team_id = ? AND shard = ? AND profiles > 0", teamID, shard).Exec(ctx)
+	n, err := rowsAffected(res, err, "profile count")
+	if err != nil || n == 1 || tx.Dialect().Name() != dialect.PG {
+		return err
+	}
+	var shards []struct {
+		Shard    int `bun:"shard"`
+		Profiles int `bun:"profiles"`
+	}
+	if err := tx.NewRaw(pgLockShardsSQL, teamID).Scan(ctx, &shards); err != nil {
+		return readErr(err, "profile count")
+	}
+	for _, sh := range shards {
+		if sh.Profiles > 0 {
+			_, err := tx.NewRaw("UPDATE team_profile_counts SET profiles = profiles - 1 WHERE team_id = ? AND shard = ?", teamID, sh.Shard).Exec(ctx)
+			if err != nil {
+				return fmt.Errorf("bunstore: write profile count: %w", err)
+			}
+			return nil
+		}
+	}
+	return nil
 }
 
 // SwapSession is one conditional UPDATE, so the database decides which of

@@ -142,6 +142,13 @@ func TestProfileRoundTrips(t *testing.T) {
 		if s.Dialect() != bunstore.DialectPostgres {
 			return
 		}
+		// The team's first bounded create spreads its count by the
+		// shares (the 50 above went anywhere); the next is the one
+		// measured.
+		if err := s.Profiles().CreateWithin(ctx, benchProfile("tm_1", 98), 100); err != nil {
+			t.Fatal(err)
+		}
+		stmts.take()
 		err = s.Do(ctx, func(ctx context.Context) error {
 			if err := s.Profiles().CreateWithin(ctx, benchProfile("tm_1", 99), 100); err != nil {
 				return err
