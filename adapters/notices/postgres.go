@@ -40,8 +40,9 @@ type Postgres struct {
 	done chan struct{}
 }
 
-// Execer runs Publish's pg_notify: the store's database (*bun.DB or
-// *sql.DB), whose pool is already there.
+// Execer runs Publish's pg_notify with PostgreSQL's $n placeholders: the
+// store's *sql.DB, whose pool is already there (not a *bun.DB, whose
+// ExecContext reads ? placeholders).
 type Execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
@@ -138,6 +139,7 @@ func (p *Postgres) listen(ctx context.Context, retry *backoff) error {
 		return err
 	}
 	retry.reset()
+	p.log.Info("notices: listening", zap.String("channel", p.channel))
 	p.hub.setListening(true)
 	for {
 		waitCtx, cancel := context.WithTimeout(ctx, p.probeEvery)

@@ -122,6 +122,7 @@ func (r *Redis) listen(ctx context.Context, retry *backoff) error {
 		case *redis.Subscription:
 			if m.Kind == "subscribe" {
 				retry.reset()
+				r.log.Info("notices: listening", zap.String("channel", r.channel))
 				r.hub.setListening(true)
 			}
 		case *redis.Message:

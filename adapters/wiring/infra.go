@@ -211,11 +211,18 @@ func newNotices(lc fx.Lifecycle, cfg config.Config, r redisClient, s storage.Sto
 		lc.Append(fx.StartStopHook(n.Start, n.Stop))
 		return n, nil
 	case cfg.Database.Kind == config.DatabasePostgres:
+		for {
+			w, ok := s.(interface{ Unwrap() storage.Store })
+			if !ok {
+				break
+			}
+			s = w.Unwrap()
+		}
 		db, ok := s.(*bunstore.Store)
 		if !ok {
 			return nil, fmt.Errorf("notices: the PostgreSQL store is a %T", s)
 		}
-		n := notices.NewPostgres(cfg.Database.URL, noticesChannel, db.DB(), log, notices.PostgresOptions{})
+		n := notices.NewPostgres(cfg.Database.URL, noticesChannel, db.DB().DB, log, notices.PostgresOptions{})
 		lc.Append(fx.StartStopHook(n.Start, n.Stop))
 		return n, nil
 	default:
