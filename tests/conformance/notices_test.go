@@ -3,6 +3,7 @@ package conformance_test
 import (
 	"context"
 	"database/sql"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -147,4 +148,51 @@ func TestPostgresNoticeInTransactionArrivesOnCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	heard.WaitFor(t, ports.Notice{Kind: ports.NoticeMessage, Payload: "in the transaction"})
+}
+
+// A server that stops answering without closing the connection is noticed
+// by the adapter's own probe: subscribers hear NoticeDeaf, and
+// NoticeListening once the server answers again.
+func TestNoticesHearAServerThatStopsAnswering(t *testing.T) {
+	for name, subscribe := range map[string]func(t *testing.T, proxy *testenv.Proxy) ports.Notices{
+		"redis": func(t *testing.T, proxy *testenv.Proxy) ports.Notices {
+			client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), DialTimeout: probe, ReadTimeout: probe,
+				WriteTimeout: probe, MaxRetries: -1})
+			t.Cleanup(func() { _ = client.Close() })
+			n := notices.NewRedis(client, testenv.UniqueName("notices-test-"), zap.NewNop(), notices.RedisOptions{ProbeEvery: probe})
+			n.Start()
+			t.Cleanup(n.Stop)
+			return n
+		},
+		"postgres": func(t *testing.T, proxy *testenv.Proxy) ports.Notices {
+			b := newPostgresBus(t)
+			u, err := url.Parse(b.dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u.Host = proxy.Addr()
+			b.dsn = u.String()
+			return b.instance(t)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var target string
+			if name == "redis" {
+				target = testenv.RedisClient(t).Options().Addr
+			} else {
+				u, err := url.Parse(testenv.PostgresURL(t))
+				if err != nil {
+					t.Fatal(err)
+				}
+				target = u.Host
+			}
+			proxy := testenv.StartProxy(t, target)
+			heard := conformance.Listen(t, subscribe(t, proxy), "t")
+			heard.WaitFor(t, ports.Notice{Kind: ports.NoticeListening})
+			proxy.Blackhole()
+			heard.WaitFor(t, ports.Notice{Kind: ports.NoticeDeaf})
+			proxy.Forward()
+			heard.WaitForCount(t, ports.Notice{Kind: ports.NoticeListening}, 2)
+		})
+	}
 }
