@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -31,6 +32,10 @@ type Redis struct {
 
 	stop context.CancelFunc
 	done chan struct{}
+	// ps is the subscription of the moment, closed by Stop: go-redis does
+	// not watch the context while it waits for a message.
+	mu sync.Mutex
+	ps *redis.PubSub
 }
 
 // RedisOptions tunes a Redis adapter; zero values take the defaults.
@@ -78,6 +83,11 @@ func (r *Redis) Stop() {
 		return
 	}
 	r.stop()
+	r.mu.Lock()
+	if r.ps != nil {
+		_ = r.ps.Close()
+	}
+	r.mu.Unlock()
 	<-r.done
 }
 
@@ -100,7 +110,15 @@ func (r *Redis) run(ctx context.Context) {
 // listen runs one subscription until it fails.
 func (r *Redis) listen(ctx context.Context, retry *backoff) error {
 	ps := r.client.Subscribe(ctx, r.channel)
-	defer func() { _ = ps.Close() }()
+	r.mu.Lock()
+	r.ps = ps
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.ps = nil
+		r.mu.Unlock()
+		_ = ps.Close()
+	}()
 	lastHeard := time.Now()
 	for {
 		msg, err := ps.ReceiveTimeout(ctx, r.probeEvery)
