@@ -46,7 +46,8 @@ type AccountDeps struct {
 	Tokens  ports.TokenIssuer
 	Limiter ports.RateLimiter
 	Mailer  ports.Mailer
-	Cache   ports.Cache
+	Notices ports.Notices
+	LC      fx.Lifecycle
 	Clock   ports.Clock
 	IDs     ports.IDs
 	Log     *slog.Logger
@@ -55,11 +56,16 @@ type AccountDeps struct {
 
 // Accounts provides the account use cases.
 var Accounts = fx.Module("accounts", fx.Provide(func(d AccountDeps) (*auth.Service, error) {
-	return auth.New(context.Background(), auth.Deps{
+	svc, err := auth.New(context.Background(), auth.Deps{
 		Tx: d.Tx, Users: d.Store.Users(), APIKeys: d.Store.APIKeys(),
 		RefreshTokens: d.Store.RefreshTokens(), ResetTokens: d.Store.ResetTokens(),
 		Teams: d.Store.Teams(), Memberships: d.Store.Memberships(),
 		Hasher: d.Hasher, Tokens: d.Tokens, Limiter: d.Limiter, Mailer: d.Mailer,
-		Cache: d.Cache, Clock: d.Clock, IDs: d.IDs, Log: d.Log, Policy: d.Policy,
+		Notices: d.Notices, Clock: d.Clock, IDs: d.IDs, Log: d.Log, Policy: d.Policy,
 	})
+	if err != nil {
+		return nil, err
+	}
+	d.LC.Append(fx.StopHook(svc.Close))
+	return svc, nil
 }))

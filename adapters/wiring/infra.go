@@ -18,6 +18,7 @@ import (
 	"github.com/profilesvc/profilesvc/adapters/clock"
 	"github.com/profilesvc/profilesvc/adapters/ids"
 	"github.com/profilesvc/profilesvc/adapters/mail"
+	"github.com/profilesvc/profilesvc/adapters/notices"
 	"github.com/profilesvc/profilesvc/adapters/ratelimit"
 	"github.com/profilesvc/profilesvc/adapters/redisguard"
 	"github.com/profilesvc/profilesvc/adapters/store/bunstore"
@@ -190,6 +191,43 @@ func newRateLimiter(r redisClient, g *redisguard.Guard, c ports.Clock, cfg confi
 		return ratelimit.NewLocal(c)
 	}
 	return ratelimit.NewGuarded(ratelimit.NewRedis(r.Client, c, cfg.RedisKeyPrefix+"rl:"), ratelimit.NewLocal(c), g)
+}
+
+// noticesChannel is the Redis channel (under REDIS_KEY_PREFIX) or the
+// PostgreSQL channel that every instance of one deployment listens to.
+const noticesChannel = "profilesvc_notices"
+
+// Notices provides how instances tell each other what changed: Redis
+// pub/sub with REDIS_URL, else PostgreSQL LISTEN/NOTIFY when DATABASE_URL
+// is PostgreSQL (the instances share nothing else), else in process (one
+// instance is the whole audience).
+var Notices = fx.Module("notices", fx.Provide(newNotices))
+
+func newNotices(lc fx.Lifecycle, cfg config.Config, r redisClient, s storage.Store, log *zap.Logger) (ports.Notices, error) {
+	log = log.Named("notices")
+	switch {
+	case r.Client != nil:
+		n := notices.NewRedis(r.Client, cfg.RedisKeyPrefix+noticesChannel, log, notices.RedisOptions{})
+		lc.Append(fx.StartStopHook(n.Start, n.Stop))
+		return n, nil
+	case cfg.Database.Kind == config.DatabasePostgres:
+		for {
+			w, ok := s.(interface{ Unwrap() storage.Store })
+			if !ok {
+				break
+			}
+			s = w.Unwrap()
+		}
+		db, ok := s.(*bunstore.Store)
+		if !ok {
+			return nil, fmt.Errorf("notices: the PostgreSQL store is a %T", s)
+		}
+		n := notices.NewPostgres(cfg.Database.URL, noticesChannel, db.DB().DB, log, notices.PostgresOptions{})
+		lc.Append(fx.StartStopHook(n.Start, n.Stop))
+		return n, nil
+	default:
+		return notices.NewLocal(), nil
+	}
 }
 
 // Mail provides the mailer of MAIL_TRANSPORT.

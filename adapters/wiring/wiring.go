@@ -31,6 +31,7 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		Blob,
 		Idempotency,
 		Cache,
+		Notices,
 		Security,
 		Mail,
 		Accounts,

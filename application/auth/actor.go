@@ -1,9 +1,7 @@
 package auth
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"strconv"
 	"strings"
 
@@ -25,171 +23,141 @@ var errNoCredentials = domain.Unauthorized("authentication required: send Author
 var errBadAPIKey = domain.Unauthorized("invalid API key")
 var errRevokedToken = domain.Unauthorized("access token was revoked (password reset or sign-out of every session); sign in again")
 
-// sessionVersion is the user's current session version. It is read on
-// every bearer request, so it is cached (in Redis when configured, shared by
-// every instance); ending the user's sessions evicts it.
-func (s *Service) sessionVersion(ctx context.Context, userID string) (int, error) {
-	raw, hit, err := s.d.Cache.Get(ctx, sessionCacheKey(userID))
-	if err != nil {
-		s.d.Log.WarnContext(ctx, "session version cache read failed", "error", err.Error())
-	}
-	if hit {
-		if v, err := strconv.Atoi(string(raw)); err == nil {
-			return v, nil
-		}
-	}
-	raw, err = s.cacheFromStore(ctx, sessionCacheKey(userID), func(ctx context.Context) ([]byte, error) {
-		u, err := s.d.Users.ByID(ctx, userID)
-		if err != nil {
-			return nil, err
-		}
-		return []byte(strconv.Itoa(u.SessionVersion)), nil
-	})
-	if domain.IsKind(err, domain.KindNotFound) {
-		return 0, errRevokedToken
-	}
-	if err != nil {
-		return 0, err
-	}
-	return strconv.Atoi(string(raw))
-}
-
-// cacheFromStore reads a value from the store and caches it. A change that
-// commits after the read evicts the entry, but that eviction may land before
-// this write and be undone by it, leaving a revoked token or key trusted
-// until the entry expires. So the store is read once more after the write:
-// either the eviction came after the write, or the second read sees the
-// change and the entry is corrected (or dropped when the value is gone).
-func (s *Service) cacheFromStore(ctx context.Context, key string, read func(context.Context) ([]byte, error)) ([]byte, error) {
-	v, err := read(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if !s.cacheSet(ctx, key, v) {
-		return v, nil // nothing written, nothing stale
-	}
-	again, err := read(ctx)
-	if err != nil {
-		s.forget(ctx, key)
-		return nil, err
-	}
-	if !bytes.Equal(again, v) {
-		s.cacheSet(ctx, key, again)
-	}
-	return again, nil
-}
-
-func (s *Service) cacheSet(ctx context.Context, key string, v []byte) bool {
-	if err := s.d.Cache.Set(ctx, key, v, s.d.Policy.APIKeyCacheTTL); err != nil {
-		s.d.Log.WarnContext(ctx, "cache write failed", "key", key, "error", err.Error())
-		return false
-	}
-	return true
-}
-
-func sessionCacheKey(userID string) string { return "sessver:" + userID }
-
 // Authenticate turns credentials into the actor of a request: the user, the
 // team they act in (the token's default team, the key's team, or X-Team-ID)
 // and their role there. A team the user is not an active member of is not
 // found, so its existence is not revealed.
+//
+// What a credential resolves to is kept in the near cache, so a warm
+// request costs one lookup in process memory and no round trip; every
+// change to it (sessions ended, key deleted, membership changed) is heard
+// by every instance and evicts it.
 func (s *Service) Authenticate(ctx context.Context, c Credentials) (team.Actor, error) {
-	var userID, teamID, keyID string
 	switch {
 	case c.BearerToken != "" && c.APIKey != "":
 		return team.Actor{}, domain.Unauthorized("send either a bearer token or an API key, not both")
 	case c.BearerToken != "":
-		claims, err := s.d.Tokens.Verify(c.BearerToken)
-		if err != nil {
-			return team.Actor{}, err
-		}
-		current, err := s.sessionVersion(ctx, claims.UserID)
-		if err != nil {
-			return team.Actor{}, err
-		}
-		if claims.SessionVersion < current {
-			return team.Actor{}, errRevokedToken
-		}
-		userID, teamID = claims.UserID, claims.TeamID
-		if c.TeamID != "" {
-			teamID = c.TeamID
-		}
+		return s.authenticateBearer(ctx, c)
 	case c.APIKey != "":
-		k, err := s.apiKey(ctx, c.APIKey)
-		if err != nil {
-			return team.Actor{}, err
-		}
-		// A key is bound to its team: it cannot be pointed at another one.
-		if c.TeamID != "" && c.TeamID != k.TeamID {
-			return team.Actor{}, domain.NotFound("team")
-		}
-		userID, teamID, keyID = k.UserID, k.TeamID, k.ID
+		return s.authenticateKey(ctx, c)
 	default:
 		return team.Actor{}, errNoCredentials
 	}
-	m, err := s.d.Memberships.ByUser(ctx, teamID, userID)
-	if domain.IsKind(err, domain.KindNotFound) || (err == nil && m.Status != team.StatusActive) {
-		if keyID != "" {
-			// A key lives only as long as its membership: one whose
-			// membership ended is a revoked credential, not a team the
-			// caller may not see.
-			return team.Actor{}, errBadAPIKey
-		}
-		return team.Actor{}, domain.NotFound("team")
-	}
+}
+
+func (s *Service) authenticateBearer(ctx context.Context, c Credentials) (team.Actor, error) {
+	claims, err := s.d.Tokens.Verify(c.BearerToken)
 	if err != nil {
 		return team.Actor{}, err
 	}
-	return team.Actor{UserID: userID, TeamID: teamID, MemberID: m.ID, Role: m.Role, APIKeyID: keyID}, nil
+	teamID := claims.TeamID
+	if c.TeamID != "" {
+		teamID = c.TeamID
+	}
+	entry := bearerEntry(claims.UserID, teamID)
+	ac, hit := s.near.get(entry)
+	if !hit {
+		gen := s.near.generation()
+		if ac, err = s.bearerContext(ctx, claims.UserID, teamID, claims.SessionVersion); err != nil {
+			return team.Actor{}, err
+		}
+		s.near.put(gen, entry, ac)
+	}
+	if claims.SessionVersion < ac.SessionVersion {
+		return team.Actor{}, errRevokedToken
+	}
+	return team.Actor{UserID: ac.UserID, TeamID: ac.TeamID, MemberID: ac.MemberID, Role: ac.Role}, nil
 }
 
-// cachedKey is what the cache keeps of a verified key: never the secret.
-type cachedKey struct {
-	ID     string `json:"id"`
-	TeamID string `json:"teamId"`
-	UserID string `json:"userId"`
-	Hash   []byte `json:"hash"`
+// bearerContext reads what a bearer of the user resolves to in the team.
+func (s *Service) bearerContext(ctx context.Context, userID, teamID string, presented int) (authContext, error) {
+	u, err := s.d.Users.ByID(ctx, userID)
+	if domain.IsKind(err, domain.KindNotFound) {
+		return authContext{}, errRevokedToken
+	}
+	if err != nil {
+		return authContext{}, err
+	}
+	// A revoked token is refused before its team is looked at, so that it
+	// learns nothing of the team.
+	if presented < u.SessionVersion {
+		return authContext{}, errRevokedToken
+	}
+	m, err := s.activeMembership(ctx, teamID, userID)
+	if err != nil {
+		if domain.IsKind(err, domain.KindNotFound) {
+			return authContext{}, domain.NotFound("team")
+		}
+		return authContext{}, err
+	}
+	return authContext{UserID: userID, TeamID: teamID, SessionVersion: u.SessionVersion, MemberID: m.ID, Role: m.Role}, nil
+}
+
+func (s *Service) authenticateKey(ctx context.Context, c Credentials) (team.Actor, error) {
+	id, secret, ok := parseAPIKey(c.APIKey)
+	if !ok {
+		return team.Actor{}, errBadAPIKey
+	}
+	entry := keyEntry(id)
+	ac, hit := s.near.get(entry)
+	if !hit {
+		gen := s.near.generation()
+		var err error
+		if ac, err = s.keyContext(ctx, id, secret); err != nil {
+			return team.Actor{}, err
+		}
+		s.near.put(gen, entry, ac)
+	}
+	if !account.SecretMatches(ac.KeyHash, secret) {
+		return team.Actor{}, errBadAPIKey
+	}
+	// A key is bound to its team: it cannot be pointed at another one.
+	if c.TeamID != "" && c.TeamID != ac.TeamID {
+		return team.Actor{}, domain.NotFound("team")
+	}
+	return team.Actor{UserID: ac.UserID, TeamID: ac.TeamID, MemberID: ac.MemberID, Role: ac.Role, APIKeyID: ac.KeyID}, nil
+}
+
+// keyContext reads what a key resolves to. The secret is checked before
+// the membership is read, so a forged secret costs one read.
+func (s *Service) keyContext(ctx context.Context, id, secret string) (authContext, error) {
+	k, err := s.d.APIKeys.ByID(ctx, id)
+	if domain.IsKind(err, domain.KindNotFound) {
+		return authContext{}, errBadAPIKey
+	}
+	if err != nil {
+		return authContext{}, err
+	}
+	if !account.SecretMatches(k.Hash, secret) {
+		return authContext{}, errBadAPIKey
+	}
+	m, err := s.activeMembership(ctx, k.TeamID, k.UserID)
+	if err != nil {
+		if domain.IsKind(err, domain.KindNotFound) {
+			// A key lives only as long as its membership: one whose
+			// membership ended is a revoked credential, not a team the
+			// caller may not see.
+			return authContext{}, errBadAPIKey
+		}
+		return authContext{}, err
+	}
+	return authContext{KeyID: k.ID, KeyHash: k.Hash, UserID: k.UserID, TeamID: k.TeamID, MemberID: m.ID, Role: m.Role}, nil
+}
+
+// activeMembership is the user's membership of the team, not found unless
+// active.
+func (s *Service) activeMembership(ctx context.Context, teamID, userID string) (team.Member, error) {
+	m, err := s.d.Memberships.ByUser(ctx, teamID, userID)
+	if err != nil {
+		return team.Member{}, err
+	}
+	if m.Status != team.StatusActive {
+		return team.Member{}, domain.NotFound("membership")
+	}
+	return m, nil
 }
 
 const apiKeyPrefix = "psvc_"
-
-// apiKey verifies a presented key. Keys are looked up on every request, so a
-// verified key's record is cached; deleting the key evicts it.
-func (s *Service) apiKey(ctx context.Context, presented string) (cachedKey, error) {
-	id, secret, ok := parseAPIKey(presented)
-	if !ok {
-		return cachedKey{}, errBadAPIKey
-	}
-	var k cachedKey
-	raw, hit, err := s.d.Cache.Get(ctx, apiKeyCacheKey(id))
-	if err != nil {
-		s.d.Log.WarnContext(ctx, "api key cache read failed", "error", err.Error())
-	}
-	if !hit || json.Unmarshal(raw, &k) != nil {
-		raw, err := s.cacheFromStore(ctx, apiKeyCacheKey(id), func(ctx context.Context) ([]byte, error) {
-			stored, err := s.d.APIKeys.ByID(ctx, id)
-			if err != nil {
-				return nil, err
-			}
-			return json.Marshal(cachedKey{ID: stored.ID, TeamID: stored.TeamID, UserID: stored.UserID, Hash: stored.Hash})
-		})
-		if domain.IsKind(err, domain.KindNotFound) {
-			return cachedKey{}, errBadAPIKey
-		}
-		if err != nil {
-			return cachedKey{}, err
-		}
-		if err := json.Unmarshal(raw, &k); err != nil {
-			return cachedKey{}, err
-		}
-	}
-	if !account.SecretMatches(k.Hash, secret) {
-		return cachedKey{}, errBadAPIKey
-	}
-	return k, nil
-}
-
-func apiKeyCacheKey(id string) string { return "apikey:" + id }
 
 // parseAPIKey splits "psvc_<id>_<secret>" into the key id ("key_<id>") and
 // the secret.
@@ -290,22 +258,16 @@ func (s *Service) DeleteAPIKey(ctx context.Context, actor team.Actor, id string)
 	if err := s.d.APIKeys.Delete(ctx, actor.TeamID, id); err != nil {
 		return err
 	}
-	return s.d.Cache.Delete(ctx, apiKeyCacheKey(id))
+	s.changed(ctx, keyTag(id))
+	return nil
 }
 
 // RevokeMemberKeys deletes the user's keys in the team, when their
-// membership ends, and returns the ids for ForgetAPIKeys. Called with a
-// unit of work's context, it joins the unit.
+// membership ends, and returns their ids. Called with a unit of work's
+// context, it joins the unit; MembershipChanged, once the unit has
+// committed, evicts the keys with the membership.
 func (s *Service) RevokeMemberKeys(ctx context.Context, teamID, userID string) ([]string, error) {
 	return s.d.APIKeys.DeleteByMember(ctx, teamID, userID)
-}
-
-// ForgetAPIKeys evicts revoked keys from the cache. It is called once their
-// deletion has committed, so that no request can cache them again.
-func (s *Service) ForgetAPIKeys(ctx context.Context, ids []string) {
-	for _, id := range ids {
-		s.forget(ctx, apiKeyCacheKey(id))
-	}
 }
 
 // Me is the caller as the API shows them.

@@ -3,12 +3,15 @@ package auth_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/profilesvc/profilesvc/application/apptest"
 	"github.com/profilesvc/profilesvc/application/auth"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/team"
+	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/ports/accountstore"
 )
 
@@ -188,10 +191,30 @@ func TestDeleteAPIKeyFailures(t *testing.T) {
 	svc := e.service(t)
 	owner, k := adaWithKey(t, svc)
 
-	e.cache.delErr = apptest.ErrDown
-	apptest.WantDown(t, svc.DeleteAPIKey(ctx, owner, k.APIKey.ID))
 	e.deps.APIKeys = failingAPIKeys{e.deps.APIKeys}
 	apptest.WantDown(t, e.service(t).DeleteAPIKey(ctx, owner, k.APIKey.ID))
+	if err := svcAuthKey(svc, k.Key); err != nil {
+		t.Fatalf("a key whose deletion failed stopped working: %v", err)
+	}
+}
+
+// A deletion whose notice cannot go out still deletes, and the deleting
+// instance stops trusting the key at once; the failure is logged.
+func TestDeleteAPIKeyWhoseNoticeIsLost(t *testing.T) {
+	e := newEnv()
+	e.deps.Notices = failingPublish{e.notices}
+	svc := e.service(t)
+	owner, k := adaWithKey(t, svc)
+	if err := svcAuthKey(svc, k.Key); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.DeleteAPIKey(ctx, owner, k.APIKey.ID); err != nil {
+		t.Fatalf("delete with the notice lost: %v", err)
+	}
+	apptest.WantKind(t, svcAuthKey(svc, k.Key), domain.KindUnauthorized)
+	if !e.logs.Has("WARN publishing an auth invalidation failed; other instances may trust the old value until it expires") {
+		t.Fatalf("not logged: %v", e.logs.Lines())
+	}
 }
 
 // failingKeyDelete refuses to delete keys.
@@ -218,67 +241,117 @@ func svcAuthKey(svc *auth.Service, key string) error {
 	return err
 }
 
-// The first authentication reads the store and fills the cache; the next
-// ones are served from the cache, and the secret is still checked.
+// The first authentication reads the store (the key, then its membership)
+// and fills the cache; the next ones cost one lookup in process memory and
+// no store read, and the secret is still checked.
 func TestAuthenticateByKeyCacheMissThenHit(t *testing.T) {
 	e := newEnv()
-	reads := e.countKeyReads()
+	keyReads := e.countKeyReads()
+	memberReads := e.countMemberReads()
 	svc := e.service(t)
 	_, k := adaWithKey(t, svc)
+	hits0, misses0 := svc.NearLookups()
+	memberReads0 := memberReads.Load()
 
-	gets0, _ := e.cache.counts() // the setup's bearer read the session version
+	if err := svcAuthKey(svc, k.Key); err != nil {
+		t.Fatalf("authenticate: %v", err)
+	}
+	if hits, misses := svc.NearLookups(); keyReads.Load() != 1 || memberReads.Load()-memberReads0 != 1 || hits-hits0 != 0 || misses-misses0 != 1 {
+		t.Fatalf("cold: %d key reads, %d membership reads, %d hits, %d misses; want 1, 1, 0, 1",
+			keyReads.Load(), memberReads.Load()-memberReads0, hits-hits0, misses-misses0)
+	}
 	for range 3 {
 		if err := svcAuthKey(svc, k.Key); err != nil {
 			t.Fatalf("authenticate: %v", err)
 		}
 	}
-	// A miss reads the store twice: before and after filling the cache.
-	if gets, hits := e.cache.counts(); reads.Load() != 2 || gets-gets0 != 3 || hits != 2 {
-		t.Fatalf("%d store reads, %d cache reads, %d hits; want 2, 3, 2", reads.Load(), gets-gets0, hits)
-	}
-	cached := e.cache.value("apikey:" + k.APIKey.ID)
-	if strings.Contains(cached, k.Key[len(k.APIKey.Prefix)+1:]) {
-		t.Fatalf("the cache holds the secret: %s", cached)
+	if hits, misses := svc.NearLookups(); keyReads.Load() != 1 || memberReads.Load()-memberReads0 != 1 || hits-hits0 != 3 || misses-misses0 != 1 {
+		t.Fatalf("three warm requests: %d key reads, %d membership reads, %d hits, %d misses in all; want 1, 1, 3, 1",
+			keyReads.Load(), memberReads.Load()-memberReads0, hits-hits0, misses-misses0)
 	}
 	forged := k.Key[:len(k.Key)-1] + "0"
 	if strings.HasSuffix(k.Key, "0") {
 		forged = k.Key[:len(k.Key)-1] + "1"
 	}
 	apptest.WantKind(t, svcAuthKey(svc, forged), domain.KindUnauthorized)
-	if reads.Load() != 2 {
+	if keyReads.Load() != 1 {
 		t.Fatalf("a forged secret with a cached id read the store")
 	}
 }
 
-func TestAuthenticateByKeyFallsBackToTheStore(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		prepare func(e *env, keyID string)
-		logged  string
-		// reads: a value written to the cache is read back from the
-		// store once more; one that could not be written is not.
-		reads int64
-	}{
-		{"cache read fails", func(e *env, _ string) { e.cache.getErr = apptest.ErrDown }, "WARN api key cache read failed", 2},
-		{"cache write fails", func(e *env, _ string) { e.cache.setErr = apptest.ErrDown }, "WARN cache write failed", 1},
-		{"cache holds garbage", func(e *env, id string) { e.cache.put("apikey:"+id, []byte("{not json")) }, "", 2},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv()
-			reads := e.countKeyReads()
-			svc := e.service(t)
-			_, k := adaWithKey(t, svc)
-			tc.prepare(e, k.APIKey.ID)
-			if err := svcAuthKey(svc, k.Key); err != nil {
-				t.Fatalf("authenticate: %v", err)
-			}
-			if reads.Load() != tc.reads {
-				t.Fatalf("%d store reads, want %d", reads.Load(), tc.reads)
-			}
-			if tc.logged != "" && !e.logs.Has(tc.logged) {
-				t.Fatalf("not logged: %v", e.logs.Lines())
-			}
-		})
+// A bearer's warm path is the same: one lookup, no store read, whatever
+// the team it asks for.
+func TestAuthenticateByBearerCacheMissThenHit(t *testing.T) {
+	e, _, ada := adaRegistered(t)
+	userReads := &atomic.Int64{}
+	e.deps.Users = countingUsers{Users: e.deps.Users, reads: userReads}
+	memberReads := e.countMemberReads()
+	svc := e.service(t)
+	for range 4 {
+		if _, err := svc.Authenticate(ctx, auth.Credentials{BearerToken: ada.Tokens.AccessToken}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Authenticate(ctx, auth.Credentials{BearerToken: ada.Tokens.AccessToken, TeamID: ada.Team.ID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if hits, misses := svc.NearLookups(); userReads.Load() != 1 || memberReads.Load() != 1 || hits != 7 || misses != 1 {
+		t.Fatalf("%d user reads, %d membership reads, %d hits, %d misses; want 1, 1, 7, 1", userReads.Load(), memberReads.Load(), hits, misses)
+	}
+}
+
+// While the notices are deaf the cache is not trusted: every request reads
+// the store, and what was cached before is gone when they are heard again.
+func TestAuthenticateReadsTheStoreWhileNoticesAreDeaf(t *testing.T) {
+	e := newEnv()
+	bus := &switchedNotices{Local: e.notices}
+	e.deps.Notices = bus
+	keyReads := e.countKeyReads()
+	svc := e.service(t)
+	_, k := adaWithKey(t, svc)
+	for range 2 {
+		if err := svcAuthKey(svc, k.Key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if keyReads.Load() != 1 {
+		t.Fatalf("%d key reads while listening, want 1", keyReads.Load())
+	}
+	bus.tell(ports.Notice{Kind: ports.NoticeDeaf})
+	for range 2 {
+		if err := svcAuthKey(svc, k.Key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if keyReads.Load() != 3 {
+		t.Fatalf("%d key reads after two requests while deaf, want 3", keyReads.Load())
+	}
+	bus.tell(ports.Notice{Kind: ports.NoticeListening})
+	for range 2 {
+		if err := svcAuthKey(svc, k.Key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if keyReads.Load() != 4 {
+		t.Fatalf("%d key reads once heard again, want 4 (one miss, then cached)", keyReads.Load())
+	}
+}
+
+// A cached context expires after the policy's TTL even when nothing was
+// heard.
+func TestAuthenticateCacheExpires(t *testing.T) {
+	e := newEnv()
+	keyReads := e.countKeyReads()
+	svc := e.service(t)
+	_, k := adaWithKey(t, svc)
+	for _, advance := range []time.Duration{0, auth.DefaultPolicy().APIKeyCacheTTL - time.Second, time.Second} {
+		e.clock.Advance(advance)
+		if err := svcAuthKey(svc, k.Key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if keyReads.Load() != 2 {
+		t.Fatalf("%d key reads, want 2: the first, and one once the TTL ran out", keyReads.Load())
 	}
 }
 
@@ -322,6 +395,7 @@ func TestAuthenticateByKeyOfARemovedMember(t *testing.T) {
 	}
 
 	e.setStatus(t, ada.Team.ID, bob.User.ID, team.StatusRemoved)
+	svc.MembershipChanged(ctx, ada.Team.ID, bob.User.ID)
 	apptest.WantKind(t, svcAuthKey(svc, k.Key), domain.KindUnauthorized)
 }
 
@@ -366,6 +440,7 @@ func TestAuthenticateResolvesTheActor(t *testing.T) {
 		})
 	}
 	e.setStatus(t, ada.Team.ID, bob.User.ID, team.StatusRemoved)
+	svc.MembershipChanged(ctx, ada.Team.ID, bob.User.ID)
 	_, err = svc.Authenticate(ctx, auth.Credentials{BearerToken: bob.Tokens.AccessToken, TeamID: ada.Team.ID})
 	apptest.WantKind(t, err, domain.KindNotFound)
 

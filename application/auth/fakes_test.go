@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/profilesvc/profilesvc/adapters/clock"
+	"github.com/profilesvc/profilesvc/adapters/notices"
 	"github.com/profilesvc/profilesvc/adapters/store/memory"
 	"github.com/profilesvc/profilesvc/adapters/token"
 	"github.com/profilesvc/profilesvc/application/apptest"
@@ -38,7 +39,7 @@ type env struct {
 	hasher  *hasher
 	limiter *limiter
 	mailer  *apptest.Mailer
-	cache   *cache
+	notices *notices.Local
 	logs    *apptest.Logs
 	deps    auth.Deps
 }
@@ -53,7 +54,7 @@ func newEnv() *env {
 		hasher:  &hasher{},
 		limiter: &limiter{hits: map[string]int{}, deny: map[string]time.Duration{}},
 		mailer:  &apptest.Mailer{},
-		cache:   &cache{m: map[string][]byte{}},
+		notices: notices.NewLocal(),
 		logs:    &apptest.Logs{},
 	}
 	e.deps = auth.Deps{
@@ -68,7 +69,7 @@ func newEnv() *env {
 		Tokens:        token.NewJWT([]byte("a fixed key for the auth tests only"), "profilesvc-test", accessTTL, c, ids),
 		Limiter:       e.limiter,
 		Mailer:        e.mailer,
-		Cache:         e.cache,
+		Notices:       e.notices,
 		Clock:         c,
 		IDs:           ids,
 		Log:           e.logs.Logger(),
@@ -248,70 +249,11 @@ func (l *limiter) count(key string) int {
 	return l.hits[key]
 }
 
-// cache is a map that counts reads and hits and can fail.
-type cache struct {
-	mu     sync.Mutex
-	m      map[string][]byte
-	gets   int
-	hits   int
-	getErr error
-	setErr error
-	delErr error
-}
+// failingPublish loses every notice it is asked to publish: an instance
+// cut off from the others.
+type failingPublish struct{ ports.Notices }
 
-func (c *cache) Get(_ context.Context, key string) ([]byte, bool, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.gets++
-	if c.getErr != nil {
-		return nil, false, c.getErr
-	}
-	v, ok := c.m[key]
-	if ok {
-		c.hits++
-	}
-	return v, ok, nil
-}
-
-func (c *cache) Set(_ context.Context, key string, value []byte, _ time.Duration) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.setErr != nil {
-		return c.setErr
-	}
-	c.m[key] = value
-	return nil
-}
-
-func (c *cache) Delete(_ context.Context, key string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.delErr != nil {
-		return c.delErr
-	}
-	delete(c.m, key)
-	return nil
-}
-
-func (c *cache) Ping(context.Context) error { return nil }
-
-func (c *cache) put(key string, value []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.m[key] = value
-}
-
-func (c *cache) value(key string) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return string(c.m[key])
-}
-
-func (c *cache) counts() (gets, hits int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.gets, c.hits
-}
+func (failingPublish) Publish(context.Context, string, string) error { return apptest.ErrDown }
 
 // failingMemberships fails Create, halfway through a registration's unit.
 type failingMemberships struct{ auth.Memberships }
@@ -438,4 +380,44 @@ type countingUsers struct {
 func (u countingUsers) ByID(ctx context.Context, id string) (account.User, error) {
 	u.reads.Add(1)
 	return u.Users.ByID(ctx, id)
+}
+
+// countMemberReads makes the env count membership reads by user.
+func (e *env) countMemberReads() *atomic.Int64 {
+	reads := &atomic.Int64{}
+	e.deps.Memberships = countingMemberships{Memberships: e.deps.Memberships, reads: reads}
+	return reads
+}
+
+type countingMemberships struct {
+	auth.Memberships
+	reads *atomic.Int64
+}
+
+func (m countingMemberships) ByUser(ctx context.Context, teamID, userID string) (team.Member, error) {
+	m.reads.Add(1)
+	return m.Memberships.ByUser(ctx, teamID, userID)
+}
+
+// switchedNotices is in-process notices whose test can also tell the
+// subscribers that the transport went deaf or is heard again.
+type switchedNotices struct {
+	*notices.Local
+	mu   sync.Mutex
+	subs []func(ports.Notice)
+}
+
+func (n *switchedNotices) Subscribe(topic string, h func(ports.Notice)) func() {
+	n.mu.Lock()
+	n.subs = append(n.subs, h)
+	n.mu.Unlock()
+	return n.Local.Subscribe(topic, h)
+}
+
+func (n *switchedNotices) tell(no ports.Notice) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, h := range n.subs {
+		h(no)
+	}
 }

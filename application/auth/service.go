@@ -33,9 +33,10 @@ type Policy struct {
 	// ResetMailsPerEmail bounds reset mails per LoginWindow, so that the
 	// forgot-password endpoint cannot be used to flood an inbox.
 	ResetMailsPerEmail int
-	// APIKeyCacheTTL bounds how long a verified API key, or a user's
-	// session version, is trusted without reading the store; deleting a key
-	// or ending sessions evicts it at once.
+	// APIKeyCacheTTL bounds how long what a credential resolves to (a
+	// verified API key, a session version, a membership) is trusted without
+	// reading the store. Every change evicts it on every instance at once;
+	// the TTL only bounds the harm of an invalidation that was not heard.
 	APIKeyCacheTTL time.Duration
 	// RegistrationsPerAddr bounds registrations per client address per
 	// RegistrationWindow.
@@ -74,29 +75,36 @@ type Deps struct {
 	Tokens        ports.TokenIssuer
 	Limiter       ports.RateLimiter
 	Mailer        ports.Mailer
-	Cache         ports.Cache
-	Clock         ports.Clock
-	IDs           ports.IDs
-	Log           *slog.Logger
-	Policy        Policy
+	// Notices carries invalidations of what credentials resolve to to
+	// every instance, this one included.
+	Notices ports.Notices
+	Clock   ports.Clock
+	IDs     ports.IDs
+	Log     *slog.Logger
+	Policy  Policy
 }
 
 // Service runs the auth use cases.
 type Service struct {
-	d Deps
+	d           Deps
+	near        *nearCache
+	unsubscribe func()
 	// dummyHash is verified when the email is unknown, so that a wrong email
 	// costs the same time as a wrong password.
 	dummyHash string
 }
 
-// New returns the service. It hashes one throw-away password so that unknown
-// emails can be answered in the same time as wrong passwords.
+// New returns the service, listening for invalidations until Close. It
+// hashes one throw-away password so that unknown emails can be answered in
+// the same time as wrong passwords.
 func New(ctx context.Context, d Deps) (*Service, error) {
 	h, err := d.Hasher.Hash(ctx, "not-a-real-password-"+account.NewSecret(8))
 	if err != nil {
 		return nil, err
 	}
-	return &Service{d: d, dummyHash: h}, nil
+	s := &Service{d: d, dummyHash: h, near: newNearCache(d.Policy.APIKeyCacheTTL, nearCapacity, d.Clock.Now)}
+	s.unsubscribe = d.Notices.Subscribe(authTopic, s.near.hear)
+	return s, nil
 }
 
 // Tokens is a freshly issued credential pair.
@@ -408,7 +416,7 @@ func (s *Service) revokeReused(ctx context.Context, rt account.RefreshToken, now
 	if err != nil {
 		return err
 	}
-	s.forget(ctx, sessionCacheKey(rt.UserID))
+	s.changed(ctx, userTag(rt.UserID))
 	s.d.Log.WarnContext(ctx, "refresh token reused; family revoked", "user_id", rt.UserID, "family_id", rt.FamilyID)
 	return domain.Unauthorized("refresh token was already used; all sessions of this sign-in are revoked")
 }
@@ -511,8 +519,8 @@ func (s *Service) ResetPassword(ctx context.Context, token, password string) err
 	if err != nil {
 		return err
 	}
-	s.forget(ctx, sessionCacheKey(rt.UserID))
-	s.ForgetAPIKeys(ctx, keys)
+	// The user's tag covers their sessions and every key of theirs.
+	s.changed(ctx, userTag(rt.UserID))
 	s.mailPasswordChanged(ctx, rt.UserID, len(keys))
 	return nil
 }
@@ -533,14 +541,6 @@ func (s *Service) mailPasswordChanged(ctx context.Context, userID string, keys i
 	}
 	if err != nil {
 		s.d.Log.ErrorContext(ctx, "sending password changed mail failed", "user_id", userID, "error", err.Error())
-	}
-}
-
-// forget evicts a cache entry. A failure is logged: the entry then lives
-// until its short TTL ends.
-func (s *Service) forget(ctx context.Context, key string) {
-	if err := s.d.Cache.Delete(ctx, key); err != nil {
-		s.d.Log.WarnContext(ctx, "cache eviction failed", "key", key, "error", err.Error())
 	}
 }
 

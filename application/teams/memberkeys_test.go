@@ -11,14 +11,14 @@ import (
 	"github.com/profilesvc/profilesvc/domain/team"
 )
 
-// memberKeys stands in for the accounts module's keys: it records which
-// memberships' keys were revoked, and which ids were forgotten (evicted
-// from the cache) once the removal committed.
+// memberKeys stands in for the accounts module: it records which
+// memberships' keys were revoked, and which memberships every instance was
+// told had changed once the change committed.
 type memberKeys struct {
-	mu        sync.Mutex
-	revoked   []string
-	forgotten []string
-	err       error
+	mu      sync.Mutex
+	revoked []string
+	changed []string
+	err     error
 }
 
 func (k *memberKeys) RevokeMemberKeys(_ context.Context, teamID, userID string) ([]string, error) {
@@ -31,10 +31,16 @@ func (k *memberKeys) RevokeMemberKeys(_ context.Context, teamID, userID string) 
 	return []string{"key_of_" + userID}, nil
 }
 
-func (k *memberKeys) ForgetAPIKeys(_ context.Context, ids []string) {
+func (k *memberKeys) MembershipChanged(_ context.Context, teamID, userID string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.forgotten = append(k.forgotten, ids...)
+	k.changed = append(k.changed, teamID+"/"+userID)
+}
+
+func (k *memberKeys) changes() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return slices.Clone(k.changed)
 }
 
 func TestRemovingAMemberRevokesTheirKeysInTheTeam(t *testing.T) {
@@ -43,17 +49,21 @@ func TestRemovingAMemberRevokesTheirKeysInTheTeam(t *testing.T) {
 	svc := e.service()
 	bob := e.newMember(t, owner.TeamID, "Bob", team.RoleMember)
 
+	bobInTeam := owner.TeamID + "/" + bob.UserID
 	if _, err := svc.UpdateMember(ctx, owner, bob.MemberID, teams.UpdateInput{Role: strp("viewer")}); err != nil {
 		t.Fatal(err)
 	}
 	if len(keys.revoked) != 0 {
 		t.Fatalf("a role change revoked keys: %v", keys.revoked)
 	}
+	if got := keys.changes(); !slices.Equal(got, []string{bobInTeam}) {
+		t.Fatalf("after a role change every instance was told %v, want %v", got, []string{bobInTeam})
+	}
 	if _, err := svc.UpdateMember(ctx, owner, bob.MemberID, teams.UpdateInput{Status: strp("removed")}); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(keys.revoked, []string{owner.TeamID + "/" + bob.UserID}) || !slices.Equal(keys.forgotten, []string{"key_of_" + bob.UserID}) {
-		t.Fatalf("revoked %v, forgotten %v", keys.revoked, keys.forgotten)
+	if !slices.Equal(keys.revoked, []string{bobInTeam}) || !slices.Equal(keys.changes(), []string{bobInTeam, bobInTeam}) {
+		t.Fatalf("revoked %v, changed %v", keys.revoked, keys.changes())
 	}
 }
 
@@ -71,7 +81,34 @@ func TestRemovalFailingToRevokeKeysChangesNothing(t *testing.T) {
 	if err != nil || m.Status != team.StatusActive {
 		t.Fatalf("membership %+v, %v; want still active", m, err)
 	}
-	if len(keys.forgotten) != 0 || len(e.events(t)) != 0 {
-		t.Fatalf("forgot %v, events %v", keys.forgotten, e.events(t))
+	if len(keys.changes()) != 0 || len(e.events(t)) != 0 {
+		t.Fatalf("told every instance of %v, events %v", keys.changes(), e.events(t))
+	}
+}
+
+// Changing an invited member, who has no credentials yet, tells nobody; an
+// acceptance is told once it has committed, and a refused one is not.
+func TestMembershipChangesAreToldOnlyWhenTheyCommit(t *testing.T) {
+	e, owner := adaEnv(t)
+	keys := e.deps.Keys.(*memberKeys)
+	svc := e.service()
+	in := e.inviteBob(t, owner)
+	if _, err := svc.UpdateMember(ctx, owner, in.view.Member.ID, teams.UpdateInput{Role: strp("viewer")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := keys.changes(); len(got) != 0 {
+		t.Fatalf("changing an invited member told %v", got)
+	}
+	if _, err := svc.Accept(ctx, in.bob, "inv_unknown.secret"); err == nil {
+		t.Fatal("a bad token was accepted")
+	}
+	if got := keys.changes(); len(got) != 0 {
+		t.Fatalf("a refused acceptance told %v", got)
+	}
+	if _, err := svc.Accept(ctx, in.bob, in.token); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := keys.changes(), []string{owner.TeamID + "/" + in.bob.UserID}; !slices.Equal(got, want) {
+		t.Fatalf("after the acceptance every instance was told %v, want %v", got, want)
 	}
 }

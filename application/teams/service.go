@@ -275,7 +275,13 @@ func (s *Service) Accept(ctx context.Context, actor team.Actor, token string) (T
 		out = TeamView{Team: t, Role: m.Role, MemberCount: active}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return TeamView{}, err
+	}
+	// Like every membership change, an acceptance is told to every
+	// instance, so that no cache has to know which changes it may skip.
+	s.d.Keys.MembershipChanged(ctx, out.Team.ID, actor.UserID)
+	return out, nil
 }
 
 // ListMembers returns a page of the actor's team's members, newest first.
@@ -319,16 +325,17 @@ func (s *Service) withNames(ctx context.Context, ms []team.Member) ([]MemberView
 	return out, nil
 }
 
-// MemberKeys revokes the API keys the accounts module keeps for a
-// membership: a removed member's keys die with the membership, so that
-// re-inviting the person does not bring them back.
+// MemberKeys is what the accounts module does when a membership changes:
+// a removed member's API keys die with the membership, so that
+// re-inviting the person does not bring them back, and every instance
+// forgets what the member's credentials resolved to.
 type MemberKeys interface {
 	// RevokeMemberKeys deletes the user's keys in the team, joining the
 	// caller's unit of work, and returns their ids.
 	RevokeMemberKeys(ctx context.Context, teamID, userID string) ([]string, error)
-	// ForgetAPIKeys evicts revoked keys from the cache, once their deletion
-	// has committed.
-	ForgetAPIKeys(ctx context.Context, ids []string)
+	// MembershipChanged tells every instance, once the change has
+	// committed, that the user's role or status in the team changed.
+	MembershipChanged(ctx context.Context, teamID, userID string)
 }
 
 // UpdateInput changes a member: a new role, removal ("removed"), or both.
@@ -339,9 +346,10 @@ type UpdateInput struct {
 
 // UpdateMember changes a member's role or removes them. The team is locked
 // for the unit of work, so two changes that would each leave one owner
-// cannot together leave none. A removed member loses access on their next
-// request: authentication reads the membership every time, and their API
-// keys in the team are revoked with the removal.
+// cannot together leave none. The member's next request, on any instance,
+// acts with the new role or is refused: every instance is told once the
+// change commits, and a removed member's API keys in the team are revoked
+// with the removal.
 func (s *Service) UpdateMember(ctx context.Context, actor team.Actor, id string, in UpdateInput) (MemberView, error) {
 	v := &domain.Validation{}
 	var ch team.MemberChange
@@ -368,7 +376,7 @@ func (s *Service) UpdateMember(ctx context.Context, actor team.Actor, id string,
 		return MemberView{}, err
 	}
 	var out []MemberView
-	var revoked []string
+	var userID string
 	err := s.d.Tx.Do(ctx, func(ctx context.Context) error {
 		if err := s.d.Teams.Lock(ctx, actor.TeamID); err != nil {
 			return err
@@ -388,6 +396,7 @@ func (s *Service) UpdateMember(ctx context.Context, actor team.Actor, id string,
 		if err := s.d.Memberships.Update(ctx, next); err != nil {
 			return err
 		}
+		userID = m.UserID
 		if out, err = s.withNames(ctx, []team.Member{next}); err != nil {
 			return err
 		}
@@ -395,7 +404,7 @@ func (s *Service) UpdateMember(ctx context.Context, actor team.Actor, id string,
 			return nil
 		}
 		if m.UserID != "" {
-			if revoked, err = s.d.Keys.RevokeMemberKeys(ctx, actor.TeamID, m.UserID); err != nil {
+			if _, err = s.d.Keys.RevokeMemberKeys(ctx, actor.TeamID, m.UserID); err != nil {
 				return err
 			}
 		}
@@ -408,7 +417,9 @@ func (s *Service) UpdateMember(ctx context.Context, actor team.Actor, id string,
 	if err != nil {
 		return MemberView{}, err
 	}
-	s.d.Keys.ForgetAPIKeys(ctx, revoked)
+	if userID != "" { // an invited member has no credentials yet
+		s.d.Keys.MembershipChanged(ctx, actor.TeamID, userID)
+	}
 	return out[0], nil
 }
 
