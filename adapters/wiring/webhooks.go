@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
+	"go.uber.org/zap"
 
 	httpapi "github.com/profilesvc/profilesvc/adapters/http"
 	"github.com/profilesvc/profilesvc/adapters/secretbox"
@@ -94,16 +95,92 @@ var Webhooks = fx.Options(
 	),
 	// The waker and the decoration live at the root, so the unit of work and
 	// the outbox every module sees wake the dispatcher on commit.
-	fx.Provide(webhooks.NewWaker),
+	fx.Provide(webhooks.NewWaker, newCommitBroadcast),
 	fx.Decorate(
-		func(u ports.UnitOfWork, w *webhooks.Waker) ports.UnitOfWork {
-			return notifyingUnit{inner: u, wake: w.EventsCommitted}
+		func(u ports.UnitOfWork, b *commitBroadcast) ports.UnitOfWork {
+			return notifyingUnit{inner: u, wake: b.committed}
 		},
-		func(o ports.Outbox, w *webhooks.Waker) ports.Outbox {
-			return notifyingOutbox{inner: o, wake: w.EventsCommitted}
+		func(o ports.Outbox, b *commitBroadcast) ports.Outbox {
+			return notifyingOutbox{inner: o, wake: b.committed}
 		},
 	),
 )
+
+// eventsTopic carries "events were committed" to every instance, so that a
+// commit on one wakes the dispatchers of all (each claims its share) rather
+// than only its own, the others finding the events at their next poll.
+const eventsTopic = "webhooks.events"
+
+// commitBroadcast wakes this instance's dispatcher at once when a unit with
+// events commits, and tells the other instances through notices (LISTEN/
+// NOTIFY on PostgreSQL, pub/sub with Redis). Commits during a publish are
+// told by the next one: one publish at a time whatever the commit rate, so
+// the notices cost stays bounded under a burst of creates.
+type commitBroadcast struct {
+	// wake wakes this instance's dispatcher to fan out.
+	wake    func()
+	notices ports.Notices
+	log     *zap.Logger
+	pending atomic.Bool
+	running atomic.Bool
+}
+
+func newCommitBroadcast(lc fx.Lifecycle, w *webhooks.Waker, n ports.Notices, log *zap.Logger) *commitBroadcast {
+	b := &commitBroadcast{wake: w.EventsCommitted, notices: n, log: log.Named("webhooks")}
+	var cancel func()
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			cancel = b.listen()
+			return nil
+		},
+		OnStop: func(context.Context) error {
+			if cancel != nil {
+				cancel()
+			}
+			return nil
+		},
+	})
+	return b
+}
+
+// listen wakes the dispatcher on every instance's notice, until cancel.
+func (b *commitBroadcast) listen() (cancel func()) {
+	return b.notices.Subscribe(eventsTopic, func(nt ports.Notice) {
+		// A notice, or hearing (re)gained after notices may have been
+		// missed: either way there may be events to fan out.
+		if nt.Kind != ports.NoticeDeaf {
+			b.wake()
+		}
+	})
+}
+
+// committed is called after a unit that appended events has committed.
+func (b *commitBroadcast) committed() {
+	b.wake()
+	b.pending.Store(true)
+	if b.running.CompareAndSwap(false, true) {
+		go b.publish()
+	}
+}
+
+// publish sends one notice per round of commits until none is pending.
+func (b *commitBroadcast) publish() {
+	for {
+		for b.pending.Swap(false) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			if err := b.notices.Publish(ctx, eventsTopic, "1"); err != nil {
+				b.log.Warn("telling other instances of committed events failed; they find them at their next poll", zap.Error(err))
+			}
+			cancel()
+		}
+		b.running.Store(false)
+		// A commit between the last Swap and the Store found running
+		// set and left its notice to this loop.
+		if !b.pending.Load() || !b.running.CompareAndSwap(false, true) {
+			return
+		}
+	}
+}
 
 // notifyingUnit wakes the dispatcher after a unit that appended to the outbox
 // has committed, rather than at its next poll. The appends mark the unit

@@ -18,10 +18,21 @@ import (
 
 const password = "correct horse battery"
 
-func TestNewFailsWhenTheHasherFails(t *testing.T) {
+// Nothing is hashed at start (hashing holds the hasher's memory); the
+// first unknown email hashes, and a hasher that fails then fails the login
+// rather than answering as for a wrong password.
+func TestUnknownEmailFailsWhenTheHasherFails(t *testing.T) {
 	e := newEnv()
+	svc, err := auth.New(ctx, e.deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(svc.Close)
+	if n := e.hasher.hashes.Load(); n != 0 {
+		t.Fatalf("New hashed %d times, want none", n)
+	}
 	e.hasher.hashErr = apptest.ErrDown
-	_, err := auth.New(ctx, e.deps)
+	_, err = svc.Login(ctx, auth.LoginInput{Email: "nobody@example.com", Password: password, ClientAddr: "a"})
 	apptest.WantDown(t, err)
 }
 
@@ -172,18 +183,22 @@ func TestLoginIssuesTokensAndClearsEmailFailures(t *testing.T) {
 func TestLoginWrongPasswordAndUnknownEmailAnswerAlike(t *testing.T) {
 	e, svc, _ := adaRegistered(t)
 
-	before := e.hasher.verifies.Load()
+	// Hashing and verifying each cost one derivation: every attempt
+	// spends exactly one, the first unknown email by hashing.
+	work := func() int64 { return e.hasher.verifies.Load() + e.hasher.hashes.Load() }
+	before := work()
 	_, wrong := svc.Login(ctx, auth.LoginInput{Email: "ada@example.com", Password: "wrong password", ClientAddr: "a"})
 	_, unknown := svc.Login(ctx, auth.LoginInput{Email: "nobody@example.com", Password: password, ClientAddr: "a"})
+	_, again := svc.Login(ctx, auth.LoginInput{Email: "nobody@example.com", Password: password, ClientAddr: "a"})
 	apptest.WantKind(t, wrong, domain.KindUnauthorized)
 	apptest.WantKind(t, unknown, domain.KindUnauthorized)
-	if wrong.Error() != "invalid email or password" || unknown.Error() != wrong.Error() {
-		t.Fatalf("answers differ: %q and %q", wrong, unknown)
+	if wrong.Error() != "invalid email or password" || unknown.Error() != wrong.Error() || again.Error() != wrong.Error() {
+		t.Fatalf("answers differ: %q, %q and %q", wrong, unknown, again)
 	}
-	if got := e.hasher.verifies.Load() - before; got != 2 {
-		t.Fatalf("%d verifications for two attempts, want 2", got)
+	if got := work() - before; got != 3 {
+		t.Fatalf("%d derivations for three attempts, want 3", got)
 	}
-	if e.limiter.count("login:email:nobody@example.com") != 1 {
+	if e.limiter.count("login:email:nobody@example.com") != 2 {
 		t.Fatalf("an unknown email's failure is counted too: %v", e.limiter.hits)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/profilesvc/profilesvc/domain"
@@ -90,19 +91,16 @@ type Service struct {
 	near        *nearCache
 	unsubscribe func()
 	// dummyHash is verified when the email is unknown, so that a wrong email
-	// costs the same time as a wrong password.
+	// costs the same time as a wrong password. It is made by the first such
+	// login, not at start: hashing takes the hasher's memory (19 MiB by
+	// default), which an idle process would otherwise hold from its start.
+	dummyMu   sync.Mutex
 	dummyHash string
 }
 
-// New returns the service, listening for invalidations until Close. It
-// hashes one throw-away password so that unknown emails can be answered in
-// the same time as wrong passwords.
+// New returns the service, listening for invalidations until Close.
 func New(ctx context.Context, d Deps) (*Service, error) {
-	h, err := d.Hasher.Hash(ctx, "not-a-real-password-"+account.NewSecret(8))
-	if err != nil {
-		return nil, err
-	}
-	s := &Service{d: d, dummyHash: h, near: newNearCache(d.Policy.APIKeyCacheTTL, nearCapacity, d.Clock.Now)}
+	s := &Service{d: d, near: newNearCache(d.Policy.APIKeyCacheTTL, nearCapacity, d.Clock.Now)}
 	s.unsubscribe = d.Notices.Subscribe(authTopic, s.near.hear)
 	return s, nil
 }
@@ -258,24 +256,47 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (SignIn, error) {
 		return SignIn{}, err
 	}
 	u, err := s.d.Users.ByEmail(ctx, email)
-	hash := u.PasswordHash
-	switch {
-	case domain.IsKind(err, domain.KindNotFound):
-		hash = s.dummyHash
-	case err != nil:
-		return SignIn{}, err
+	if domain.IsKind(err, domain.KindNotFound) {
+		if err := s.spendAVerify(ctx, in.Password); err != nil {
+			return SignIn{}, err
+		}
+		return SignIn{}, errBadCredentials
 	}
-	ok, err := s.d.Hasher.Verify(ctx, hash, in.Password)
 	if err != nil {
 		return SignIn{}, err
 	}
-	if !ok || u.ID == "" {
+	ok, err := s.d.Hasher.Verify(ctx, u.PasswordHash, in.Password)
+	if err != nil {
+		return SignIn{}, err
+	}
+	if !ok {
 		return SignIn{}, errBadCredentials
 	}
 	if err := s.d.Limiter.Reset(ctx, emailKey, s.d.Policy.LoginWindow); err != nil {
 		return SignIn{}, err
 	}
 	return s.signIn(ctx, u, s.d.IDs.New("rtf"))
+}
+
+// spendAVerify takes the time a password check takes, for an unknown email:
+// it verifies password against the dummy hash, or, the first time, makes
+// the dummy hash from it (hashing costs what verifying does).
+func (s *Service) spendAVerify(ctx context.Context, password string) error {
+	s.dummyMu.Lock()
+	h := s.dummyHash
+	s.dummyMu.Unlock()
+	if h != "" {
+		_, err := s.d.Hasher.Verify(ctx, h, password)
+		return err
+	}
+	h, err := s.d.Hasher.Hash(ctx, password)
+	if err != nil {
+		return err
+	}
+	s.dummyMu.Lock()
+	s.dummyHash = h
+	s.dummyMu.Unlock()
+	return nil
 }
 
 func (s *Service) signIn(ctx context.Context, u account.User, familyID string) (SignIn, error) {
