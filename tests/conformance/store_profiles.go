@@ -200,25 +200,11 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		f.must("create", f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, "first"), bound))
 		other := f.profile(storeID("tm"), "other team")
 		f.must("create in another team", f.s.Profiles().CreateWithin(f.ctx, other, 1))
-		var created atomic.Int32
-		storeWithin(t, "concurrent CreateWithin", func() {
-			errs := runConcurrently(10, func(i int) error {
-				err := f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, fmt.Sprintf("racer %d", i)), bound)
-				if err == nil {
-					created.Add(1)
-				}
-				return err
-			})
-			for _, err := range errs {
-				if err != nil && !isQuota(err, bound) {
-					t.Errorf("a create beyond the bound failed with %v, want the quota error", err)
-				}
-			}
-		})
+		created := raceCreates(t, f, teamID, 10, bound)
 		n, err := f.s.Profiles().Count(f.ctx, teamID)
 		f.must("Count", err)
-		if created.Load() != bound-1 || n != bound {
-			t.Fatalf("%d racing creates succeeded and the team holds %d, want %d and %d", created.Load(), n, bound-1, bound)
+		if created != bound-1 || n != bound {
+			t.Fatalf("%d racing creates succeeded and the team holds %d, want %d and %d", created, n, bound-1, bound)
 		}
 		// A delete frees a place; a create without a bound is never refused.
 		victim := f.list(teamID, profilestore.Filter{Limit: 1})[0]
@@ -234,23 +220,8 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		f := newStoreFixture(t, newStore)
 		teamID := storeID("tm")
 		const bound = 40
-		var created atomic.Int32
-		storeWithin(t, "concurrent CreateWithin", func() {
-			errs := runConcurrently(60, func(i int) error {
-				err := f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, fmt.Sprintf("racer %d", i)), bound)
-				if err == nil {
-					created.Add(1)
-				}
-				return err
-			})
-			for _, err := range errs {
-				if err != nil && !isQuota(err, bound) {
-					t.Errorf("a create beyond the bound failed with %v, want the quota error", err)
-				}
-			}
-		})
-		if created.Load() != bound {
-			t.Fatalf("%d of 60 racing creates succeeded under a bound of %d, want exactly %d", created.Load(), bound, bound)
+		if created := raceCreates(t, f, teamID, 60, bound); created != bound {
+			t.Fatalf("%d of 60 racing creates succeeded under a bound of %d, want exactly %d", created, bound, bound)
 		}
 		// A lower bound than the team holds refuses until deletes bring
 		// the team under it, whichever profiles they delete.
@@ -820,4 +791,27 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		f.must("ListExpiredSessions a millisecond later", err)
 		checkIDs(t, "sessions expired a millisecond later", profileIDs(got), []string{long.ID, tied.ID, atNow.ID, later.ID})
 	})
+}
+
+// raceCreates runs n creates in the team at once under bound and returns
+// how many succeeded; a create that fails otherwise than with the quota
+// error fails the test.
+func raceCreates(t *testing.T, f storeFixture, teamID string, n, bound int) int {
+	t.Helper()
+	var created atomic.Int32
+	storeWithin(t, "concurrent CreateWithin", func() {
+		errs := runConcurrently(n, func(i int) error {
+			err := f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, fmt.Sprintf("racer %d", i)), bound)
+			if err == nil {
+				created.Add(1)
+			}
+			return err
+		})
+		for _, err := range errs {
+			if err != nil && !isQuota(err, bound) {
+				t.Errorf("a create beyond the bound failed with %v, want the quota error", err)
+			}
+		}
+	})
+	return int(created.Load())
 }

@@ -364,7 +364,7 @@ const profileShards = 16
 // create takes one shard's row lock until it commits, so a team's creates
 // run side by side instead of queueing, one commit's flush after another,
 // on one row. The count, the profile and its tags are one statement on a
-// shard picked at random. When that shard is full (or not there yet, or
+// shard picked at random (after a savepoint, in a unit of work). When that shard is full (or not there yet, or
 // some shard holds more than its share: max was lowered, or creates
 // without a bound went anywhere), the create locks every shard of the team
 // in order, adds them up and, if the team has room, spreads the count again
@@ -391,8 +391,25 @@ func (r profileRepository) CreateWithin(ctx context.Context, p profile.Profile, 
 		})
 	}
 	row.QuotaShard = rand.IntN(profileShards)
+	// A shard's row changed by a create that committed while this one
+	// waited for it is locked before its share is checked again, so a
+	// create that finds it full may hold its lock; looking at every shard
+	// with that lock held could wait in a cycle with another create doing
+	// the same. In a unit, the savepoint lets the lock go; alone, the
+	// statement's end does.
+	unit, inUnit := ctx.Value(txKey{db: r.db}).(bun.Tx)
+	if inUnit {
+		if _, err := unit.ExecContext(ctx, "SAVEPOINT profile_count"); err != nil {
+			return fmt.Errorf("bunstore: write profile count: %w", err)
+		}
+	}
 	if counted, err := r.pgCreate(ctx, nil, row, p.Tags, max); err != nil || counted {
 		return err
+	}
+	if inUnit {
+		if _, err := unit.ExecContext(ctx, "ROLLBACK TO SAVEPOINT profile_count"); err != nil {
+			return fmt.Errorf("bunstore: write profile count: %w", err)
+		}
 	}
 	return conn(ctx, r.db).RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewRaw(pgMakeShardsSQL, p.TeamID, profileShards-1).Exec(ctx); err != nil {
@@ -698,10 +715,19 @@ func (r profileRepository) Delete(ctx context.Context, teamID, id string) error 
 // counts any, else (a spread moved the count) from the first shard that
 // does, under the locks of every shard, taken in CreateWithin's order.
 func uncountProfile(ctx context.Context, tx bun.Tx, teamID string, shard int) error {
+	pg := tx.Dialect().Name() == dialect.PG
+	if pg { // see CreateWithin: a failed attempt may hold the shard's lock
+		if _, err := tx.ExecContext(ctx, "SAVEPOINT profile_uncount"); err != nil {
+			return fmt.Errorf("bunstore: write profile count: %w", err)
+		}
+	}
 	res, err := tx.NewRaw("UPDATE team_profile_counts SET profiles = profiles - 1 WHERE team_id = ? AND shard = ? AND profiles > 0", teamID, shard).Exec(ctx)
 	n, err := rowsAffected(res, err, "profile count")
-	if err != nil || n == 1 || tx.Dialect().Name() != dialect.PG {
+	if err != nil || n == 1 || !pg {
 		return err
+	}
+	if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT profile_uncount"); err != nil {
+		return fmt.Errorf("bunstore: write profile count: %w", err)
 	}
 	var shards []struct {
 		Shard    int `bun:"shard"`

@@ -98,8 +98,8 @@ func countedStores(t *testing.T, fn func(t *testing.T, s *bunstore.Store, stmts 
 
 // A profile read is one round trip, tags and proxy view included, that
 // prepares nothing once its statement is cached; a page of 50 is one; a
-// create's unit on PostgreSQL is BEGIN, one statement for the profile, its
-// count and its tags, one for the event, COMMIT.
+// create's unit on PostgreSQL is BEGIN, a savepoint, one statement for the
+// profile, its count and its tags, one for the event, COMMIT.
 func TestProfileRoundTrips(t *testing.T) {
 	countedStores(t, func(t *testing.T, s *bunstore.Store, stmts *statements) {
 		ctx := context.Background()
@@ -162,7 +162,8 @@ func TestProfileRoundTrips(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// BEGIN, the profile with its count and tags, the event, COMMIT.
-		wantStatements(t, "a create's unit", stmts.take(), 4)
+		// BEGIN, the savepoint, the profile with its count and tags, the
+		// event, COMMIT.
+		wantStatements(t, "a create's unit", stmts.take(), 5)
 	})
 }
