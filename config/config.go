@@ -148,7 +148,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c.HTTPReadTimeout = l.duration("HTTP_READ_TIMEOUT", 30*time.Second)
 	c.HTTPIdleTimeout = l.duration("HTTP_IDLE_TIMEOUT", 60*time.Second)
 	c.Quotas = l.quotas()
-	c.ProfileCache = l.profileCache(c.RedisURL)
+	c.ProfileCache = l.profileCache(c.RedisURL, c.Database)
 	// proxy checks
 	c.ProxyCheckURL = l.httpURL("PROXY_CHECK_URL", "https://ipinfo.io/json")
 	c.ProxyCheckTimeout = l.duration("PROXY_CHECK_TIMEOUT", 10*time.Second)

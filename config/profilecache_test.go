@@ -34,6 +34,12 @@ func TestLoadReadsProfileCache(t *testing.T) {
 func TestLoadRefusesBadProfileCache(t *testing.T) {
 	_, err := load(map[string]string{"PROFILE_CACHE": "redis"})
 	wantRefusal(t, err, "PROFILE_CACHE", "redis needs REDIS_URL")
+	_, err = load(map[string]string{"DATABASE_URL": "postgres://db.invalid/x", "PROFILE_CACHE": "local"})
+	wantRefusal(t, err, "PROFILE_CACHE", "local needs a SQLite DATABASE_URL")
+	cfg, err := load(map[string]string{"PROFILE_CACHE": "local"})
+	if err != nil || cfg.ProfileCache.Kind != config.ProfileCacheLocal {
+		t.Fatalf("PROFILE_CACHE=local on the SQLite default: %+v, %v", cfg.ProfileCache, err)
+	}
 	_, err = load(map[string]string{"REDIS_URL": "redis://127.0.0.1:6379/0", "PROFILE_CACHE": "memcached"})
 	wantRefusal(t, err, "PROFILE_CACHE", "memcached")
 	_, err = load(map[string]string{"REDIS_URL": "redis://127.0.0.1:6379/0", "PROFILE_CACHE": "redis", "PROFILE_CACHE_TTL": "0s"})

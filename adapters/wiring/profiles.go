@@ -49,14 +49,20 @@ type ProfileDeps struct {
 	Guard   *redisguard.Guard
 }
 
-// newProfileCache is the cache of PROFILE_CACHE=redis, else nil (config
-// refuses redis without REDIS_URL).
+// newProfileCache is the cache of PROFILE_CACHE (redis or local), else nil
+// (config refuses redis without REDIS_URL and local without SQLite).
 func newProfileCache(d ProfileDeps) profilestore.Cache {
-	if d.Config.ProfileCache.Kind != config.ProfileCacheRedis || d.Redis.Client == nil {
+	switch {
+	case d.Config.ProfileCache.Kind == config.ProfileCacheLocal:
+		return profilecache.NewLocal(d.Config.ProfileCache.TTL, localProfileCacheSize, d.Clock.Now)
+	case d.Config.ProfileCache.Kind != config.ProfileCacheRedis || d.Redis.Client == nil:
 		return nil
 	}
 	return profilecache.New(d.Redis.Client, d.Guard, d.Config.RedisKeyPrefix+"profile:", d.Config.ProfileCache.TTL)
 }
+
+// localProfileCacheSize bounds PROFILE_CACHE=local: about 2 KB a profile.
+const localProfileCacheSize = 20_000
 
 // Profiles provides the profile use cases, the browser runtime, their
 // routes and the session reaper.

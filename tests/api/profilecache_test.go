@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -112,4 +113,41 @@ func TestProfileReadsWithTheCacheDown(t *testing.T) {
 			t.Fatalf("with Redis down the read shows %v, want Renamed", r.data()["name"])
 		}
 	}
+}
+
+// PROFILE_CACHE=local on SQLite: the one instance that writes drops its own
+// copy, so the next read sees every write.
+func TestLocalProfileCacheSeesEveryWrite(t *testing.T) {
+	h := start(t, options{databaseURL: "sqlite://" + filepath.Join(t.TempDir(), "cache.db"),
+		env: map[string]string{"PROFILE_CACHE": "local"}})
+	acc := h.register(t)
+	auth := bearer(acc.access)
+	id := h.createProfile(t, acc, map[string]any{"name": "Before"})
+	path := "/api/v1/profiles/" + id
+	read := func() map[string]any {
+		t.Helper()
+		expect(t, h.get(path, auth...), http.StatusOK) // fills
+		r := h.get(path, auth...)                      // the cache's
+		expect(t, r, http.StatusOK)
+		return r.data()
+	}
+	if d := read(); d["name"] != "Before" {
+		t.Fatalf("name %v, want Before", d["name"])
+	}
+	expect(t, h.patch(path, map[string]any{"name": "After"}, auth...), http.StatusOK)
+	if d := read(); d["name"] != "After" {
+		t.Fatalf("after a rename, name %v, want After", d["name"])
+	}
+	expect(t, h.post(path+"/launch", map[string]any{}, auth...), http.StatusOK)
+	if d := read(); d["status"] != "running" {
+		t.Fatalf("after a launch, status %v, want running", d["status"])
+	}
+	expect(t, h.post(path+"/release", nil, auth...), http.StatusOK)
+	if d := read(); d["status"] != "idle" {
+		t.Fatalf("after a release, status %v, want idle", d["status"])
+	}
+	other := h.register(t)
+	expect(t, h.get(path, bearer(other.access)...), http.StatusNotFound)
+	expect(t, h.delete(path, auth...), http.StatusNoContent)
+	expect(t, h.get(path, auth...), http.StatusNotFound)
 }
