@@ -14,7 +14,6 @@ import (
 	"go.uber.org/zap/exp/zapslog"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/profilesvc/profilesvc/adapters/cache"
 	"github.com/profilesvc/profilesvc/adapters/clock"
 	"github.com/profilesvc/profilesvc/adapters/ids"
 	"github.com/profilesvc/profilesvc/adapters/mail"
@@ -115,18 +114,29 @@ func openSQLStore(ctx context.Context, cfg config.Config) (*bunstore.Store, erro
 	return s, nil
 }
 
-// Cache provides the cache and the rate limiter: in-process without
-// REDIS_URL, Redis with it, so that several instances share one budget.
+// Cache provides Redis (REDIS_URL) and the rate limiter: in-process without
+// Redis, in Redis with it, so that several instances share one budget.
 //
-// Both go through one redisguard.Guard: when Redis does not answer they do
-// without it (the cache is bypassed, limits are counted in process) and
+// Everything that uses Redis goes through one redisguard.Guard: when Redis
+// does not answer, users do without it (limits are counted in process) and
 // /readyz calls the cache "degraded" but stays 200.
 var Cache = fx.Module("cache",
-	fx.Provide(newRedis, newRedisGuard, newCache, newRateLimiter),
-	fx.Provide(fx.Annotate(func(c ports.Cache) Checker {
-		return Checker{Name: "cache", Check: c.Ping, Degrades: true}
-	}, fx.ResultTags(`group:"checkers"`))),
+	fx.Provide(newRedis, newRedisGuard, newRateLimiter),
+	fx.Provide(fx.Annotate(redisChecker, fx.ResultTags(`group:"checkers"`))),
 )
+
+// redisChecker is /readyz's "cache": whether Redis answers (always, without
+// REDIS_URL). While Redis does not, it is also how the guard finds out that
+// Redis is back when nothing else calls it.
+func redisChecker(r redisClient, g *redisguard.Guard) Checker {
+	check := func(context.Context) error { return nil }
+	if r.Client != nil {
+		check = func(ctx context.Context) error {
+			return g.Do(ctx, "cache", func(ctx context.Context) error { return r.Ping(ctx).Err() })
+		}
+	}
+	return Checker{Name: "cache", Check: check, Degrades: true}
+}
 
 // redisClient is nil when REDIS_URL is unset.
 type redisClient struct{ *redis.Client }
@@ -177,13 +187,6 @@ func newRedisGuard(r redisClient, cfg config.Config, log *zap.Logger, reg *prome
 		return nil
 	}
 	return redisguard.New(clock.System{}, cfg.RedisRetryInterval, log.Named("redis"), reg)
-}
-
-func newCache(r redisClient, g *redisguard.Guard, c ports.Clock, cfg config.Config) ports.Cache {
-	if r.Client == nil {
-		return cache.NewLocal(c)
-	}
-	return cache.NewGuarded(cache.NewRedis(r.Client, cfg.RedisKeyPrefix+"cache:"), g)
 }
 
 func newRateLimiter(r redisClient, g *redisguard.Guard, c ports.Clock, cfg config.Config) ports.RateLimiter {

@@ -242,7 +242,7 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"adapters/http", module + "/adapters/store/bunstore"},
 		{"adapters/http", "github.com/uptrace/bun"},
 		{"adapters/store/memory", module + "/application/auth"},
-		{"adapters/cache", module + "/adapters/store/memory"},
+		{"adapters/profilecache", module + "/adapters/store/memory"},
 		{"adapters/webhook", module + "/adapters/netguard/netguardtest"},
 		{"adapters/netguard", module + "/adapters/webhook"},
 		{"adapters/webhook", module + "/adapters/proxydial"},
