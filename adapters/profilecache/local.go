@@ -2,8 +2,6 @@ package profilecache
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"slices"
 	"sync"
 	"time"
@@ -58,7 +56,10 @@ func (l *Local) Get(_ context.Context, teamID, id string) (profile.Profile, bool
 	if len(l.entries) >= l.max {
 		l.evict(now)
 	}
-	lease := newLease()
+	lease, err := newToken()
+	if err != nil {
+		return profile.Profile{}, false, ""
+	}
 	l.entries[k] = localEntry{lease: lease, expires: now.Add(leaseTTL)}
 	return profile.Profile{}, false, lease
 }
@@ -128,10 +129,4 @@ func clone(p profile.Profile) profile.Profile {
 		p.Cookies = &c
 	}
 	return p
-}
-
-func newLease() string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
