@@ -2,6 +2,8 @@ package bunstore
 
 import (
 	"context"
+	"reflect"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
@@ -35,4 +37,19 @@ func ExplainClaim(ctx context.Context, s *Store, c webhookstore.DeliveryClaim) (
 	var plan string
 	err = tx.NewRaw("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ?", pgClaimQuery(tx, c)).Scan(ctx, &plan)
 	return []byte(plan), err
+}
+
+// ProfileColumns are the columns of the profiles table as bun's model of
+// a row names them, and those the PostgreSQL read scans, in their orders.
+func ProfileColumns(s *Store) (model, scanned []string) {
+	for _, f := range s.db.Table(reflect.TypeFor[profileRow]()).Fields {
+		model = append(model, f.Name)
+	}
+	for _, c := range strings.Split(pgProfileColumns, ",") {
+		c = strings.TrimSpace(c)
+		if name, ok := strings.CutPrefix(c, "p."); ok {
+			scanned = append(scanned, name)
+		}
+	}
+	return model, scanned
 }

@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 	"github.com/uptrace/bun/dialect/pgdialect"
@@ -65,10 +67,13 @@ type profileRow struct {
 	// profile (see CreateWithin); only the store reads it.
 	QuotaShard int `bun:"quota_shard,notnull"`
 
-	// Read with the row by selectProfiles, so that a profile with its tags
-	// and its proxy's view is one query: the tags as a JSON array in their
-	// order (NULL for none), and the proxy's columns (NULL without one).
-	TagsJSON  *string `bun:"tags_json,scanonly"`
+	// Tags is the profile's tags as a JSON array, in their order.
+	// profile_tags holds them too, as the index a filter by tag reads; every
+	// write of the profile writes both.
+	Tags string `bun:"tags,notnull"`
+
+	// Read with the row by selectProfiles, so that a profile with its
+	// proxy's view is one query: the proxy's columns (NULL without one).
 	ProxyType *string `bun:"proxy_type,scanonly"`
 	ProxyHost *string `bun:"proxy_host,scanonly"`
 	ProxyPort *int    `bun:"proxy_port,scanonly"`
@@ -77,7 +82,7 @@ type profileRow struct {
 // profileSettingsColumns are what Update replaces: everything but the
 // identity, the creation and the session.
 var profileSettingsColumns = []string{
-	"name", "template_id", "browser", "user_agent", "platform", "locale", "timezone",
+	"name", "template_id", "browser", "user_agent", "platform", "locale", "timezone", "tags",
 	"screen_width", "screen_height", "proxy_id", "notes", "version", "updated_at",
 	"data_sha256", "data_size", "data_updated_at", "cookies_sha256", "cookies_size",
 }
@@ -108,6 +113,7 @@ func newProfileRow(p profile.Profile) *profileRow {
 		CreatedBy:    p.CreatedBy,
 		CreatedAt:    utc(p.CreatedAt),
 		UpdatedAt:    utc(p.UpdatedAt),
+		Tags:         tagsJSON(p.Tags),
 	}
 	row.setSession(p.Session)
 	if d := p.Data; d != nil {
@@ -116,6 +122,18 @@ func newProfileRow(p profile.Profile) *profileRow {
 	}
 	row.CookiesSHA256, row.CookiesSize = contentColumns(p.Cookies)
 	return row
+}
+
+// tagsJSON is the tags column of tags: a JSON array, [] for none.
+func tagsJSON(tags []string) string {
+	if len(tags) == 0 {
+		return "[]"
+	}
+	raw, err := json.Marshal(tags)
+	if err != nil { // a []string always encodes
+		panic(err)
+	}
+	return string(raw)
 }
 
 // contentColumns are the sha256 and size columns of c, both NULL for nil.
@@ -161,8 +179,8 @@ func (r *profileRow) setSession(s *profile.Session) {
 // profile converts a row read by selectProfiles.
 func (r *profileRow) profile() (profile.Profile, error) {
 	tags := []string{}
-	if r.TagsJSON != nil {
-		if err := json.Unmarshal([]byte(*r.TagsJSON), &tags); err != nil {
+	if r.Tags != "" && r.Tags != "[]" {
+		if err := json.Unmarshal([]byte(r.Tags), &tags); err != nil {
 			return profile.Profile{}, fmt.Errorf("bunstore: read profile tags: %w", err)
 		}
 	}
@@ -263,43 +281,98 @@ type profileRepository struct {
 	timeout time.Duration
 }
 
-// The tags of the profile p as a JSON array in their order, per dialect.
+// The view of the profile p's proxy, read with it.
 const (
-	sqliteTagsJSON = `(SELECT json_group_array(tag) FROM (SELECT pt.tag FROM profile_tags AS pt WHERE pt.profile_id = p.id ORDER BY pt.position))`
-	pgTagsJSON     = `(SELECT json_agg(pt.tag ORDER BY pt.position)::text FROM profile_tags AS pt WHERE pt.profile_id = p.id)`
-	proxyColumns   = `px.type AS proxy_type, px.host AS proxy_host, px.port AS proxy_port`
-	proxyJoin      = `LEFT JOIN proxies AS px ON px.id = p.proxy_id AND px.team_id = p.team_id`
+	proxyColumns = `px.type AS proxy_type, px.host AS proxy_host, px.port AS proxy_port`
+	proxyJoin    = `LEFT JOIN proxies AS px ON px.id = p.proxy_id AND px.team_id = p.team_id`
 )
 
-// pgProfileByID is ByID as selectProfiles writes it, with parameters.
-const pgProfileByID = `SELECT p.*, ` + pgTagsJSON + ` AS tags_json, ` + proxyColumns +
-	` FROM profiles AS p ` + proxyJoin + ` WHERE p.team_id = $1 AND p.id = $2`
-
-// selectProfiles reads profiles into rows with their tags and their proxy's
-// view in the same query: one round trip for a profile or a page of them.
-// Conditions must name the profile's columns with the alias p.
+// selectProfiles reads profiles into rows with their proxy's view in the
+// same query: one round trip for a profile or a page of them. Conditions
+// must name the profile's columns with the alias p.
 func (r profileRepository) selectProfiles(db bun.IDB, rows any) *bun.SelectQuery {
-	tags := sqliteTagsJSON
-	if r.db.Dialect().Name() == dialect.PG {
-		tags = pgTagsJSON
-	}
 	return db.NewSelect().Model(rows).
 		ColumnExpr("p.*").
-		ColumnExpr(tags + " AS tags_json").
 		ColumnExpr(proxyColumns).
 		Join(proxyJoin)
 }
 
-// pgPrepared runs query with args through pgx's statement cache: prepared
-// once per connection, then one round trip that neither parses nor plans
-// (bun would write the values into the text, making each statement new).
-// It runs in ctx's unit if any, bounded as bun's hook bounds statements,
-// and scans into dest.
-func (r profileRepository) pgPrepared(ctx context.Context, dest any, query string, args ...any) error {
-	return r.pgPreparedOn(ctx, nil, dest, query, args...)
+// pgProfileColumns are what scanPG reads, in its order: every column of
+// profileRow (a test holds the list to bun's) and the proxy's view.
+const pgProfileColumns = `p.id, p.team_id, p.name, p.template_id, p.browser, p.user_agent, p.platform, p.locale, p.timezone,
+	p.screen_width, p.screen_height, p.proxy_id, p.notes, p.version, p.created_by, p.created_at, p.updated_at,
+	p.session_id, p.session_started_at, p.session_expires_at, p.session_launched_by, p.session_headless,
+	p.session_cdp_url, p.session_cdp_token_hash, p.session_node,
+	p.data_sha256, p.data_size, p.data_updated_at, p.cookies_sha256, p.cookies_size, p.quota_shard, p.tags, ` + proxyColumns
+
+// pgProfileSelect is the start of every profile read on PostgreSQL.
+const pgProfileSelect = `SELECT ` + pgProfileColumns + ` FROM profiles AS p ` + proxyJoin
+
+// scanPG reads one row of pgProfileColumns into r.
+func (r *profileRow) scanPG(rows pgx.Rows) error {
+	var proxyID *string
+	err := rows.Scan(&r.ID, &r.TeamID, &r.Name, &r.TemplateID, &r.Browser, &r.UserAgent, &r.Platform, &r.Locale, &r.Timezone,
+		&r.ScreenWidth, &r.ScreenHeight, &proxyID, &r.Notes, &r.Version, &r.CreatedBy, &r.CreatedAt, &r.UpdatedAt,
+		&r.SessionID, &r.SessionStartedAt, &r.SessionExpiresAt, &r.SessionLaunchedBy, &r.SessionHeadless,
+		&r.SessionCDPURL, &r.SessionTokenHash, &r.SessionNode,
+		&r.DataSHA256, &r.DataSize, &r.DataUpdatedAt, &r.CookiesSHA256, &r.CookiesSize, &r.QuotaShard, &r.Tags,
+		&r.ProxyType, &r.ProxyHost, &r.ProxyPort)
+	if proxyID != nil {
+		r.ProxyID = *proxyID
+	}
+	return err
 }
 
-// pgPreparedOn is pgPrepared on tx; nil is ctx's unit, or none.
+// pgRead runs a profile read on PostgreSQL outside any unit, on pgx itself
+// rather than through database/sql and bun's scanner (which cost a read
+// more CPU than the query did): prepared once per connection, then one
+// round trip that neither parses nor plans, each row scanned by scanPG. It
+// is bounded as bun's hook bounds statements.
+func (r profileRepository) pgRead(ctx context.Context, query string, args []any, each func(*profileRow) error) error {
+	if r.timeout > 0 && ctx.Value(noDeadlineKey{}) == nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.timeout)
+		defer cancel()
+	}
+	c, err := r.db.DB.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return c.Raw(func(driverConn any) error {
+		rows, err := driverConn.(*stdlib.Conn).Conn().Query(ctx, query, append([]any{pgx.QueryExecModeCacheStatement}, args...)...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var row profileRow
+			if err := row.scanPG(rows); err != nil {
+				return err
+			}
+			if err := each(&row); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+}
+
+// pgReadable says whether a profile read may go to pgRead: on PostgreSQL,
+// outside a unit (whose reads must see its own writes).
+func (r profileRepository) pgReadable(ctx context.Context) bool {
+	if r.db.Dialect().Name() != dialect.PG {
+		return false
+	}
+	_, inUnit := ctx.Value(txKey{db: r.db}).(bun.Tx)
+	return !inUnit
+}
+
+// pgPreparedOn runs query with args through pgx's statement cache:
+// prepared once per connection, then one round trip that neither parses
+// nor plans (bun would write the values into the text, making each
+// statement new). It runs on tx (nil: ctx's unit, or none), bounded as
+// bun's hook bounds statements, and scans into dest.
 func (r profileRepository) pgPreparedOn(ctx context.Context, tx *bun.Tx, dest any, query string, args ...any) error {
 	if r.timeout > 0 && ctx.Value(noDeadlineKey{}) == nil {
 		var cancel context.CancelFunc
@@ -556,11 +629,16 @@ func (r profileRepository) insertArgs(row *profileRow) []any {
 
 func (r profileRepository) ByID(ctx context.Context, teamID, id string) (profile.Profile, error) {
 	var row profileRow
-	if r.db.Dialect().Name() == dialect.PG {
-		if err := r.pgPrepared(ctx, &row, pgProfileByID, teamID, id); err != nil {
+	if r.pgReadable(ctx) {
+		found := false
+		err := r.pgRead(ctx, pgProfileSelect+` WHERE p.team_id = $1 AND p.id = $2`, []any{teamID, id}, func(p *profileRow) error {
+			row, found = *p, true
+			return nil
+		})
+		if err != nil {
 			return profile.Profile{}, readErr(err, "profile")
 		}
-		if row.ID == "" { // ScanRows leaves the row alone when there is none
+		if !found {
 			return profile.Profile{}, domain.NotFound("profile")
 		}
 		return row.profile()
@@ -594,6 +672,14 @@ func (r profileRepository) List(ctx context.Context, teamID string, f profilesto
 	if f.Limit < 1 {
 		return []profile.Profile{}, nil
 	}
+	switch f.Status {
+	case "", profile.StatusRunning, profile.StatusIdle:
+	default:
+		return []profile.Profile{}, nil
+	}
+	if r.pgReadable(ctx) {
+		return r.pgList(ctx, teamID, f)
+	}
 	var rows []profileRow
 	q := r.selectProfiles(conn(ctx, r.db), &rows).Where("p.team_id = ?", teamID)
 	if f.BeforeID != "" {
@@ -610,16 +696,54 @@ func (r profileRepository) List(ctx context.Context, teamID string, f profilesto
 		q = q.Where("p.session_id IS NOT NULL")
 	case profile.StatusIdle:
 		q = q.Where("p.session_id IS NULL")
-	default:
-		return []profile.Profile{}, nil
 	}
 	if f.Tag != "" {
-		q = q.Where("EXISTS (SELECT 1 FROM profile_tags AS pt WHERE pt.profile_id = p.id AND pt.tag = ?)", f.Tag)
+		q = q.Where(tagFilter+" ?)", f.Tag)
 	}
 	if err := q.OrderExpr("p.id DESC").Limit(int64(f.Limit)).Scan(ctx); err != nil {
 		return nil, readErr(err, "profiles")
 	}
 	return many(rows)
+}
+
+// tagFilter, completed by the tag and ")", keeps the profiles with a tag.
+const tagFilter = "EXISTS (SELECT 1 FROM profile_tags AS pt WHERE pt.profile_id = p.id AND pt.tag ="
+
+// pgList is List on pgRead: the same conditions, with parameters.
+func (r profileRepository) pgList(ctx context.Context, teamID string, f profilestore.Filter) ([]profile.Profile, error) {
+	var q strings.Builder
+	q.WriteString(pgProfileSelect + ` WHERE p.team_id = $1`)
+	args := []any{teamID}
+	param := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if f.BeforeID != "" {
+		q.WriteString(" AND p.id < " + param(f.BeforeID))
+	}
+	if f.Query != "" {
+		q.WriteString(` AND lower(p.name) LIKE lower(` + param("%"+escapeLike(f.Query)+"%") + `) ESCAPE '\'`)
+	}
+	switch f.Status {
+	case profile.StatusRunning:
+		q.WriteString(" AND p.session_id IS NOT NULL")
+	case profile.StatusIdle:
+		q.WriteString(" AND p.session_id IS NULL")
+	}
+	if f.Tag != "" {
+		q.WriteString(" AND " + tagFilter + " " + param(f.Tag) + ")")
+	}
+	q.WriteString(" ORDER BY p.id DESC LIMIT " + param(f.Limit))
+	out := make([]profile.Profile, 0, f.Limit)
+	err := r.pgRead(ctx, q.String(), args, func(row *profileRow) error {
+		p, err := row.profile()
+		out = append(out, p)
+		return err
+	})
+	if err != nil {
+		return nil, readErr(err, "profiles")
+	}
+	return out, nil
 }
 
 // escapeLike makes s match itself literally in a LIKE pattern with ESCAPE '\'.

@@ -118,6 +118,9 @@ func TestProfileRoundTrips(t *testing.T) {
 		if _, err := s.Profiles().ByID(ctx, "tm_1", "prf_0001"); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := s.Profiles().List(ctx, "tm_1", profilestore.Filter{Limit: 50}); err != nil {
+			t.Fatal(err)
+		}
 		stmts.take()
 
 		p, err := s.Profiles().ByID(ctx, "tm_1", "prf_0007")
@@ -135,7 +138,7 @@ func TestProfileRoundTrips(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantStatements(t, "List of 50", stmts.take(), 1)
-		if len(page) != 50 || page[49].Proxy == nil || len(page[49].Tags) != 2 {
+		if len(page) != 50 || page[49].Proxy == nil || len(page[49].Tags) != 2 || page[49].Tags[1] != "a" {
 			t.Fatalf("List read %d profiles, the last %+v", len(page), page[len(page)-1])
 		}
 
@@ -166,4 +169,17 @@ func TestProfileRoundTrips(t *testing.T) {
 		// event, COMMIT.
 		wantStatements(t, "a create's unit", stmts.take(), 5)
 	})
+}
+
+// The PostgreSQL read names every column of bun's model of a profile row,
+// in the model's order, so that a column added to one is added to the
+// other.
+func TestProfileReadScansEveryColumn(t *testing.T) {
+	model, scanned := bunstore.ProfileColumns(openStore(t, testenv.SQLiteURL(t)))
+	if strings.Join(model, ",") != strings.Join(scanned, ",") {
+		t.Fatalf("the PostgreSQL read scans\n%v\nthe model has\n%v", scanned, model)
+	}
+	if len(model) < 30 {
+		t.Fatalf("the model lists %d columns: %v", len(model), model)
+	}
 }
