@@ -255,7 +255,8 @@ func (h *ProfileHandlers) create(w http.ResponseWriter, r *http.Request) error {
 // If-Match on the next PATCH.
 func writeProfile(w http.ResponseWriter, status int, p profile.Profile) {
 	w.Header().Set("ETag", strconv.Quote(strconv.Itoa(p.Version)))
-	writeJSON(w, status, toProfileDTO(p))
+	d := toProfileDTO(p)
+	writeProfileBody(w, status, &d)
 }
 
 func (h *ProfileHandlers) get(w http.ResponseWriter, r *http.Request) error {
@@ -283,7 +284,7 @@ func (h *ProfileHandlers) list(w http.ResponseWriter, r *http.Request) error {
 	for _, p := range page.Items {
 		out = append(out, toProfileDTO(p))
 	}
-	writeList(w, out, page.NextCursor, page.Limit)
+	writeProfileList(w, out, page.NextCursor, page.Limit)
 	return nil
 }
 
