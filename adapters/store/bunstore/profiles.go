@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 	"github.com/uptrace/bun/dialect/pgdialect"
@@ -278,6 +278,7 @@ type profileTagRow struct {
 
 type profileRepository struct {
 	db      *bun.DB
+	pool    *pgxpool.Pool // nil on SQLite
 	timeout time.Duration
 }
 
@@ -334,34 +335,27 @@ func (r profileRepository) pgRead(ctx context.Context, query string, args []any,
 		ctx, cancel = context.WithTimeout(ctx, r.timeout)
 		defer cancel()
 	}
-	c, err := r.db.DB.Conn(ctx)
+	rows, err := r.pool.Query(ctx, query, append([]any{pgx.QueryExecModeCacheStatement}, args...)...)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	return c.Raw(func(driverConn any) error {
-		rows, err := driverConn.(*stdlib.Conn).Conn().Query(ctx, query, append([]any{pgx.QueryExecModeCacheStatement}, args...)...)
-		if err != nil {
+	defer rows.Close()
+	for rows.Next() {
+		var row profileRow
+		if err := row.scanPG(rows); err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var row profileRow
-			if err := row.scanPG(rows); err != nil {
-				return err
-			}
-			if err := each(&row); err != nil {
-				return err
-			}
+		if err := each(&row); err != nil {
+			return err
 		}
-		return rows.Err()
-	})
+	}
+	return rows.Err()
 }
 
 // pgReadable says whether a profile read may go to pgRead: on PostgreSQL,
 // outside a unit (whose reads must see its own writes).
 func (r profileRepository) pgReadable(ctx context.Context) bool {
-	if r.db.Dialect().Name() != dialect.PG {
+	if r.pool == nil {
 		return false
 	}
 	_, inUnit := ctx.Value(txKey{db: r.db}).(bun.Tx)
@@ -463,7 +457,9 @@ func (r profileRepository) CreateWithin(ctx context.Context, p profile.Profile, 
 			return insertProfileTags(ctx, tx, p)
 		})
 	}
-	row.QuotaShard = rand.IntN(profileShards)
+	row.QuotaShard = createShards.take()
+	taken := row.QuotaShard
+	defer atUnitEnd(ctx, func() { createShards.give(taken) })
 	// A shard's row changed by a create that committed while this one
 	// waited for it is locked before its share is checked again, so a
 	// create that finds it full may hold its lock; looking at every shard
@@ -528,6 +524,42 @@ func (r profileRepository) CreateWithin(ctx context.Context, p profile.Profile, 
 		}
 		return err
 	})
+}
+
+// createShards spreads the creates of this process over the shards: each
+// takes the shard the fewest of them hold (from a random start, so that
+// instances spread too) until its transaction ends. With a pool of fewer
+// connections than shards, no two creates of one process wait for one
+// shard's row lock, which at random they did about one time in three.
+var createShards shardPicker
+
+type shardPicker struct {
+	mu    sync.Mutex
+	inUse [profileShards]int
+}
+
+func (s *shardPicker) take() int {
+	start := rand.IntN(profileShards)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	best := start
+	for i := range profileShards {
+		k := (start + i) % profileShards
+		if s.inUse[k] < s.inUse[best] {
+			best = k
+		}
+		if s.inUse[best] == 0 {
+			break
+		}
+	}
+	s.inUse[best]++
+	return best
+}
+
+func (s *shardPicker) give(shard int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inUse[shard]--
 }
 
 // shardShare is how many of a team's max profiles shard may count: max
@@ -968,5 +1000,5 @@ func insertProfileTags(ctx context.Context, db bun.IDB, p profile.Profile) error
 
 // Profiles returns the profile repository.
 func (s *Store) Profiles() profilestore.Profiles {
-	return profileRepository{db: s.db, timeout: s.queryTimeout}
+	return profileRepository{db: s.db, pool: s.pool, timeout: s.queryTimeout}
 }

@@ -156,6 +156,9 @@ func TestProfileRoundTrips(t *testing.T) {
 			if err := s.Profiles().CreateWithin(ctx, benchProfile("tm_1", 99), 100); err != nil {
 				return err
 			}
+			if n := bunstore.ShardsHeld(); n != 1 {
+				t.Errorf("inside the unit, %d shards are held, want the create's 1", n)
+			}
 			e, err := event.New("evt_1", "tm_1", event.ProfileCreated, at, map[string]any{})
 			if err != nil {
 				return err
@@ -168,6 +171,9 @@ func TestProfileRoundTrips(t *testing.T) {
 		// BEGIN, the savepoint, the profile with its count and tags, the
 		// event, COMMIT.
 		wantStatements(t, "a create's unit", stmts.take(), 5)
+		if n := bunstore.ShardsHeld(); n != 0 {
+			t.Fatalf("after the unit, %d shards are held, want 0", n)
+		}
 	})
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/profilesvc/profilesvc/ports/storage"
 	"github.com/uptrace/bun"
@@ -36,7 +37,10 @@ const postgresPoolSize = 8
 
 // Store is a storage.Store on one SQL database.
 type Store struct {
-	db      *bun.DB
+	db *bun.DB
+	// pool is the pgx pool under db on PostgreSQL (nil on SQLite): reads
+	// that scan by hand take their connections from it directly.
+	pool    *pgxpool.Pool
 	dialect string
 	// queryTimeout is Options.QueryTimeout, for the statements that pass
 	// their parameters to pgx (prepared) instead of through bun's hooks.
@@ -66,6 +70,7 @@ type Options struct {
 func Open(ctx context.Context, o Options) (*Store, error) {
 	var (
 		db      *bun.DB
+		pool    *pgxpool.Pool
 		dialect = o.Dialect
 		err     error
 	)
@@ -73,7 +78,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	case DialectSQLite:
 		db, err = openSQLite(o.Path)
 	case DialectPostgres:
-		db, err = openPostgres(o.DSN, o.tracer)
+		db, pool, err = openPostgres(o.DSN, o.tracer)
 		if err == nil && o.QueryTimeout > 0 {
 			db = db.WithQueryHook(deadlineHook{timeout: o.QueryTimeout})
 		}
@@ -83,11 +88,12 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	s := &Store{db: db, pool: pool, dialect: dialect, queryTimeout: o.QueryTimeout}
 	if err := db.PingContext(ctx); err != nil {
-		_ = db.Close()
+		_ = s.Close()
 		return nil, fmt.Errorf("connect to %s database: %w", dialect, err)
 	}
-	return &Store{db: db, dialect: dialect, queryTimeout: o.QueryTimeout}, nil
+	return s, nil
 }
 
 func openSQLite(path string) (*bun.DB, error) {
@@ -143,36 +149,55 @@ func ownerOnly(path string) error {
 	return nil
 }
 
-func openPostgres(dsn string, tracer pgx.QueryTracer) (*bun.DB, error) {
+// openPostgres opens a pgx pool and bun on it through database/sql.
+// database/sql hands a freed connection to a waiter picked at random, so
+// with more requests than connections some waited many times longer than
+// others; pgxpool serves its waiters in order. database/sql therefore
+// keeps no connection of its own (no idle ones, no bound on open ones):
+// each of its connections is one acquired from the pool for the time it
+// is used.
+func openPostgres(dsn string, tracer pgx.QueryTracer) (*bun.DB, *pgxpool.Pool, error) {
 	if dsn == "" {
 		// pgx takes an empty DSN as "every default" and connects wherever
 		// the PG* variables point, which is never what the caller meant.
-		return nil, fmt.Errorf("postgres needs a DSN")
+		return nil, nil, fmt.Errorf("postgres needs a DSN")
 	}
-	cfg, err := pgx.ParseConfig(dsn)
+	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("open postgres: %w", err)
+		return nil, nil, fmt.Errorf("open postgres: %w", err)
 	}
 	// bun writes the values into the statement's text, so almost every
 	// statement is new: pgx's default mode would prepare each in a round
 	// trip of its own before running it, and evict the statements worth
 	// keeping. "exec" runs them in one round trip; the statements run often
 	// (the profile read and create) pass parameters and ask for the cache
-	// themselves (pgPrepared).
+	// themselves (pgPreparedOn, pgRead).
 	if !strings.Contains(dsn, "default_query_exec_mode") {
-		cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
+		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
 	}
 	if tracer != nil {
-		cfg.Tracer = tracer
+		cfg.ConnConfig.Tracer = tracer
 	}
-	sqldb := stdlib.OpenDB(*cfg)
-	sqldb.SetMaxOpenConns(postgresPoolSize)
-	sqldb.SetMaxIdleConns(postgresPoolSize)
-	return bun.NewDB(sqldb, pgdialect.New()), nil
+	if !strings.Contains(dsn, "pool_max_conns") {
+		cfg.MaxConns = postgresPoolSize
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open postgres: %w", err)
+	}
+	sqldb := stdlib.OpenDBFromPool(pool)
+	sqldb.SetMaxOpenConns(0)
+	return bun.NewDB(sqldb, pgdialect.New()), pool, nil
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	err := s.db.Close()
+	if s.pool != nil {
+		s.pool.Close()
+	}
+	return err
+}
 
 // DB returns the underlying database, for migrations and tests.
 func (s *Store) DB() *bun.DB { return s.db }
@@ -190,9 +215,32 @@ func (s *Store) Do(ctx context.Context, fn func(ctx context.Context) error) erro
 	if _, nested := ctx.Value(txKey{db: s.db}).(bun.Tx); nested {
 		return errNestedUnit
 	}
+	ended := &unitEnd{}
+	defer ended.run()
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		return fn(context.WithValue(ctx, txKey{db: s.db}, tx))
+		return fn(context.WithValue(context.WithValue(ctx, txKey{db: s.db}, tx), unitEndKey{}, ended))
 	})
+}
+
+// unitEnd is what runs once a unit's transaction has ended, committed or
+// not: the release of what the unit held until then.
+type unitEnd struct{ fns []func() }
+
+type unitEndKey struct{}
+
+func (u *unitEnd) run() {
+	for _, fn := range u.fns {
+		fn()
+	}
+}
+
+// atUnitEnd runs fn when ctx's unit ends, or now when ctx carries none.
+func atUnitEnd(ctx context.Context, fn func()) {
+	if u, ok := ctx.Value(unitEndKey{}).(*unitEnd); ok {
+		u.fns = append(u.fns, fn)
+		return
+	}
+	fn()
 }
 
 var errNestedUnit = errors.New("unit of work started inside another; units do not nest")
