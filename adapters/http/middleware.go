@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,8 +26,25 @@ type Middleware func(http.Handler) http.Handler
 // running before mux learns the route template.
 type requestInfo struct {
 	id    string
-	log   *zap.Logger
 	route string
+	// base is the server's logger; log, made from it when first asked
+	// for, names the request's id. Most requests log nothing at the
+	// configured level, and a child logger per request cost them time.
+	base    *zap.Logger
+	logOnce sync.Once
+	log     *zap.Logger
+}
+
+// logger is the request's logger, which names its id.
+func (i *requestInfo) logger() *zap.Logger {
+	i.logOnce.Do(func() {
+		if i.id == "" {
+			i.log = i.base
+			return
+		}
+		i.log = i.base.With(zap.String("request_id", i.id))
+	})
+	return i.log
 }
 
 type requestInfoKey struct{}
@@ -49,7 +67,7 @@ func RequestIDFrom(ctx context.Context) string {
 // fallback only serves handlers run outside the router's middleware.
 func requestLogger(ctx context.Context) *zap.Logger {
 	if info := infoFrom(ctx); info != nil {
-		return info.log
+		return info.logger()
 	}
 	return zap.L()
 }
@@ -59,7 +77,7 @@ func requestLogger(ctx context.Context) *zap.Logger {
 func responseLogger(w http.ResponseWriter) *zap.Logger {
 	for {
 		if rec, ok := w.(*responseRecorder); ok {
-			return rec.info.log
+			return rec.info.logger()
 		}
 		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
 		if !ok {
@@ -103,7 +121,7 @@ func requestID(log *zap.Logger) Middleware {
 				id = rand.Text()
 			}
 			w.Header().Set(requestIDHeader, id)
-			info := &requestInfo{id: id, log: log.With(zap.String("request_id", id))}
+			info := &requestInfo{id: id, base: log}
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info)))
 		})
 	}
@@ -155,7 +173,7 @@ func observe(m *Metrics) Middleware {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			info := infoFrom(r.Context())
 			if info == nil {
-				info = &requestInfo{log: zap.L()}
+				info = &requestInfo{base: zap.L()}
 				r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
 			}
 			rec := &responseRecorder{ResponseWriter: w, info: info, status: http.StatusOK}
@@ -174,15 +192,17 @@ func observe(m *Metrics) Middleware {
 				}
 				// The query string is left out: it may carry tokens or
 				// cursors that do not belong in logs.
-				info.log.Info("request",
-					zap.String("method", r.Method),
-					zap.String("route", route),
-					zap.String("path", r.URL.Path),
-					zap.Int("status", rec.status),
-					zap.Int64("bytes", rec.bytes),
-					zap.Float64("latency_ms", float64(elapsed.Microseconds())/1000),
-					zap.String("remote", r.RemoteAddr),
-				)
+				if info.base.Core().Enabled(zap.InfoLevel) {
+					info.logger().Info("request",
+						zap.String("method", r.Method),
+						zap.String("route", route),
+						zap.String("path", r.URL.Path),
+						zap.Int("status", rec.status),
+						zap.Int64("bytes", rec.bytes),
+						zap.Float64("latency_ms", float64(elapsed.Microseconds())/1000),
+						zap.String("remote", r.RemoteAddr),
+					)
+				}
 				if m != nil {
 					m.observe(route, r.Method, rec.status, elapsed)
 				}
