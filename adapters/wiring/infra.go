@@ -93,10 +93,12 @@ func NewStore(lc fx.Lifecycle, cfg config.Config, log *zap.Logger) (storage.Stor
 	}
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
-			if lock, err = lockSQLite(cfg.Database); err != nil {
+			held, err := lockSQLite(cfg.Database)
+			if err != nil {
 				_ = closeAll()
 				return err
 			}
+			lock = held
 			applied, err := s.Migrate(ctx)
 			if err != nil {
 				_ = closeAll()
