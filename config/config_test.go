@@ -48,7 +48,7 @@ func TestLoadDefaults(t *testing.T) {
 		RegistrationsPerAddr: 20,
 		Quotas: config.Quotas{WebhookEndpoints: 20, Profiles: 1000, InvitationsPerDay: 50, InvitationResendsPerDay: 3,
 			Proxies: 500, ProxyChecksPerMinute: 30},
-		ProfileCache: config.ProfileCache{Kind: "off", TTL: time.Minute},
+		ProfileCache: config.ProfileCache{Kind: "local", TTL: time.Minute},
 
 		RedisTimeout:         250 * time.Millisecond,
 		RedisRetryInterval:   time.Second,

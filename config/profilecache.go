@@ -3,27 +3,33 @@ package config
 import "time"
 
 // ProfileCache is the read-through cache of profiles that PROFILE_CACHE
-// turns on.
+// selects.
 type ProfileCache struct {
-	// Kind is "off" (the default: every read goes to the database),
-	// "redis", which needs REDIS_URL, or "local", in this process, for
-	// SQLite only: a store one instance uses, so every write that must
-	// drop an entry goes through that instance.
+	// Kind is "off" (every read goes to the database), "redis", which
+	// needs REDIS_URL, or "local", in this process, for SQLite only: the
+	// service locks the file, so every write that must drop an entry goes
+	// through this process. It is "local" by default on SQLite, "off" on
+	// the other stores.
 	Kind string
 	// TTL is how long an entry lives: it bounds how long an instance may
 	// read an entry whose drop could not reach Redis during an outage.
 	TTL time.Duration
 }
 
-// ProfileCache.Kind for the Redis cache and the in-process one.
+// ProfileCache.Kind for no cache, the Redis cache and the in-process one.
 const (
+	ProfileCacheOff   = "off"
 	ProfileCacheRedis = "redis"
 	ProfileCacheLocal = "local"
 )
 
 func (l *loader) profileCache(redisURL string, db Database) ProfileCache {
+	def := ProfileCacheOff
+	if db.Kind == DatabaseSQLite {
+		def = ProfileCacheLocal
+	}
 	pc := ProfileCache{
-		Kind: l.oneOf("PROFILE_CACHE", "off", "off", ProfileCacheRedis, ProfileCacheLocal),
+		Kind: l.oneOf("PROFILE_CACHE", def, ProfileCacheOff, ProfileCacheRedis, ProfileCacheLocal),
 		TTL:  l.duration("PROFILE_CACHE_TTL", time.Minute),
 	}
 	if pc.Kind == ProfileCacheRedis && redisURL == "" {

@@ -2,6 +2,7 @@ package wiring
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/profilesvc/profilesvc/adapters/clock"
+	"github.com/profilesvc/profilesvc/adapters/filelock"
 	"github.com/profilesvc/profilesvc/adapters/ids"
 	"github.com/profilesvc/profilesvc/adapters/mail"
 	"github.com/profilesvc/profilesvc/adapters/notices"
@@ -79,10 +81,27 @@ func NewStore(lc fx.Lifecycle, cfg config.Config, log *zap.Logger) (storage.Stor
 	if err != nil {
 		return nil, err
 	}
+	var lock *filelock.Lock
+	// closeAll runs at stop, or when the start fails, after which fx would
+	// not call OnStop.
+	closeAll := func() error {
+		err := s.Close()
+		if lock != nil {
+			err = errors.Join(err, lock.Release())
+		}
+		return err
+	}
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
+			held, err := lockSQLite(cfg.Database)
+			if err != nil {
+				_ = closeAll()
+				return err
+			}
+			lock = held
 			applied, err := s.Migrate(ctx)
 			if err != nil {
+				_ = closeAll()
 				return fmt.Errorf("migrating the database: %w", err)
 			}
 			if len(applied) > 0 {
@@ -90,9 +109,28 @@ func NewStore(lc fx.Lifecycle, cfg config.Config, log *zap.Logger) (storage.Stor
 			}
 			return nil
 		},
-		OnStop: func(context.Context) error { return s.Close() },
+		OnStop: func(context.Context) error { return closeAll() },
 	})
 	return s, nil
+}
+
+// lockSQLite takes the lock that makes one process the only user of a
+// SQLite file (PROFILE_CACHE=local relies on it: no other process writes
+// behind its back), or returns nil for another database. The lock is
+// <file>.lock, beside it: SQLite's own locks on the file are POSIX locks,
+// which any close of the file in this process would drop.
+func lockSQLite(db config.Database) (*filelock.Lock, error) {
+	if db.Kind != config.DatabaseSQLite || db.Path == ":memory:" {
+		return nil, nil
+	}
+	lock, err := filelock.Acquire(db.Path + ".lock")
+	switch {
+	case errors.Is(err, filelock.ErrHeld):
+		return nil, fmt.Errorf("DATABASE_URL: another process holds %s (its lock %s.lock is taken): one process at a time uses a SQLite database; stop that one first, or use PostgreSQL to run several", db, db.Path)
+	case err != nil:
+		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	return lock, nil
 }
 
 // openSQLStore opens the SQLite or PostgreSQL database of cfg without

@@ -17,5 +17,14 @@ func Migrate(ctx context.Context, cfg config.Config) ([]string, error) {
 		return nil, err
 	}
 	defer s.Close()
+	// Not under a running service: it would go on serving the profiles it
+	// cached before the migration.
+	lock, err := lockSQLite(cfg.Database)
+	if err != nil {
+		return nil, err
+	}
+	if lock != nil {
+		defer lock.Release()
+	}
 	return s.Migrate(ctx)
 }

@@ -178,3 +178,86 @@ func waitHealthy(t *testing.T, addr string, done <-chan struct{}, code *int, std
 		}
 	}
 }
+
+// serving is a run of serve in the background.
+type serving struct {
+	done   chan struct{}
+	code   int
+	stderr bytes.Buffer
+	cancel context.CancelFunc
+}
+
+// startServing runs serve with env until the test ends or stop is called,
+// and waits until it answers on addr. Its start returns a moment after the
+// listener opens: a stop in between fails the start, so stop it only after
+// other work.
+func startServing(t *testing.T, env map[string]string, addr string) *serving {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &serving{done: make(chan struct{}), cancel: cancel}
+	go func() {
+		defer close(s.done)
+		var stdout bytes.Buffer
+		s.code = run(ctx, []string{"serve"}, lookup(env), &stdout, &s.stderr)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-s.done
+	})
+	waitHealthy(t, addr, s.done, &s.code, &s.stderr)
+	return s
+}
+
+// stop ends the run and waits for serve to return 0.
+func (s *serving) stop(t *testing.T) {
+	t.Helper()
+	s.cancel()
+	select {
+	case <-s.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not return within 30 s of its context ending")
+	}
+	if s.code != 0 {
+		t.Fatalf("serve = %d after its context ended\nstderr %s", s.code, s.stderr.String())
+	}
+}
+
+// One process uses a SQLite file: a second serve or a migrate on it is
+// refused with one line naming DATABASE_URL while the first serves, and
+// starts once the first has stopped. The lock is on an open file, not on a
+// process, so a second run in this process meets it as another process
+// would (tests/e2e runs the binary twice).
+func TestRunRefusesASecondProcessOnTheSQLiteFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "profilesvc.db")
+	env := func(addr string) map[string]string {
+		return withSecrets(map[string]string{
+			"HTTP_ADDR": addr, "DATA_DIR": dir, "DATABASE_URL": "sqlite://" + path,
+			"BROWSER_RUNTIME": "none", "LOG_LEVEL": "error",
+		})
+	}
+	firstAddr := freeAddr(t)
+	first := startServing(t, env(firstAddr), firstAddr)
+
+	held := "DATABASE_URL: another process holds sqlite://" + path + " (its lock " + path +
+		".lock is taken): one process at a time uses a SQLite database; stop that one first, or use PostgreSQL to run several\n"
+	for _, c := range []struct {
+		cmd, want string
+	}{
+		{"serve", "profilesvc: start: " + held},
+		{"migrate", "profilesvc: migrate: " + held},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), []string{c.cmd}, lookup(env(freeAddr(t))), &stdout, &stderr)
+		if code != 1 || stdout.Len() != 0 || stderr.String() != c.want {
+			t.Fatalf("%s beside a running serve = %d\nstdout %q\nstderr %q\nwant 1 and stderr %q", c.cmd, code, stdout.String(), stderr.String(), c.want)
+		}
+	}
+	if body := waitHealthy(t, firstAddr, first.done, &first.code, &first.stderr); body != `{"success":true,"data":{"status":"ok"}}` {
+		t.Fatalf("the first serve answers /healthz with %s after the refusals", body)
+	}
+
+	first.stop(t)
+	nextAddr := freeAddr(t)
+	startServing(t, env(nextAddr), nextAddr)
+}

@@ -115,11 +115,10 @@ func TestProfileReadsWithTheCacheDown(t *testing.T) {
 	}
 }
 
-// PROFILE_CACHE=local on SQLite: the one instance that writes drops its own
-// copy, so the next read sees every write.
+// PROFILE_CACHE=local, the default on SQLite: the one process that uses the
+// file drops its own copy at every write, so the next read sees it.
 func TestLocalProfileCacheSeesEveryWrite(t *testing.T) {
-	h := start(t, options{databaseURL: "sqlite://" + filepath.Join(t.TempDir(), "cache.db"),
-		env: map[string]string{"PROFILE_CACHE": "local"}})
+	h := start(t, options{databaseURL: "sqlite://" + filepath.Join(t.TempDir(), "cache.db")})
 	acc := h.register(t)
 	auth := bearer(acc.access)
 	id := h.createProfile(t, acc, map[string]any{"name": "Before"})

@@ -110,7 +110,7 @@ func openSQLite(path string) (*bun.DB, error) {
 	}
 	// _txlock=immediate takes the write lock at BEGIN: a transaction that
 	// first reads and then writes could otherwise fail with SQLITE_BUSY when
-	// another process (say, "profilesvc migrate") writes in between.
+	// another process (say, the sqlite3 shell) writes in between.
 	dsn := "file:" + path + "?_txlock=immediate" +
 		"&_pragma=journal_mode(WAL)" +
 		"&_pragma=busy_timeout(5000)" +

@@ -44,7 +44,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "tests/bench/RESULTS.md", "where the table is written (empty: nowhere)")
 	flag.StringVar(&o.database, "database", "", "PostgreSQL URL (empty: PostgreSQL runs skipped)")
 	flag.StringVar(&o.redis, "redis", "", "Redis URL (empty: Redis runs skipped)")
-	flag.StringVar(&o.only, "only", "", "comma-separated backend keys to run (sqlite, sqlitecache, pg, pgcache); empty: all")
+	flag.StringVar(&o.only, "only", "", "comma-separated backend keys to run (sqlite, sqlitenocache, pg, pgcache); empty: all")
 	flag.IntVar(&o.profiles, "profiles", 100, "profiles seeded per service (at least 50 and one per connection)")
 	flag.IntVar(&o.restarts, "starts", 5, "measured starts per service")
 	flag.IntVar(&o.load.conns, "conns", 64, "connections per server")

@@ -28,8 +28,9 @@ type backend struct {
 }
 
 var backends = []backend{
+	// The default on SQLite: the profile cache in the process.
 	{key: "sqlite", name: "SQLite", env: map[string]string{"DATABASE_URL": "sqlite://{data}/bench.db"}, webhooks: true},
-	{key: "sqlitecache", name: "SQLite, profile cache", env: map[string]string{"DATABASE_URL": "sqlite://{data}/bench.db", "PROFILE_CACHE": "local"}, requires: "PROFILE_CACHE"},
+	{key: "sqlitenocache", name: "SQLite, no profile cache", env: map[string]string{"DATABASE_URL": "sqlite://{data}/bench.db", "PROFILE_CACHE": "off"}, requires: "PROFILE_CACHE"},
 	{key: "pg", name: "PostgreSQL + Redis", env: map[string]string{"DATABASE_URL": "{postgres}", "REDIS_URL": "{redis}"}, webhooks: true},
 	{key: "pgcache", name: "PostgreSQL + Redis, profile cache", env: map[string]string{"DATABASE_URL": "{postgres}", "REDIS_URL": "{redis}", "PROFILE_CACHE": "redis"}, requires: "PROFILE_CACHE"},
 }

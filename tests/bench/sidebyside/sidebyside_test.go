@@ -79,6 +79,9 @@ func TestGoalsAreRatiosOfTheSameRun(t *testing.T) {
 	if g := goal(t, rows, "GET by JWT, SQLite ÷ bare net/http"); g.target != "—" || g.met != "—" {
 		t.Errorf("a ratio without a goal was given one: %+v", g)
 	}
+	if g := goal(t, rows, "GET by API key, SQLite with no profile cache ÷ bare net/http"); g.measured != "not measured" || g.target != "—" {
+		t.Errorf("the uncached SQLite row is for comparison: %+v", g)
+	}
 }
 
 func TestMarkdownListsEveryFigureAndSkips(t *testing.T) {
@@ -111,5 +114,14 @@ func TestBackendNeedsWhatItsEnvironmentNames(t *testing.T) {
 	}
 	if (backend{env: map[string]string{"DATABASE_URL": "sqlite://{data}/x.db"}}).needs("{redis}") {
 		t.Error("an SQLite row needs Redis")
+	}
+}
+
+// The goal on SQLite is on the service as it starts by default.
+func TestTheSQLiteRowMeasuresTheDefault(t *testing.T) {
+	for _, b := range backends {
+		if v, set := b.env["PROFILE_CACHE"]; b.key == "sqlite" && set {
+			t.Errorf("the sqlite row sets PROFILE_CACHE=%s", v)
+		}
 	}
 }
