@@ -2,8 +2,9 @@
 // service with: the least a Go server can do for the same request on the
 // same machine. -mode bare answers a fixed profile-sized JSON body with
 // net/http alone; -mode read serves one row read by primary key through a
-// pgx pool of 8; -mode tx commits a row and an outbox row in one
-// transaction (Begin, two Exec, Commit) and answers 201. The bench creates
+// pgx pool of 8, and a team's newest 50 rows (a page of the list); -mode
+// tx commits a row and an outbox row in one transaction (Begin, two Exec,
+// Commit) and answers 201. The bench creates
 // the tables (limit_profiles, limit_outbox) in a schema of its own and
 // passes it in the URL's search_path.
 //
@@ -61,6 +62,7 @@ func run(mode, addr, database string) error {
 		defer pool.Close()
 		if mode == "read" {
 			mux.HandleFunc("GET /profiles/{id}", readHandler(pool))
+			mux.HandleFunc("GET /profiles", listHandler(pool))
 		} else {
 			mux.HandleFunc("POST /profiles", txHandler(pool))
 		}
@@ -130,19 +132,50 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(raw)
 }
 
+const profileColumns = `id, team_id, name, template_id, browser, user_agent, platform, locale, timezone,
+	screen_width, screen_height, proxy_id, notes, version, created_by, created_at, updated_at, session_id`
+
+func (p *profile) targets() []any {
+	return []any{&p.ID, &p.TeamID, &p.Name, &p.TemplateID, &p.Browser, &p.UserAgent, &p.Platform, &p.Locale, &p.Timezone,
+		&p.ScreenWidth, &p.ScreenHeight, &p.ProxyID, &p.Notes, &p.Version, &p.CreatedBy, &p.CreatedAt, &p.UpdatedAt, &p.SessionID}
+}
+
 func readHandler(pool *pgxpool.Pool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var p profile
-		err := pool.QueryRow(r.Context(), `SELECT id, team_id, name, template_id, browser, user_agent, platform, locale, timezone,
-			screen_width, screen_height, proxy_id, notes, version, created_by, created_at, updated_at, session_id
-			FROM limit_profiles WHERE id = $1`, r.PathValue("id")).Scan(
-			&p.ID, &p.TeamID, &p.Name, &p.TemplateID, &p.Browser, &p.UserAgent, &p.Platform, &p.Locale, &p.Timezone,
-			&p.ScreenWidth, &p.ScreenHeight, &p.ProxyID, &p.Notes, &p.Version, &p.CreatedBy, &p.CreatedAt, &p.UpdatedAt, &p.SessionID)
+		err := pool.QueryRow(r.Context(), `SELECT `+profileColumns+` FROM limit_profiles WHERE id = $1`, r.PathValue("id")).Scan(p.targets()...)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusNotFound)
 			return
 		}
 		writeJSON(w, http.StatusOK, p)
+	}
+}
+
+// listHandler answers the team's newest 50 profiles, as a page of the
+// service's list does.
+func listHandler(pool *pgxpool.Pool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		rows, err := pool.Query(r.Context(), `SELECT `+profileColumns+` FROM limit_profiles WHERE team_id = $1 ORDER BY id DESC LIMIT 50`, "team_bench")
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		defer rows.Close()
+		page := make([]profile, 0, 50)
+		for rows.Next() {
+			var p profile
+			if err := rows.Scan(p.targets()...); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			page = append(page, p)
+		}
+		if err := rows.Err(); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		writeJSON(w, http.StatusOK, page)
 	}
 }
 

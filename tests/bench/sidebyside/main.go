@@ -221,7 +221,9 @@ func run(o options) (err error) {
 		if lim == "bare" {
 			group = append(group, limitTarget("limit/bare", "GET profile", "net/http, fixed 1 KB body", limits[lim], 200, getRequest("/api/v1/profiles/prf_limit"), o.load.conns))
 		} else {
-			group = append(group, limitTarget("limit/read", "GET profile", "net/http + pgx pool 8, row by key", limits[lim], 200, getRequest("/profiles/prf_limit_read"), o.load.conns))
+			group = append(group,
+				limitTarget("limit/read", "GET profile", "net/http + pgx pool 8, row by key", limits[lim], 200, getRequest("/profiles/prf_limit_read"), o.load.conns),
+				limitTarget("limit/list50", "list of 50", "net/http + pgx pool 8, 50 rows by team", limits[lim], 200, getRequest("/profiles?limit=50"), o.load.conns))
 		}
 		compare("reads against "+lim, group, o.load)
 		rep.targets = append(rep.targets, group...)
@@ -287,7 +289,8 @@ func createRequest() load.Request {
 }
 
 // limitSchema is the limit servers' pair of tables, shaped like profiles
-// and outbox_events, and the row the read limit serves.
+// and outbox_events, the row the read limit serves and the team whose
+// page of 50 it lists.
 const limitSchema = `
 CREATE TABLE limit_profiles (
     id text COLLATE "C" PRIMARY KEY, team_id text NOT NULL, name text NOT NULL, template_id text NOT NULL,
@@ -302,7 +305,10 @@ CREATE TABLE limit_outbox (
 CREATE INDEX limit_outbox_undispatched_idx ON limit_outbox (id) WHERE dispatched_at IS NULL;
 INSERT INTO limit_profiles VALUES ('prf_limit_read', 'team_bench', 'seed 42', 'tpl_chrome_win_us', 'chrome',
     'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36',
-    'Win32', 'en-US', 'America/New_York', 1920, 1080, NULL, '', 1, 'usr_bench', now(), now(), NULL);`
+    'Win32', 'en-US', 'America/New_York', 1920, 1080, NULL, '', 1, 'usr_bench', now(), now(), NULL);
+INSERT INTO limit_profiles SELECT 'prf_limit_page_' || lpad(i::text, 3, '0'), 'team_bench', 'seed ' || i, 'tpl_chrome_win_us', 'chrome',
+    'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36',
+    'Win32', 'en-US', 'America/New_York', 1920, 1080, NULL, '', 1, 'usr_bench', now(), now(), NULL FROM generate_series(1, 60) AS i;`
 
 func pgExec(ctx context.Context, databaseURL, sql string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -76,6 +76,8 @@ func (r *report) goals() []goalRow {
 	for _, in := range r.instances {
 		ratio("List of 50 ÷ GET by API key, "+in.name, in.key+"/list50", in.key+"/get-key", 0.5)
 	}
+	ratio("List of 50 ÷ GET, the pgx limit servers (the most this machine allows)", "limit/list50", "limit/read", 0)
+	ratio("List of 50, PostgreSQL ÷ pgx page-of-50 limit", "pg/list50", "limit/list50", 0)
 	for _, h := range r.hookFigs {
 		if !strings.HasPrefix(h.backend, "PostgreSQL") {
 			continue
@@ -133,7 +135,7 @@ func (r *report) markdown() string {
 	}
 	p("\nLoad: closed loop, %d keep-alive connections per server from a raw HTTP/1.1 client in the bench process; "+
 		"each server warms up %v, then %d rounds of %v, servers taking turns (A/B); figures are medians of the rounds; latency is per request (per launch and release pair for launch+release). "+
-		"Limit servers are separate processes: bare net/http with a fixed 1 KB profile body; net/http + pgx pool of 8 reading a row by primary key; "+
+		"Limit servers are separate processes: bare net/http with a fixed 1 KB profile body; net/http + pgx pool of 8 reading a row by primary key, or a team's newest 50 rows; "+
 		"the same committing a row and an outbox row in one transaction. "+
 		"CPU columns: the server's and the load generator's CPU time over a round, in %% of one core.\n\n", r.load.conns, r.load.warmup, r.load.rounds, r.load.round)
 
