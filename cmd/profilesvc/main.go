@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/profilesvc/profilesvc/adapters/wiring"
@@ -71,7 +72,28 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		return 0
 	}
+	tuneGC(getenv)
 	return serve(ctx, cfg, stderr)
+}
+
+// The service's live heap is small (about 10 MB), so Go's default
+// (GOGC=100) collects after every 10 MB allocated: under load, a tenth of
+// the CPU went to the collector. serve lets the heap grow to five times
+// the live one before collecting, with a soft limit that brings
+// collections back before it reaches gcMemoryLimit. GOGC and GOMEMLIMIT,
+// when set, are Go's as always.
+const (
+	gcPercent     = 400
+	gcMemoryLimit = 256 << 20
+)
+
+func tuneGC(getenv func(string) string) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
+	if getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(gcMemoryLimit)
+	}
 }
 
 // serve runs the service until ctx ends or something in the app asks fx to

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -260,4 +262,28 @@ func TestRunRefusesASecondProcessOnTheSQLiteFile(t *testing.T) {
 	first.stop(t)
 	nextAddr := freeAddr(t)
 	startServing(t, env(nextAddr), nextAddr)
+}
+
+// Without GOGC and GOMEMLIMIT, serve collects less often than Go's
+// default, under a soft memory limit; either variable, when set, wins.
+func TestTuneGCKeepsTheOperatorsSettings(t *testing.T) {
+	before, beforeLimit := debug.SetGCPercent(100), debug.SetMemoryLimit(-1)
+	t.Cleanup(func() {
+		debug.SetGCPercent(before)
+		debug.SetMemoryLimit(beforeLimit)
+	})
+	tuneGC(func(string) string { return "" })
+	if got := debug.SetGCPercent(100); got != 400 {
+		t.Fatalf("GC percent %d without GOGC, want 400", got)
+	}
+	if got := debug.SetMemoryLimit(math.MaxInt64); got != 256<<20 {
+		t.Fatalf("memory limit %d without GOMEMLIMIT, want 256 MiB", got)
+	}
+	tuneGC(func(k string) string { return map[string]string{"GOGC": "50", "GOMEMLIMIT": "1GiB"}[k] })
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Fatalf("GC percent changed to %d with GOGC set", got)
+	}
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Fatalf("memory limit changed to %d with GOMEMLIMIT set", got)
+	}
 }
