@@ -72,16 +72,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		return 0
 	}
-	tuneGC(getenv)
-	return serve(ctx, cfg, stderr)
+	return serve(ctx, cfg, getenv, stderr)
 }
 
 // The service's live heap is small (about 10 MB), so Go's default
 // (GOGC=100) collects after every 10 MB allocated: under load, a tenth of
 // the CPU went to the collector. serve lets the heap grow to five times
 // the live one before collecting, with a soft limit that brings
-// collections back before it reaches gcMemoryLimit. GOGC and GOMEMLIMIT,
-// when set, are Go's as always.
+// collections back before it reaches gcMemoryLimit. It does so once
+// started, so that what starting allocates is collected as usual and the
+// idle process stays small. GOGC and GOMEMLIMIT, when set, are Go's as
+// always.
 const (
 	gcPercent     = 400
 	gcMemoryLimit = 256 << 20
@@ -98,7 +99,7 @@ func tuneGC(getenv func(string) string) {
 
 // serve runs the service until ctx ends or something in the app asks fx to
 // shut down, then stops it, which lets in-flight requests complete.
-func serve(ctx context.Context, cfg config.Config, stderr io.Writer) int {
+func serve(ctx context.Context, cfg config.Config, getenv func(string) string, stderr io.Writer) int {
 	app := wiring.App(cfg)
 	if err := app.Err(); err != nil {
 		fmt.Fprintf(stderr, "profilesvc: %v\n", err)
@@ -110,6 +111,10 @@ func serve(ctx context.Context, cfg config.Config, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "profilesvc: start: %v\n", err)
 		return 1
 	}
+	tuneGC(getenv)
+	// What starting allocated (migrations, the first connections) is
+	// garbage now: give it back, so the idle process is as small as it gets.
+	debug.FreeOSMemory()
 	code := 0
 	select {
 	case <-ctx.Done():
