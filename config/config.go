@@ -38,9 +38,14 @@ type Config struct {
 	WebhookRetrySchedule []time.Duration
 	WebhookTimeout       time.Duration
 	WebhookRetention     time.Duration
-	AllowPrivateTargets  bool
-	LogLevel             string
-	LogFormat            string
+	// WebhookDelivery is WEBHOOK_DELIVERY: when false ("off") the instance
+	// serves the API and writes events to the outbox, but leaves fanning
+	// them out, attempting deliveries and pruning to the instances with it
+	// on that share its database.
+	WebhookDelivery     bool
+	AllowPrivateTargets bool
+	LogLevel            string
+	LogFormat           string
 	// ShutdownTimeout bounds how long in-flight requests may run after SIGTERM.
 	ShutdownTimeout time.Duration
 	// IdempotencyKeysPerTeam bounds the Idempotency-Key records a team holds
@@ -142,6 +147,7 @@ func Load(getenv func(string) string) (Config, error) {
 		c.SMTP = l.smtp("SMTP_URL")
 	}
 	c.WebhookRetrySchedule = l.schedule("WEBHOOK_RETRY_SCHEDULE", "0s,5s,25s,125s")
+	c.WebhookDelivery = l.oneOf("WEBHOOK_DELIVERY", "on", "on", "off") == "on"
 	c.IdempotencyKeysPerTeam = l.atLeastOne("IDEMPOTENCY_KEYS_PER_TEAM", 10_000)
 	c.IdempotencyMaxResponseBytes = l.atLeastOne("IDEMPOTENCY_MAX_RESPONSE_BYTES", 64<<10)
 	c.HTTPReadHeaderTimeout = l.duration("HTTP_READ_HEADER_TIMEOUT", 10*time.Second)

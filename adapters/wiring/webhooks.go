@@ -54,8 +54,9 @@ type WebhookDeps struct {
 }
 
 // Webhooks provides the webhook use cases, the sender with its SSRF guard,
-// the secret box, the dispatcher (started and drained with the app), and
-// the store decoration that wakes the dispatcher when events commit.
+// the secret box, the dispatcher and the pruner (started and drained with
+// the app unless WEBHOOK_DELIVERY is off), and the store decoration that
+// wakes the dispatchers when events commit.
 var Webhooks = fx.Options(
 	fx.Module("webhooks",
 		fx.Provide(
@@ -91,7 +92,7 @@ var Webhooks = fx.Options(
 			},
 			fx.Annotate(func(svc *webhooks.Service) Routes { return httpapi.NewWebhookHandlers(svc).Routes() }, fx.ResultTags(`group:"routes"`)),
 		),
-		fx.Invoke(startDispatcher, startPruner),
+		fx.Invoke(startPipeline),
 	),
 	// The waker and the decoration live at the root, so the unit of work and
 	// the outbox every module sees wake the dispatcher on commit.
@@ -125,8 +126,13 @@ type commitBroadcast struct {
 	running atomic.Bool
 }
 
-func newCommitBroadcast(lc fx.Lifecycle, w *webhooks.Waker, n ports.Notices, log *zap.Logger) *commitBroadcast {
+func newCommitBroadcast(lc fx.Lifecycle, cfg config.Config, w *webhooks.Waker, n ports.Notices, log *zap.Logger) *commitBroadcast {
 	b := &commitBroadcast{wake: w.EventsCommitted, notices: n, log: log.Named("webhooks")}
+	if !cfg.WebhookDelivery {
+		// No dispatcher here to wake: only the other instances are told.
+		b.wake = func() {}
+		return b
+	}
 	var cancel func()
 	lc.Append(fx.Hook{
 		OnStart: func(context.Context) error {
@@ -222,6 +228,18 @@ func (o notifyingOutbox) Append(ctx context.Context, e event.Event) error {
 	return nil
 }
 
+// startPipeline runs the dispatcher and the pruner, unless
+// WEBHOOK_DELIVERY is off: such an instance only serves the API and writes
+// events to the outbox, for the instances with it on that share its
+// database to fan out, deliver and prune.
+func startPipeline(lc fx.Lifecycle, cfg config.Config, svc *webhooks.Service, every PruneInterval, log *slog.Logger) {
+	if !cfg.WebhookDelivery {
+		return
+	}
+	startDispatcher(lc, svc)
+	startPruner(lc, svc, every, log)
+}
+
 func startDispatcher(lc fx.Lifecycle, svc *webhooks.Service) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -238,7 +256,7 @@ func startDispatcher(lc fx.Lifecycle, svc *webhooks.Service) {
 	})
 }
 
-// startPruner prunes on every instance, at start and then every interval
+// startPruner prunes on every delivering instance, at start and then every interval
 // until the app stops: the store's batches delete only rows that no longer
 // change, so instances pruning at once only share the work.
 func startPruner(lc fx.Lifecycle, svc *webhooks.Service, every PruneInterval, log *slog.Logger) {

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/profilesvc/profilesvc/domain"
@@ -16,72 +15,98 @@ import (
 	"github.com/profilesvc/profilesvc/ports/webhookstore"
 )
 
-// Waker wakes the dispatcher when there may be work: an event committed, a
-// test or retry queued, an attempt finished. Wakes while it is busy
+// Waker wakes the dispatcher when there may be work: its fan-out when
+// events were committed, its deliveries when a test or retry was queued,
+// deliveries were fanned out or an attempt finished. Wakes while it is busy
 // collapse into one. Anything may feed it: this process's units of work
 // after they commit, and a notice that another instance committed events
 // (call EventsCommitted), so that every instance fans out and claims at
 // once rather than at its next poll.
 type Waker struct {
-	ch chan struct{}
-	// events is set when events were committed since the last fan-out, so
-	// wake-ups for other reasons (an attempt finished) skip the fan-out
-	// transaction.
-	events atomic.Bool
+	// ch wakes the delivery loop, fan the fan-out loop.
+	ch, fan chan struct{}
 }
 
 // NewWaker returns a waker.
-func NewWaker() *Waker { return &Waker{ch: make(chan struct{}, 1)} }
+func NewWaker() *Waker { return &Waker{ch: make(chan struct{}, 1), fan: make(chan struct{}, 1)} }
 
 // EventsCommitted wakes the dispatcher to fan out new events.
-func (w *Waker) EventsCommitted() {
-	w.events.Store(true)
-	w.Wake()
-}
+func (w *Waker) EventsCommitted() { signal(w.fan) }
 
-// Wake signals the dispatcher without blocking.
-func (w *Waker) Wake() {
+// Wake wakes the dispatcher to claim due deliveries.
+func (w *Waker) Wake() { signal(w.ch) }
+
+// signal sends on ch without blocking.
+func signal(ch chan struct{}) {
 	select {
-	case w.ch <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
 
 // Run fans out and delivers until ctx ends, then waits for the attempts in
-// flight and their records. Every instance runs it: claims and leases share
-// the work.
+// flight and their records. Every instance with delivery on runs it:
+// claims and leases share the work. Fan-out runs beside the delivery loop,
+// waking it after each batch, so that deliveries of a long backlog start
+// with its first batch rather than once the whole outbox is fanned out.
 func (s *Service) Run(ctx context.Context) {
 	r := s.newRun()
 	defer r.stop()
-	// The first pass and every poll fan out whatever other instances (or
-	// a previous run) left; in between, only committed events need it.
-	fanOut := true
+	var fanOut sync.WaitGroup
+	fanOut.Go(func() { s.fanOutLoop(ctx) })
+	defer fanOut.Wait()
+	var checked time.Time
 	for ctx.Err() == nil {
-		if fanOut || s.d.Waker.events.Swap(false) {
-			if err := s.fanOutAll(ctx); err != nil && ctx.Err() == nil {
-				s.d.Log.ErrorContext(ctx, "webhook fan-out", "error", err.Error())
-			}
-		}
-		fanOut = false
 		wait := s.d.Policy.PollInterval
-		if token := s.claimAndStart(ctx, r); token > 0 {
+		started, token := s.claimAndStart(ctx, r)
+		if token > 0 {
 			wait = min(wait, token)
 		}
-		if next, oldest, ok, err := s.d.Deliveries.Pending(ctx); err == nil {
-			now := s.d.Clock.Now()
-			if ok {
-				s.d.Metrics.OldestPending(now.Sub(oldest))
-				wait = min(wait, s.idle(next.Sub(now)))
-			} else {
-				s.d.Metrics.OldestPending(0)
-			}
+		// While attempts start, each one's end wakes the loop: the
+		// pending summary (for the idle sleep and the metric) is read
+		// when nothing started, or once a poll interval while busy.
+		if now := time.Now(); started == 0 || now.Sub(checked) >= s.d.Policy.PollInterval {
+			checked = now
+			wait = s.checkPending(ctx, wait)
 		}
 		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 		case <-s.d.Waker.ch:
 		case <-timer.C:
-			fanOut = true
+		}
+		timer.Stop()
+	}
+}
+
+// checkPending reports the oldest pending delivery and returns wait
+// shortened to when the earliest is due.
+func (s *Service) checkPending(ctx context.Context, wait time.Duration) time.Duration {
+	next, oldest, ok, err := s.d.Deliveries.Pending(ctx)
+	if err != nil {
+		return wait
+	}
+	if !ok {
+		s.d.Metrics.OldestPending(0)
+		return wait
+	}
+	now := s.d.Clock.Now()
+	s.d.Metrics.OldestPending(now.Sub(oldest))
+	return min(wait, s.idle(next.Sub(now)))
+}
+
+// fanOutLoop fans out committed events when woken, and at every poll
+// whatever other instances (or a previous run) left, until ctx ends.
+func (s *Service) fanOutLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		if err := s.fanOutAll(ctx); err != nil && ctx.Err() == nil {
+			s.d.Log.ErrorContext(ctx, "webhook fan-out", "error", err.Error())
+		}
+		timer := time.NewTimer(s.d.Policy.PollInterval)
+		select {
+		case <-ctx.Done():
+		case <-s.d.Waker.fan:
+		case <-timer.C:
 		}
 		timer.Stop()
 	}
@@ -103,10 +128,13 @@ func (s *Service) idle(until time.Duration) time.Duration {
 }
 
 // fanOutAll turns committed outbox events into deliveries until none is
-// left.
+// left, waking the delivery loop after each batch.
 func (s *Service) fanOutAll(ctx context.Context) error {
 	for {
 		n, err := s.FanOut(ctx)
+		if n > 0 && err == nil {
+			s.d.Waker.Wake()
+		}
 		if err != nil || n < s.d.Policy.FanOutBatch {
 			return err
 		}
@@ -176,16 +204,36 @@ const createBatch = 500
 // recordBatch bounds the outcomes one Complete writes.
 const recordBatch = 256
 
+// fastAnswer is the longest an attempt may take for its endpoint to count
+// as answering fast: only such an endpoint has deliveries claimed ahead.
+const fastAnswer = 50 * time.Millisecond
+
 // endpointFlight is what this process is doing with one endpoint: the
-// attempts in flight, the endpoint's bounds as last read, and its rate
-// limit's bucket of attempts (at most one second's worth, refilled at the
-// rate; tokens as of at).
+// attempts in flight, the endpoint's bounds as last read, its rate limit's
+// bucket of attempts (at most one second's worth, refilled at the rate;
+// tokens as of at), and the deliveries claimed ahead.
+//
+// An endpoint without a rate limit whose last attempt was answered fast
+// has up to MaxInFlight more deliveries claimed than it has room for, each
+// started by the attempt whose end gives the room: the claim's round trips
+// to the store are then off the path between one attempt and the next, and
+// the endpoint is kept at its MaxInFlight. A slow endpoint has none, so it
+// holds no more workers than its MaxInFlight.
 type endpointFlight struct {
 	n           int
 	maxInFlight int
 	rateLimit   int
 	tokens      float64
 	at          time.Time
+	fast        bool
+	ahead       []aheadDelivery
+}
+
+// aheadDelivery is a delivery claimed (at at) before its endpoint had room.
+type aheadDelivery struct {
+	d  webhook.Delivery
+	ep webhook.Endpoint
+	at time.Time
 }
 
 // refill brings the bucket to now.
@@ -222,10 +270,14 @@ type inFlight struct {
 	endpoints  map[string]*endpointFlight
 	perTeam    map[string]int
 	deliveries map[string]bool
+	// stale is how long a delivery claimed ahead may wait: one that waited
+	// longer is left to its lease's lapse rather than attempted near its
+	// end, when another dispatcher may take it.
+	stale time.Duration
 }
 
-func newInFlight() *inFlight {
-	return &inFlight{endpoints: map[string]*endpointFlight{}, perTeam: map[string]int{}, deliveries: map[string]bool{}}
+func newInFlight(stale time.Duration) *inFlight {
+	return &inFlight{endpoints: map[string]*endpointFlight{}, perTeam: map[string]int{}, deliveries: map[string]bool{}, stale: stale}
 }
 
 // room is, for each endpoint this process has in hand, how many attempts
@@ -245,6 +297,9 @@ func (f *inFlight) room(now time.Time) (room map[string]int, token time.Duration
 			continue
 		}
 		n := e.maxInFlight - e.n
+		if e.rateLimit <= 0 && e.fast {
+			n += e.maxInFlight - len(e.ahead)
+		}
 		if e.rateLimit > 0 && e.tokens < float64(n) {
 			n = int(e.tokens)
 			if n == 0 {
@@ -302,16 +357,54 @@ func (f *inFlight) start(d webhook.Delivery, ep webhook.Endpoint, now time.Time)
 	return true
 }
 
-// answered gives back the room d's attempt took: the receiver has
-// answered (or failed to).
-func (f *inFlight) answered(d webhook.Delivery) {
+// claimAhead keeps d, claimed at now, to be started when its endpoint has
+// room, if the endpoint takes deliveries ahead (start has just read its
+// bounds and found no room) and d is not in hand already.
+func (f *inFlight) claimAhead(d webhook.Delivery, ep webhook.Endpoint, now time.Time) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if e := f.endpoints[d.EndpointID]; e != nil {
-		e.n--
+	e := f.endpoints[d.EndpointID]
+	// e.n > 0: an attempt in flight will start it.
+	if f.deliveries[d.ID] || e == nil || !e.fast || e.rateLimit > 0 || e.n == 0 || len(e.ahead) >= e.maxInFlight {
+		return false
 	}
-	if f.perTeam[d.TeamID]--; f.perTeam[d.TeamID] <= 0 {
-		delete(f.perTeam, d.TeamID)
+	e.ahead = append(e.ahead, aheadDelivery{d: d, ep: ep, at: now})
+	f.deliveries[d.ID] = true
+	f.perTeam[d.TeamID]++
+	return true
+}
+
+// answered gives back the room d's attempt took: the receiver has
+// answered (or failed to) after latency. It hands over the endpoint's
+// next delivery claimed ahead, now counted in flight (ok false: none),
+// and those that waited too long, to be let go.
+func (f *inFlight) answered(d webhook.Delivery, latency time.Duration, now time.Time) (next aheadDelivery, ok bool, stale []webhook.Delivery) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.leave(d.TeamID)
+	e := f.endpoints[d.EndpointID]
+	if e == nil {
+		return aheadDelivery{}, false, nil
+	}
+	e.n--
+	e.fast = latency < fastAnswer
+	for len(e.ahead) > 0 && e.n < e.maxInFlight {
+		next, e.ahead = e.ahead[0], e.ahead[1:]
+		if now.Sub(next.at) <= f.stale {
+			e.n++
+			return next, true, stale
+		}
+		f.leave(next.d.TeamID)
+		delete(f.deliveries, next.d.ID)
+		stale = append(stale, next.d)
+	}
+	return aheadDelivery{}, false, stale
+}
+
+// leave counts one attempt (or delivery claimed ahead) of team less.
+func (f *inFlight) leave(team string) {
+	if f.perTeam[team]--; f.perTeam[team] <= 0 {
+		delete(f.perTeam, team)
 	}
 }
 
@@ -348,7 +441,7 @@ type outcome struct {
 // newRun returns a run whose recorder is running; stop ends it.
 func (s *Service) newRun() *run {
 	r := &run{
-		flight:   newInFlight(),
+		flight:   newInFlight(s.d.Policy.LeaseTTL / 2),
 		slots:    make(chan struct{}, s.d.Policy.Workers),
 		outcomes: make(chan outcome, s.d.Policy.Workers),
 		recorded: make(chan struct{}),
@@ -429,14 +522,14 @@ func (s *Service) complete(ctx context.Context, batch []outcome) {
 
 // claimAndStart claims as many due deliveries as there are free workers,
 // within each endpoint's room, and starts an attempt for each. It returns
-// how long until an endpoint held back by its rate limit may go on (0:
-// none is).
-func (s *Service) claimAndStart(ctx context.Context, r *run) time.Duration {
+// how many it started, and how long until an endpoint held back by its
+// rate limit may go on (0: none is).
+func (s *Service) claimAndStart(ctx context.Context, r *run) (started int, token time.Duration) {
 	now := s.d.Clock.Now()
 	room, token := r.flight.room(now)
 	free := cap(r.slots) - len(r.slots)
 	if free == 0 {
-		return token
+		return 0, token
 	}
 	claimed, err := s.d.Deliveries.Claim(ctx, webhookstore.DeliveryClaim{
 		Owner: s.owner, Now: now, LeaseUntil: now.Add(s.d.Policy.LeaseTTL),
@@ -447,7 +540,7 @@ func (s *Service) claimAndStart(ctx context.Context, r *run) time.Duration {
 		if ctx.Err() == nil {
 			s.d.Log.ErrorContext(ctx, "webhook claim", "error", err.Error())
 		}
-		return token
+		return 0, token
 	}
 	// A claim holds a few deliveries of an endpoint: read each endpoint
 	// once for all of them.
@@ -467,19 +560,40 @@ func (s *Service) claimAndStart(ctx context.Context, r *run) time.Duration {
 			endpoints[d.EndpointID] = ep
 		}
 		if !r.flight.start(d, ep, now) {
+			if r.flight.claimAhead(d, ep, now) {
+				r.slots <- struct{}{}
+				r.wg.Add(1)
+			}
 			continue
 		}
+		started++
 		r.slots <- struct{}{}
 		r.wg.Add(1)
-		go func() {
-			next, latency := s.attempt(context.WithoutCancel(ctx), d, ep)
-			r.flight.answered(d)
-			r.outcomes <- outcome{claimed: d, next: next, latency: latency}
-			<-r.slots
-			s.d.Waker.Wake()
-		}()
+		go s.attemptAll(context.WithoutCancel(ctx), r, d, ep)
 	}
-	return token
+	return started, token
+}
+
+// attemptAll attempts d, then each delivery claimed ahead that its
+// endpoint hands over as the previous attempt ends. Each holds a worker
+// from its claim until its outcome is queued; one let go for having waited
+// too long gives its worker back unattempted, its lease to lapse.
+func (s *Service) attemptAll(ctx context.Context, r *run, d webhook.Delivery, ep webhook.Endpoint) {
+	for {
+		next, latency := s.attempt(ctx, d, ep)
+		ahead, ok, stale := r.flight.answered(d, latency, s.d.Clock.Now())
+		r.outcomes <- outcome{claimed: d, next: next, latency: latency}
+		<-r.slots
+		for range stale {
+			<-r.slots
+			r.wg.Done()
+		}
+		s.d.Waker.Wake()
+		if !ok {
+			return
+		}
+		d, ep = ahead.d, ahead.ep
+	}
 }
 
 // Sign is the X-Service-Signature of body: hex HMAC-SHA256 keyed with the

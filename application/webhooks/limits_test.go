@@ -152,7 +152,7 @@ func TestDispatcherKeepsAnEndpointsRateLimit(t *testing.T) {
 	step := func(advance time.Duration, wantSent int, wantWait time.Duration) {
 		t.Helper()
 		f.clock.Advance(advance)
-		wait := f.svc.claimAndStart(ctx, disp)
+		_, wait := f.svc.claimAndStart(ctx, disp)
 		disp.wg.Wait()
 		if n := len(f.sender.Sent()); n != wantSent {
 			t.Fatalf("after %v more: %d sent, want %d", advance, n, wantSent)

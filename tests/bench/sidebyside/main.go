@@ -181,7 +181,8 @@ func run(o options) (err error) {
 			rep.skipped = append(rep.skipped, fmt.Sprintf("%s skipped: %v", b.name, err))
 			continue
 		}
-		cleanup = append(cleanup, in.proc.stop)
+		// in.proc changes when the webhook figures restart the instance.
+		cleanup = append(cleanup, func() { in.proc.stop() })
 		err = in.settle()
 		if err == nil {
 			err = in.seed(o.profiles)

@@ -84,12 +84,13 @@ func (r *report) goals() []goalRow {
 		}
 		partial := ""
 		if h.arrived < r.hooks.burst {
-			partial = fmt.Sprintf(" (burst cut short: %d of %d delivered)", h.arrived, r.hooks.burst)
+			partial = fmt.Sprintf(" (backlog cut short: %d of %d delivered)", h.arrived, r.hooks.burst)
 		}
 		drained := safeDiv(h.lastRate, h.firstRate)
 		rows = append(rows,
-			goalRow{"Webhook deliveries/s, " + h.backend, fmt.Sprintf("%.0f%s", h.rate, partial), "≥ 2000", verdict(h.rate >= 2000)},
-			goalRow{fmt.Sprintf("Webhook drain, last ÷ first %d of the burst", h.window), fmt.Sprintf("%.2f%s", drained, partial), "≥ 0.80", verdict(drained >= 0.8 && partial == "")},
+			goalRow{"Webhook deliveries/s draining a queued backlog, " + h.backend, fmt.Sprintf("%.0f%s", h.rate, partial), "≥ 2000", verdict(h.rate >= 2000 && partial == "")},
+			goalRow{fmt.Sprintf("Webhook drain of the backlog, last ÷ first %d", h.window), fmt.Sprintf("%.2f%s", drained, partial), "≥ 0.80", verdict(drained >= 0.8 && partial == "")},
+			goalRow{"Webhook deliveries/s alongside the burst's creates (for comparison), " + h.backend, fmt.Sprintf("%.0f at %.0f creates/s", h.alongsideRate, h.createRate), "—", "—"},
 			goalRow{fmt.Sprintf("Webhook event → first attempt p99 at %d/s", r.hooks.steadyRate), fmt.Sprintf("%.1f ms", h.p99), "≤ 50 ms", verdict(h.p99 <= 50 && h.steadyArrived > 0)},
 			goalRow{"Webhook attempts recorded for the deliveries that arrived", fmt.Sprintf("%d of %d", h.recorded, h.expected), "all", verdict(h.recorded == h.expected && h.expected > 0)},
 		)
@@ -153,15 +154,19 @@ func (r *report) markdown() string {
 	}
 
 	if len(r.hookFigs) > 0 {
-		p("\n## Webhooks\n\nOne endpoint subscribed to profile.created on a local receiver that answers 200 at once. "+
-			"Steady: %d creates/s for %v; lag from the event's created_at to its first arrival. "+
-			"Then a burst: %d creates at full speed (%d connections), cut short after %v; deliveries/s from the first create to the last arrival; "+
-			"drain rates over the first and the last n arrivals. Steady comes first so that what a slow pipeline leaves of the burst does not swamp it.\n\n",
+		p("\n## Webhooks\n\nOne endpoint subscribed to profile.created on a local receiver that answers 200 at once, sharing the machine with the service and its database. "+
+			"Three phases on one database. Steady: %d creates/s for %v with delivery on; lag from the event's created_at to its first arrival. "+
+			"Alongside: a burst of %d creates at full speed (%d connections) with delivery on in the same instance; deliveries/s from the first create to the last arrival, "+
+			"which is bound by the create path as much as by the pipeline (for comparison only). "+
+			"Backlog, the pipeline's own rate: the same burst queued in the outbox by an instance with WEBHOOK_DELIVERY=off, which is then stopped; "+
+			"an instance with delivery on starts on the same database, and deliveries/s count from its launch (start-up included) to the last arrival, "+
+			"with drain rates over the first and the last n arrivals. Each burst is cut short after %v. "+
+			"Attempts recorded: every event that arrived, in any phase, has a succeeded delivery with its attempt recorded.\n\n",
 			r.hooks.steadyRate, r.hooks.steadyFor, r.hooks.burst, r.hooks.conns, r.hooks.burstFor)
-		p("| backend | steady p50 ms | steady p99 ms | burst created | creates/s | delivered | deliveries/s | first n /s | last n /s | last ÷ first | attempts recorded |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+		p("| backend | steady p50 ms | steady p99 ms | alongside: created | creates/s | deliveries/s | backlog: queued | delivered | deliveries/s | first n /s | last n /s | last ÷ first | attempts recorded |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, h := range r.hookFigs {
-			p("| %s | %.1f | %.1f | %d | %.0f | %d | %.0f | %.0f (n=%d) | %.0f | %.2f | %d of %d |\n", h.backend, h.p50, h.p99, h.created, h.createRate, h.arrived,
-				h.rate, h.firstRate, h.window, h.lastRate, safeDiv(h.lastRate, h.firstRate), h.recorded, h.expected)
+			p("| %s | %.1f | %.1f | %d | %.0f | %.0f | %d | %d | %.0f | %.0f (n=%d) | %.0f | %.2f | %d of %d |\n", h.backend, h.p50, h.p99, h.created, h.createRate, h.alongsideRate,
+				h.queued, h.arrived, h.rate, h.firstRate, h.window, h.lastRate, safeDiv(h.lastRate, h.firstRate), h.recorded, h.expected)
 		}
 	}
 

@@ -59,6 +59,7 @@ func (b backend) needs(placeholder string) bool {
 // instance is a running service of one backend and what was seeded in it.
 type instance struct {
 	backend
+	bin  string
 	env  []string
 	addr string
 	proc *proc
@@ -80,7 +81,7 @@ type instance struct {
 // once on a fresh database, then `restarts` times measured, the last of
 // which keeps running.
 func launch(ctx context.Context, bin, dir string, b backend, vars map[string]string, restarts int) (*instance, error) {
-	in := &instance{backend: b, log: filepath.Join(dir, b.key+".log")}
+	in := &instance{backend: b, bin: bin, log: filepath.Join(dir, b.key+".log")}
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err

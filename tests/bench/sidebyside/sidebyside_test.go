@@ -125,3 +125,25 @@ func TestTheSQLiteRowMeasuresTheDefault(t *testing.T) {
 		}
 	}
 }
+
+func TestWebhookGoalsAreThoseOfTheBacklog(t *testing.T) {
+	r := &report{hooks: hookOptions{burst: 20000, steadyRate: 100}, hookFigs: []*hookFigure{{
+		backend: "PostgreSQL + Redis", createRate: 1600, alongsideRate: 1069,
+		queued: 20000, arrived: 20000, rate: 2100, window: 5000, firstRate: 2000, lastRate: 1500,
+		p99: 12, steadyArrived: 2000, recorded: 42000, expected: 42000,
+	}}}
+	rows := r.goals()
+	if g := goal(t, rows, "Webhook deliveries/s draining a queued backlog, PostgreSQL + Redis"); g.measured != "2100" || g.met != "yes" {
+		t.Errorf("backlog rate: %+v", g)
+	}
+	if g := goal(t, rows, "Webhook drain of the backlog, last ÷ first 5000"); g.measured != "0.75" || g.met != "**no**" {
+		t.Errorf("backlog drain: %+v", g)
+	}
+	if g := goal(t, rows, "Webhook deliveries/s alongside the burst's creates (for comparison), PostgreSQL + Redis"); g.measured != "1069 at 1600 creates/s" || g.met != "—" {
+		t.Errorf("alongside rate: %+v", g)
+	}
+	r.hookFigs[0].arrived = 19000
+	if g := goal(t, r.goals(), "Webhook deliveries/s draining a queued backlog, PostgreSQL + Redis"); g.met != "**no**" || !strings.Contains(g.measured, "19000 of 20000") {
+		t.Errorf("a backlog cut short met its goal: %+v", g)
+	}
+}

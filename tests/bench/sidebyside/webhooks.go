@@ -123,24 +123,38 @@ type hookOptions struct {
 
 // hookFigure is what the webhook measurements found on one backend.
 type hookFigure struct {
-	backend                   string
-	created, arrived          int
-	createRate                float64
+	backend string
+	// steady: creates at a steady rate with delivery on.
+	steadyOK      int64
+	steadyArrived int
+	p50, p99      float64
+	// alongside: the burst of creates with delivery on in the same
+	// instance; deliveries/s from the first create to the last arrival.
+	created          int
+	createRate       float64
+	alongsideArrived int
+	alongsideRate    float64
+	// backlog: the burst queued by an instance with delivery off, then
+	// drained by one with it on; deliveries/s from that one's start.
+	queued, arrived           int
+	queueRate                 float64
 	rate, firstRate, lastRate float64
 	window                    int
-	steadyOK                  int64
-	steadyArrived             int
-	p50, p99                  float64
-	recorded, expected        int
-	unfinished                int
-	repeats                   int
-	problems                  []string
+	// recorded of expected arrivals (every phase) have their attempt
+	// recorded.
+	recorded, expected int
+	unfinished         int
+	repeats            int
+	problems           []string
 }
 
 // measureHooks subscribes the webhook team of in to profile.created on
-// rcv, then measures a steady rate and a burst. The steady rate comes
-// first: it measures the pipeline's own latency, which whatever a slow
-// pipeline had left of the burst would otherwise swamp.
+// rcv, then measures a steady rate, a burst delivered alongside its
+// creates, and the pipeline alone on a queued backlog of the same size.
+// The steady rate comes first: it measures the pipeline's own latency,
+// which whatever a slow pipeline had left of a burst would otherwise
+// swamp. The backlog restarts the instance: in.proc is the one that
+// drained it.
 func measureHooks(ctx context.Context, in *instance, rcv *receiver, o hookOptions) (*hookFigure, error) {
 	f := &hookFigure{backend: in.name}
 	key := [2]string{"X-API-Key", in.hookKey}
@@ -169,28 +183,23 @@ func measureHooks(ctx context.Context, in *instance, rcv *receiver, o hookOption
 	f.steadyArrived = len(lags)
 	f.p50, f.p99 = ms(load.Percentile(lags, 50)), ms(load.Percentile(lags, 99))
 
-	fmt.Fprintf(os.Stderr, "webhooks on %s: burst of %d creates\n", in.name, o.burst)
+	fmt.Fprintf(os.Stderr, "webhooks on %s: burst of %d creates, delivered alongside\n", in.name, o.burst)
 	rcv.reset()
 	t0 := time.Now()
 	burst := load.Run(load.Plan{Addr: in.addr, Conns: o.conns, Total: int64(o.burst), Duration: o.burstFor, Script: same(create)})
 	f.created, f.createRate = int(burst.Iterations), burst.Throughput()
-	if burst.Errors > 0 {
-		f.problems = append(f.problems, fmt.Sprintf("burst: %d creates failed: %s", burst.Errors, burst.FirstError))
-	}
-	if f.created < o.burst {
-		f.problems = append(f.problems, fmt.Sprintf("burst: %d of %d created within %v", f.created, o.burst, o.burstFor))
-	}
+	f.problems = append(f.problems, burstProblems("alongside", burst, o)...)
 	if !rcv.waitFor(ctx, f.created, o.burstFor-time.Since(t0)) {
-		f.problems = append(f.problems, fmt.Sprintf("burst: %d of %d events arrived within %v", rcv.count(), f.created, o.burstFor))
+		f.problems = append(f.problems, fmt.Sprintf("alongside: %d of %d events arrived within %v", rcv.count(), f.created, o.burstFor))
 	}
-	arrivals, _, repeats := rcv.snapshot()
-	slices.SortFunc(arrivals, func(a, b time.Time) int { return a.Compare(b) })
-	f.arrived, f.repeats = len(arrivals), repeats
-	if n := len(arrivals); n > 1 {
-		f.rate = float64(n) / arrivals[n-1].Sub(t0).Seconds()
-		f.window = min(5000, n/2)
-		f.firstRate = drain(arrivals[:f.window])
-		f.lastRate = drain(arrivals[n-f.window:])
+	arrivals, _, _ := rcv.snapshot()
+	f.alongsideArrived = len(arrivals)
+	if last := latest(arrivals); !last.IsZero() {
+		f.alongsideRate = float64(len(arrivals)) / last.Sub(t0).Seconds()
+	}
+
+	if err := f.backlog(ctx, in, rcv, create, o); err != nil {
+		return nil, err
 	}
 
 	// Every event that arrived must have its attempt recorded; completion
@@ -213,7 +222,81 @@ func measureHooks(ctx context.Context, in *instance, rcv *receiver, o hookOption
 		}
 		time.Sleep(time.Second)
 	}
+	_, _, f.repeats = rcv.snapshot()
 	return f, nil
+}
+
+// backlog queues the burst's creates through an instance with
+// WEBHOOK_DELIVERY=off, stops it, and starts one with delivery on on the
+// same database and address: deliveries/s count from that start (process
+// launch, migrations check included) to the last arrival. The first
+// instance is stopped before the second starts because a SQLite file
+// takes one process at a time; PostgreSQL is run the same way so the rows
+// compare.
+func (f *hookFigure) backlog(ctx context.Context, in *instance, rcv *receiver, create []load.Step, o hookOptions) error {
+	fmt.Fprintf(os.Stderr, "webhooks on %s: burst of %d creates queued with delivery off, then drained\n", in.name, o.burst)
+	in.proc.stop()
+	t0 := time.Now()
+	off, err := start(in.bin, []string{"serve"}, append(slices.Clone(in.env), "WEBHOOK_DELIVERY=off"), in.log+".off")
+	if err != nil {
+		return err
+	}
+	if _, err := waitHealthy(ctx, off, in.addr, t0, time.Minute); err != nil {
+		off.stop()
+		return fmt.Errorf("the instance with delivery off: %w", err)
+	}
+	rcv.reset()
+	burst := load.Run(load.Plan{Addr: in.addr, Conns: o.conns, Total: int64(o.burst), Duration: o.burstFor, Script: same(create)})
+	f.queued, f.queueRate = int(burst.Iterations), burst.Throughput()
+	f.problems = append(f.problems, burstProblems("backlog", burst, o)...)
+	off.stop()
+	if n := rcv.count(); n > 0 {
+		f.problems = append(f.problems, fmt.Sprintf("backlog: %d events arrived from the instance with delivery off", n))
+	}
+
+	t0 = time.Now()
+	if in.proc, err = start(in.bin, []string{"serve"}, in.env, in.log); err != nil {
+		return err
+	}
+	if _, err := waitHealthy(ctx, in.proc, in.addr, t0, time.Minute); err != nil {
+		return fmt.Errorf("the instance with delivery on: %w", err)
+	}
+	if !rcv.waitFor(ctx, f.queued, o.burstFor-time.Since(t0)) {
+		f.problems = append(f.problems, fmt.Sprintf("backlog: %d of %d events arrived within %v of the start", rcv.count(), f.queued, o.burstFor))
+	}
+	arrivals, _, _ := rcv.snapshot()
+	slices.SortFunc(arrivals, func(a, b time.Time) int { return a.Compare(b) })
+	f.arrived = len(arrivals)
+	if n := len(arrivals); n > 1 {
+		f.rate = float64(n) / arrivals[n-1].Sub(t0).Seconds()
+		f.window = min(5000, n/2)
+		f.firstRate = drain(arrivals[:f.window])
+		f.lastRate = drain(arrivals[n-f.window:])
+	}
+	return nil
+}
+
+// burstProblems names what went wrong with a burst of creates.
+func burstProblems(phase string, burst load.Result, o hookOptions) []string {
+	var out []string
+	if burst.Errors > 0 {
+		out = append(out, fmt.Sprintf("%s: %d creates failed: %s", phase, burst.Errors, burst.FirstError))
+	}
+	if int(burst.Iterations) < o.burst {
+		out = append(out, fmt.Sprintf("%s: %d of %d created within %v", phase, burst.Iterations, o.burst, o.burstFor))
+	}
+	return out
+}
+
+// latest is the last of arrivals, zero for none.
+func latest(arrivals []time.Time) time.Time {
+	var last time.Time
+	for _, a := range arrivals {
+		if a.After(last) {
+			last = a
+		}
+	}
+	return last
 }
 
 // drain is the arrival rate across a window of sorted arrivals.

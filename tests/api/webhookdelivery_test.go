@@ -1,0 +1,68 @@
+package api_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/profilesvc/profilesvc/tests/testenv"
+)
+
+// TestAPIOnlyInstanceLeavesDeliveryToOthers: an instance with
+// WEBHOOK_DELIVERY=off commits the events of its creates to the outbox but
+// neither fans them out nor delivers them; an instance with delivery on,
+// started later on the same PostgreSQL database, delivers every one of
+// them once, and then the events the API-only instance goes on committing.
+func TestAPIOnlyInstanceLeavesDeliveryToOthers(t *testing.T) {
+	url := testenv.PostgresURL(t)
+	apiOnly := webhookOptions(url)
+	apiOnly.env["WEBHOOK_DELIVERY"] = "off"
+	off := start(t, apiOnly)
+
+	rc := newReceiver(t, 200)
+	a := off.register(t)
+	ep := off.subscribe(t, a, rc.srv.URL+"/hook", "profile.created")
+	var profiles []string
+	for range 5 {
+		profiles = append(profiles, off.createProfile(t, a, nil))
+	}
+	// Nothing can be waited for here: the proof is that nothing happens
+	// while a dispatcher, had one run, would have polled a hundred times.
+	quiet := time.Now().Add(100 * 5 * time.Millisecond)
+	for time.Now().Before(quiet) {
+		if n := len(rc.requests()); n > 0 {
+			t.Fatalf("the receiver got %d deliveries from an instance with WEBHOOK_DELIVERY=off", n)
+		}
+		if ds := off.deliveries(t, a, ep, ""); len(ds) > 0 {
+			t.Fatalf("an instance with WEBHOOK_DELIVERY=off fanned out %d deliveries", len(ds))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	on := start(t, webhookOptions(url))
+	rc.waitFor(len(profiles))
+	profiles = append(profiles, off.createProfile(t, a, nil))
+	rc.waitFor(len(profiles))
+	waitFor(t, "every delivery recorded as succeeded", func() bool {
+		return len(on.deliveries(t, a, ep, "succeeded")) == len(profiles)
+	})
+
+	var delivered []string
+	for _, r := range rc.requests() {
+		profile, _ := r.payload["data"].(map[string]any)["profile"].(map[string]any)
+		delivered = append(delivered, str(profile["id"]))
+		if !r.validMAC {
+			t.Fatalf("delivery of %v carries a bad signature", profile["id"])
+		}
+	}
+	slices.Sort(delivered)
+	slices.Sort(profiles)
+	if !slices.Equal(delivered, profiles) {
+		t.Fatalf("delivered the events of %v, want each of %v once", delivered, profiles)
+	}
+	for _, d := range on.deliveries(t, a, ep, "succeeded") {
+		if n := len(asList(d["attempts"])); n != 1 {
+			t.Fatalf("delivery %v recorded %d attempts, want 1", d["id"], n)
+		}
+	}
+}
