@@ -8,7 +8,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -32,7 +31,7 @@ type Guard interface {
 
 const component = "profile_cache"
 
-// An entry's value is a profile ("v" and its JSON) or a reader's lease ("l"
+// An entry's value is a profile ("v" and its encoding, codec.go) or a reader's lease ("l"
 // and a random token).
 const (
 	valueTag = "v"
@@ -89,34 +88,42 @@ func New(client redis.UniversalClient, guard Guard, prefix string, ttl time.Dura
 func (r *Redis) key(teamID, id string) string { return r.prefix + teamID + ":" + id }
 
 // Get reads the entry, leasing it on a miss; any failure is a miss without
-// a lease.
+// a lease. A hit is one plain GET: only a missing entry runs the script
+// that leases it, which cost Redis several times a GET's work.
 func (r *Redis) Get(ctx context.Context, teamID, id string) (profile.Profile, bool, string) {
 	key := r.key(teamID, id)
 	if r.flushPending(ctx, key) {
 		return profile.Profile{}, false, ""
 	}
-	token, err := newToken()
-	if err != nil {
-		return profile.Profile{}, false, ""
-	}
 	var v string
-	err = r.guard.Do(ctx, component, func(ctx context.Context) error {
+	err := r.guard.Do(ctx, component, func(ctx context.Context) error {
 		var err error
-		v, err = getOrLease.Run(ctx, r.client, []string{key}, token, leaseTTL.Milliseconds()).Text()
+		v, err = r.client.Get(ctx, key).Result()
 		return err
 	})
-	switch {
-	case errors.Is(err, redis.Nil):
-		return profile.Profile{}, false, token
-	case err != nil:
+	if errors.Is(err, redis.Nil) {
+		var token string
+		if token, err = newToken(); err != nil {
+			return profile.Profile{}, false, ""
+		}
+		err = r.guard.Do(ctx, component, func(ctx context.Context) error {
+			var err error
+			v, err = getOrLease.Run(ctx, r.client, []string{key}, token, leaseTTL.Milliseconds()).Text()
+			return err
+		})
+		if errors.Is(err, redis.Nil) {
+			return profile.Profile{}, false, token
+		}
+	}
+	if err != nil {
 		return profile.Profile{}, false, ""
 	}
 	body, isValue := strings.CutPrefix(v, valueTag)
 	if !isValue {
 		return profile.Profile{}, false, "" // another reader's lease
 	}
-	var p profile.Profile
-	if json.Unmarshal([]byte(body), &p) != nil || p.TeamID != teamID || p.ID != id {
+	p, err := decodeProfile([]byte(body))
+	if err != nil || p.TeamID != teamID || p.ID != id {
 		return profile.Profile{}, false, ""
 	}
 	return p, true, ""
@@ -129,10 +136,7 @@ func (r *Redis) Fill(ctx context.Context, teamID, id, lease string, p profile.Pr
 	if lease == "" || r.flushPending(ctx, key) {
 		return
 	}
-	body, err := json.Marshal(p)
-	if err != nil {
-		return
-	}
+	body := encodeProfile(p)
 	_ = r.guard.Do(ctx, component, func(ctx context.Context) error {
 		return fillLeased.Run(ctx, r.client, []string{key}, lease, valueTag+string(body), r.ttl.Milliseconds()).Err()
 	})
