@@ -481,7 +481,7 @@ func (r profileRepository) CreateWithin(ctx context.Context, p profile.Profile, 
 	}
 	row.QuotaShard = createShards.take()
 	taken := row.QuotaShard
-	defer atUnitEnd(ctx, func() { createShards.give(taken) })
+	defer atUnitEnd(ctx, r.db, func() { createShards.give(taken) })
 	// A shard's row changed by a create that committed while this one
 	// waited for it is locked before its share is checked again, so a
 	// create that finds it full may hold its lock; looking at every shard

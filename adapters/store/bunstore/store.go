@@ -218,7 +218,7 @@ func (s *Store) Do(ctx context.Context, fn func(ctx context.Context) error) erro
 	ended := &unitEnd{}
 	defer ended.run()
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		return fn(context.WithValue(context.WithValue(ctx, txKey{db: s.db}, tx), unitEndKey{}, ended))
+		return fn(context.WithValue(context.WithValue(ctx, txKey{db: s.db}, tx), unitEndKey{db: s.db}, ended))
 	})
 }
 
@@ -226,7 +226,8 @@ func (s *Store) Do(ctx context.Context, fn func(ctx context.Context) error) erro
 // not: the release of what the unit held until then.
 type unitEnd struct{ fns []func() }
 
-type unitEndKey struct{}
+// unitEndKey finds it, keyed by database as txKey is.
+type unitEndKey struct{ db *bun.DB }
 
 func (u *unitEnd) run() {
 	for _, fn := range u.fns {
@@ -234,9 +235,10 @@ func (u *unitEnd) run() {
 	}
 }
 
-// atUnitEnd runs fn when ctx's unit ends, or now when ctx carries none.
-func atUnitEnd(ctx context.Context, fn func()) {
-	if u, ok := ctx.Value(unitEndKey{}).(*unitEnd); ok {
+// atUnitEnd runs fn when ctx's unit on db ends, or now when ctx carries
+// none.
+func atUnitEnd(ctx context.Context, db *bun.DB, fn func()) {
+	if u, ok := ctx.Value(unitEndKey{db: db}).(*unitEnd); ok {
 		u.fns = append(u.fns, fn)
 		return
 	}
