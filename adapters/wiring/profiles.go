@@ -47,6 +47,7 @@ type ProfileDeps struct {
 	Listen  *ListenAddr
 	Redis   redisClient
 	Guard   *redisguard.Guard
+	Commits *commitBroadcast
 }
 
 // newProfileCache is the cache of PROFILE_CACHE (redis or local), else nil
@@ -71,7 +72,7 @@ var Profiles = fx.Module("profiles",
 		newBrowserRuntime,
 		func(d ProfileDeps) *profiles.Service {
 			return profiles.New(profiles.Deps{
-				Tx: d.Tx, Teams: d.Store.Teams(), Profiles: d.Store.Profiles(), Users: d.Store.Users(), Proxies: d.Proxies, Outbox: d.Outbox,
+				Tx: d.Tx, Teams: d.Store.Teams(), Profiles: notifyingProfiles{Profiles: d.Store.Profiles(), wake: d.Commits.committed}, Users: d.Store.Users(), Proxies: d.Proxies, Outbox: d.Outbox,
 				Runtime: d.Runtime, Blobs: d.Blobs, BlobRefs: d.Store.BlobRefs(), Snapshots: d.Store.Snapshots(),
 				Clock: d.Clock, IDs: d.IDs, Log: d.Log, Cache: newProfileCache(d),
 				Policy: profiles.Policy{

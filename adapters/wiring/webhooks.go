@@ -17,8 +17,10 @@ import (
 	"github.com/profilesvc/profilesvc/application/webhooks"
 	"github.com/profilesvc/profilesvc/config"
 	"github.com/profilesvc/profilesvc/domain/event"
+	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/domain/webhook"
 	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/profilestore"
 	"github.com/profilesvc/profilesvc/ports/storage"
 )
 
@@ -220,10 +222,33 @@ func (o notifyingOutbox) Append(ctx context.Context, e event.Event) error {
 	if err := o.inner.Append(ctx, e); err != nil {
 		return err
 	}
-	if appended, ok := ctx.Value(appendedKey{}).(*atomic.Bool); ok {
-		appended.Store(true)
+	appended(ctx, o.wake)
+	return nil
+}
+
+// appended marks the unit of ctx as having appended events, or wakes at
+// once when ctx is in no unit (the append has committed).
+func appended(ctx context.Context, wake func()) {
+	if marked, ok := ctx.Value(appendedKey{}).(*atomic.Bool); ok {
+		marked.Store(true)
 	} else {
-		o.wake()
+		wake()
+	}
+}
+
+// notifyingProfiles is notifyingOutbox for the events a create appends
+// with its profile.
+type notifyingProfiles struct {
+	profilestore.Profiles
+	wake func()
+}
+
+func (r notifyingProfiles) CreateWithin(ctx context.Context, p profile.Profile, max int, events ...event.Event) error {
+	if err := r.Profiles.CreateWithin(ctx, p, max, events...); err != nil {
+		return err
+	}
+	if len(events) > 0 {
+		appended(ctx, r.wake)
 	}
 	return nil
 }

@@ -186,22 +186,35 @@ func (s *Service) Create(ctx context.Context, actor team.Actor, in profile.Setti
 	if err != nil {
 		return profile.Profile{}, err
 	}
-	// The store counts the team's profiles and inserts in one step
-	// (CreateWithin), so the quota holds across instances without a
-	// separate lock and count.
+	created, err := s.newEvent(p, event.ProfileCreated, nil)
+	if err != nil {
+		return profile.Profile{}, err
+	}
+	// The store counts the team's profiles and inserts the profile and its
+	// events in one step (CreateWithin), so the quota holds across
+	// instances without a separate lock and count, and a profile without
+	// a proxy needs no unit of work.
+	if inline == nil && p.ProxyID == "" {
+		if err := s.d.Profiles.CreateWithin(ctx, p, s.d.Policy.MaxProfiles, created); err != nil {
+			return profile.Profile{}, err
+		}
+		return p, nil
+	}
 	err = s.d.Tx.Do(ctx, func(ctx context.Context) error {
 		px, err := s.assignable(ctx, actor.TeamID, p.ProxyID, inline)
 		if err != nil {
 			return err
 		}
-		if err := s.d.Profiles.CreateWithin(ctx, p, s.d.Policy.MaxProfiles); err != nil {
-			return err
-		}
-		if err := s.emit(ctx, p, event.ProfileCreated, nil); err != nil {
-			return err
-		}
 		p.Proxy = proxyRef(px)
-		return s.assigned(ctx, p, px)
+		events := []event.Event{created}
+		if px != nil {
+			assigned, err := s.newEvent(p, event.ProxyAssigned, map[string]any{"proxy": px.EventView()})
+			if err != nil {
+				return err
+			}
+			events = append(events, assigned)
+		}
+		return s.d.Profiles.CreateWithin(ctx, p, s.d.Policy.MaxProfiles, events...)
 	})
 	if err != nil {
 		return profile.Profile{}, err
@@ -473,15 +486,20 @@ func (s *Service) running(ctx context.Context, p profile.Profile) error {
 // emit appends an event about p to the outbox, in ctx's unit. extra adds fields next
 // to data.profile.
 func (s *Service) emit(ctx context.Context, p profile.Profile, typ event.Type, extra map[string]any) error {
-	data := map[string]any{"profile": eventProfile(p)}
-	for k, v := range extra {
-		data[k] = v
-	}
-	e, err := event.New(s.d.IDs.New("evt"), p.TeamID, typ, s.d.Clock.Now(), data)
+	e, err := s.newEvent(p, typ, extra)
 	if err != nil {
 		return err
 	}
 	return s.d.Outbox.Append(ctx, e)
+}
+
+// newEvent is the event typ of p, with extra beside data.profile.
+func (s *Service) newEvent(p profile.Profile, typ event.Type, extra map[string]any) (event.Event, error) {
+	data := map[string]any{"profile": eventProfile(p)}
+	for k, v := range extra {
+		data[k] = v
+	}
+	return event.New(s.d.IDs.New("evt"), p.TeamID, typ, s.d.Clock.Now(), data)
 }
 
 // eventProfileData is SPEC's data.profile, in its snake_case shape.

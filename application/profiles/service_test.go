@@ -13,6 +13,7 @@ import (
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/domain/team"
+	"github.com/profilesvc/profilesvc/ports/profilestore"
 )
 
 // renamedAfterRead commits another writer's rename of p ("Rival"), and
@@ -184,18 +185,27 @@ func TestCreate(t *testing.T) {
 	_, err = f.svc.Create(ctx, alice, withProxy)
 	apptest.WantKind(t, err, domain.KindValidation)
 
-	// An event that cannot be written takes the profile with it.
-	f.deps.Outbox = apptest.RefusingOutbox{Err: errors.New("outbox: disk full")}
+	// The event goes to the store with the profile, which writes both or
+	// neither (tests/conformance): a refused write leaves neither.
+	refusing := &refusingCreates{Profiles: f.store.Profiles(), err: errors.New("db: disk full")}
+	f.deps.Profiles = refusing
 	f.build()
-	if _, err := f.svc.Create(ctx, alice, ok); err == nil || err.Error() != "outbox: disk full" {
-		t.Fatalf("create with a failing outbox: %v", err)
+	if _, err := f.svc.Create(ctx, alice, ok); err == nil || err.Error() != "db: disk full" {
+		t.Fatalf("create with a failing store: %v", err)
+	}
+	if len(refusing.events) != 1 || refusing.events[0].Type != event.ProfileCreated ||
+		!strings.Contains(string(refusing.events[0].Data), `"id":"prf_003"`) {
+		t.Fatalf("events handed with the profile: %+v", refusing.events)
 	}
 	page, err := f.svc.List(ctx, alice, profiles.ListInput{Limit: 10})
 	if err != nil || len(page.Items) != 0 {
 		t.Fatalf("profiles after a failed create: %+v %v", page.Items, err)
 	}
+	if evs, err := f.store.Outbox().ListAfter(ctx, "", 10); err != nil || len(evs) != 0 {
+		t.Fatalf("events after a failed create: %+v %v", evs, err)
+	}
 
-	f.deps.Outbox = f.store.Outbox()
+	f.deps.Profiles = f.store.Profiles()
 	f.build()
 	p, err := f.svc.Create(ctx, alice, ok)
 	if err != nil {
@@ -283,4 +293,17 @@ func TestGetAndList(t *testing.T) {
 	}
 	_, err = f.svc.List(ctx, team.Actor{TeamID: "team_1"}, profiles.ListInput{Limit: 10})
 	apptest.WantKind(t, err, domain.KindForbidden)
+}
+
+// refusingCreates refuses every create with err, keeping the events it
+// was handed.
+type refusingCreates struct {
+	profilestore.Profiles
+	err    error
+	events []event.Event
+}
+
+func (r *refusingCreates) CreateWithin(_ context.Context, _ profile.Profile, _ int, events ...event.Event) error {
+	r.events = append(r.events, events...)
+	return r.err
 }

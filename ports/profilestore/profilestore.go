@@ -9,6 +9,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/profile"
 )
 
@@ -51,7 +52,9 @@ type Profiles interface {
 	// CreateWithin stores p unless its team already holds max profiles
 	// (0: no bound), which is team.QuotaReached. Concurrent creates of a
 	// team, in every instance sharing the database, never exceed max.
-	CreateWithin(ctx context.Context, p profile.Profile, max int) error
+	// events are appended to the outbox with p, in the same step: both or
+	// neither are stored, in a unit of work or on their own.
+	CreateWithin(ctx context.Context, p profile.Profile, max int, events ...event.Event) error
 	// ByID, List, BySession and ListExpiredSessions return profiles with
 	// their tags and their proxy's view (Proxy; by its id alone when the
 	// team has no such proxy), read together.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/ports/profilestore"
@@ -214,6 +215,60 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 			t.Fatalf("create at the bound: %v, want the quota error", err)
 		}
 		f.must("create without a bound", f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, "unbounded"), 0))
+	})
+
+	t.Run("CreateWithin stores the profile's events with it, or neither", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		teamID := storeID("tm")
+		events := func() []event.Event {
+			t.Helper()
+			listed, err := f.s.Outbox().ListAfter(f.ctx, "", 100)
+			f.must("ListAfter", err)
+			return listed
+		}
+		expectAbsent := func(what string, p profile.Profile) {
+			t.Helper()
+			_, err := f.s.Profiles().ByID(f.ctx, teamID, p.ID)
+			expectNotFound(t, what, err)
+		}
+		first, second := f.event(teamID, storeAt(time.Second)), f.event(teamID, storeAt(2*time.Second))
+		p := f.profile(teamID, "with events", "a", "b")
+		f.must("create with two events", f.s.Profiles().CreateWithin(f.ctx, p, 2, first, second))
+		f.expectProfile(f.ctx, p)
+		checkEqual(t, "events of the create", events(), []event.Event{first, second})
+
+		// No event is appended for a create the quota refuses, nor for
+		// one that clashes (here on the event's id), nor for a unit
+		// that rolls back.
+		f.must("create without events", f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, "quiet"), 2))
+		refused := f.profile(teamID, "refused")
+		if err := f.s.Profiles().CreateWithin(f.ctx, refused, 2, f.event(teamID, storeAt(3*time.Second))); !isQuota(err, 2) {
+			t.Fatalf("create at the bound: %v, want the quota error", err)
+		}
+		clash := f.profile(teamID, "clash")
+		expectKind(t, "create whose event is in the outbox", f.s.Profiles().CreateWithin(f.ctx, clash, 0, first), domain.KindConflict, "conflict")
+		expectAbsent("profile of a clashing event", clash)
+		undone := f.profile(teamID, "rolled back")
+		errUndo := errors.New("undo")
+		err := inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
+			f.must("create in a unit", tx.Profiles().CreateWithin(ctx, undone, 0, f.event(teamID, storeAt(4*time.Second))))
+			return errUndo
+		})
+		if !errors.Is(err, errUndo) {
+			t.Fatalf("unit: %v, want its own error", err)
+		}
+		expectAbsent("profile of a refused create", refused)
+		expectAbsent("profile of a unit rolled back", undone)
+		checkEqual(t, "events after refused creates", events(), []event.Event{first, second})
+
+		// In a unit that commits, the events are there with the rest.
+		third := f.event(teamID, storeAt(5*time.Second))
+		kept := f.profile(teamID, "committed")
+		f.must("unit", inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
+			return tx.Profiles().CreateWithin(ctx, kept, 0, third)
+		}))
+		f.expectProfile(f.ctx, kept)
+		checkEqual(t, "events after a unit", events(), []event.Event{first, second, third})
 	})
 
 	t.Run("CreateWithin holds every bound: many racing creates, a bound lowered, deletes in between", func(t *testing.T) {

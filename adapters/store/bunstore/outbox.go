@@ -59,7 +59,20 @@ type outbox struct{ db *bun.DB }
 // Append stamps created_at with the wall clock: it records when the row was
 // written, for operators, and no behaviour depends on it.
 func (o outbox) Append(ctx context.Context, e event.Event) error {
-	if _, err := conn(ctx, o.db).NewInsert().Model(newOutboxEventRow(e, time.Now())).Exec(ctx); err != nil {
+	return appendEvents(ctx, conn(ctx, o.db), []event.Event{e})
+}
+
+// appendEvents inserts events into the outbox on db, in one statement.
+func appendEvents(ctx context.Context, db bun.IDB, events []event.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	now := time.Now()
+	rows := make([]*outboxEventRow, len(events))
+	for i, e := range events {
+		rows[i] = newOutboxEventRow(e, now)
+	}
+	if _, err := db.NewInsert().Model(&rows).Exec(ctx); err != nil {
 		return writeErr(err, "outbox event", "event already in the outbox")
 	}
 	return nil

@@ -20,6 +20,7 @@ import (
 	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/ports/profilestore"
@@ -461,7 +462,7 @@ const profileShards = 16
 // team's shards means anything, so a delete uncounts the profile from any
 // shard (its own when it can). SQLite runs one writer at a time: one shard,
 // three statements.
-func (r profileRepository) CreateWithin(ctx context.Context, p profile.Profile, max int) error {
+func (r profileRepository) CreateWithin(ctx context.Context, p profile.Profile, max int, events ...event.Event) error {
 	row := newProfileRow(p)
 	if r.db.Dialect().Name() != dialect.PG {
 		return conn(ctx, r.db).RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -476,7 +477,10 @@ func (r profileRepository) CreateWithin(ctx context.Context, p profile.Profile, 
 			if _, err := tx.NewInsert().Model(row).Exec(ctx); err != nil {
 				return writeErr(err, "profile", "profile already exists")
 			}
-			return insertProfileTags(ctx, tx, p)
+			if err := insertProfileTags(ctx, tx, p); err != nil {
+				return err
+			}
+			return appendEvents(ctx, tx, events)
 		})
 	}
 	row.QuotaShard = createShards.take()
@@ -494,7 +498,8 @@ func (r profileRepository) CreateWithin(ctx context.Context, p profile.Profile, 
 			return fmt.Errorf("bunstore: write profile count: %w", err)
 		}
 	}
-	if counted, err := r.pgCreate(ctx, nil, row, p.Tags, max); err != nil || counted {
+	evs := newPGEvents(events)
+	if counted, err := r.pgCreate(ctx, nil, row, p.Tags, evs, max); err != nil || counted {
 		return err
 	}
 	if inUnit {
@@ -540,7 +545,7 @@ func (r profileRepository) CreateWithin(ctx context.Context, p profile.Profile, 
 				}
 			}
 		}
-		counted, err := r.pgCreate(ctx, &tx, row, p.Tags, 0)
+		counted, err := r.pgCreate(ctx, &tx, row, p.Tags, evs, 0)
 		if err == nil && !counted {
 			err = fmt.Errorf("bunstore: profile count shard %d of team %s is missing", row.QuotaShard, p.TeamID)
 		}
@@ -621,27 +626,74 @@ FROM unnest(?::integer[], ?::integer[]) AS v(shard, n) WHERE t.team_id = ? AND t
 // in a cycle.
 const pgLockShardsSQL = `SELECT shard, profiles FROM team_profile_counts WHERE team_id = ? ORDER BY shard FOR UPDATE`
 
-// pgCreate runs pgCreateSQL for row in the shard row.QuotaShard, on tx
-// (nil: ctx's unit, or none), and says whether the profile was counted
-// (and so inserted).
-func (r profileRepository) pgCreate(ctx context.Context, tx *bun.Tx, row *profileRow, tags []string, max int) (bool, error) {
+// pgCreate runs pgCreateSQL for row and its events in the shard
+// row.QuotaShard, on tx (nil: ctx's unit, or none), and says whether the
+// profile was counted (and so inserted). Outside a unit it is one round
+// trip on the pool, committed on its own.
+func (r profileRepository) pgCreate(ctx context.Context, tx *bun.Tx, row *profileRow, tags []string, evs pgEvents, max int) (bool, error) {
 	if tags == nil {
 		tags = []string{}
 	}
+	args := append([]any{row.TeamID, max, tags, row.QuotaShard,
+		evs.ids, evs.teams, evs.types, evs.occurred, evs.data, evs.createdAt}, r.insertArgs(row)...)
 	var inserted []int
-	args := append([]any{row.TeamID, max, tags, row.QuotaShard}, r.insertArgs(row)...)
-	if err := r.pgPreparedOn(ctx, tx, &inserted, r.pgCreateSQL(), args...); err != nil {
+	var err error
+	if _, inUnit := ctx.Value(txKey{db: r.db}).(bun.Tx); tx == nil && !inUnit && r.pool != nil {
+		err = r.pgExecOne(ctx, &inserted, r.pgCreateSQL(), args)
+	} else {
+		err = r.pgPreparedOn(ctx, tx, &inserted, r.pgCreateSQL(), args...)
+	}
+	if err != nil {
 		return false, writeErr(err, "profile", "profile already exists")
 	}
 	return len(inserted) == 1 && inserted[0] == 1, nil
 }
 
+// pgExecOne runs query outside any unit, on the pool and through pgx's
+// statement cache, and reads the integer of its one row into *into.
+func (r profileRepository) pgExecOne(ctx context.Context, into *[]int, query string, args []any) error {
+	if r.timeout > 0 && ctx.Value(noDeadlineKey{}) == nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.timeout)
+		defer cancel()
+	}
+	var n int
+	if err := r.pool.QueryRow(ctx, query, append([]any{pgx.QueryExecModeCacheStatement}, args...)...).Scan(&n); err != nil {
+		return err
+	}
+	*into = append(*into, n)
+	return nil
+}
+
+// pgEvents are the outbox events of a create as the arrays pgCreateSQL
+// unnests.
+type pgEvents struct {
+	ids, teams, types, data []string
+	occurred                []time.Time
+	createdAt               time.Time
+}
+
+func newPGEvents(events []event.Event) pgEvents {
+	evs := pgEvents{
+		ids: make([]string, len(events)), teams: make([]string, len(events)), types: make([]string, len(events)),
+		data: make([]string, len(events)), occurred: make([]time.Time, len(events)),
+		createdAt: time.Now().UTC(),
+	}
+	for i, e := range events {
+		evs.ids[i], evs.teams[i], evs.types[i] = e.ID, e.TeamID, string(e.Type)
+		evs.data[i], evs.occurred[i] = string(e.Data), utc(e.OccurredAt)
+	}
+	return evs
+}
+
 // pgCreate is CreateWithin's statement on PostgreSQL, made once from the
 // row's columns: $1 the team, $2 the bound, $3 the tags, $4 the shard,
-// then the columns (cast: in INSERT ... SELECT, PostgreSQL does not infer
-// their types). The shard counts the profile if it is within its share and
-// no shard of the team is beyond its own (max was lowered: then only the
-// look at every shard can tell whether the team has room).
+// $5 to $9 the events' ids, teams, types, times and data, $10 when they
+// are written, then the columns (cast: in INSERT ... SELECT, PostgreSQL does
+// not infer their types). The shard counts the profile if it is within
+// its share and no shard of the team is beyond its own (max was lowered:
+// then only the look at every shard can tell whether the team has room);
+// the profile, its tags and its events are inserted only if it counted.
 var pgCreateStatement struct {
 	once sync.Once
 	sql  string
@@ -652,7 +704,7 @@ func (r profileRepository) pgCreateSQL() string {
 		var cols, vals []string
 		for i, f := range r.db.Table(reflect.TypeFor[profileRow]()).Fields {
 			cols = append(cols, string(f.SQLName))
-			vals = append(vals, fmt.Sprintf("$%d::%s", i+5, f.CreateTableSQLType))
+			vals = append(vals, fmt.Sprintf("$%d::%s", i+11, f.CreateTableSQLType))
 		}
 		pgCreateStatement.sql = `WITH c AS (UPDATE team_profile_counts AS t SET profiles = t.profiles + 1
 	WHERE t.team_id = $1 AND t.shard = $4::integer AND ($2::integer <= 0 OR (t.profiles < ` + pgShareSQL("t") + `
@@ -660,7 +712,10 @@ func (r profileRepository) pgCreateSQL() string {
 	RETURNING t.team_id),
 ins AS (INSERT INTO profiles (` + strings.Join(cols, ", ") + `) SELECT ` + strings.Join(vals, ", ") + ` FROM c RETURNING id, team_id),
 tags AS (INSERT INTO profile_tags (profile_id, team_id, tag, position)
-	SELECT ins.id, ins.team_id, t.tag, t.ord - 1 FROM ins, unnest($3::text[]) WITH ORDINALITY AS t(tag, ord))
+	SELECT ins.id, ins.team_id, t.tag, t.ord - 1 FROM ins, unnest($3::text[]) WITH ORDINALITY AS t(tag, ord)),
+ev AS (INSERT INTO outbox_events (id, team_id, type, occurred_at, data, created_at)
+	SELECT e.id, e.team_id, e.type, e.occurred_at, e.data::json, $10::timestamptz
+	FROM ins, unnest($5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::text[]) AS e(id, team_id, type, occurred_at, data))
 SELECT count(*) FROM ins`
 	})
 	return pgCreateStatement.sql

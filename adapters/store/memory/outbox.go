@@ -12,10 +12,15 @@ type outbox struct{ s *Store }
 
 func (r outbox) Append(ctx context.Context, e event.Event) error {
 	return r.s.write(ctx, func(st *state, undo *undoLog) error {
-		st.outboxSeq++
-		e.Seq = st.outboxSeq
-		return st.outbox.insert(undo, outboxRow{e: e})
+		return st.appendEvent(undo, e)
 	})
+}
+
+// appendEvent numbers e and adds it to the outbox.
+func (st *state) appendEvent(undo *undoLog, e event.Event) error {
+	st.outboxSeq++
+	e.Seq = st.outboxSeq
+	return st.outbox.insert(undo, outboxRow{e: e})
 }
 
 func (r outbox) ListAfter(ctx context.Context, afterID string, limit int) ([]event.Event, error) {

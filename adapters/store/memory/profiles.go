@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/ports/profilestore"
@@ -19,9 +20,9 @@ func (r profiles) Create(ctx context.Context, p profile.Profile) error {
 	return r.CreateWithin(ctx, p, 0)
 }
 
-// CreateWithin counts and inserts under the store's write lock, so the two
-// are one step.
-func (r profiles) CreateWithin(ctx context.Context, p profile.Profile, max int) error {
+// CreateWithin counts and inserts (the profile and its events) under the
+// store's write lock, so they are one step.
+func (r profiles) CreateWithin(ctx context.Context, p profile.Profile, max int, events ...event.Event) error {
 	return r.s.write(ctx, func(st *state, undo *undoLog) error {
 		if max > 0 {
 			n := len(st.profiles.query(func(q *profile.Profile) bool { return q.TeamID == p.TeamID }, nil, max))
@@ -30,7 +31,24 @@ func (r profiles) CreateWithin(ctx context.Context, p profile.Profile, max int) 
 			}
 		}
 		p.Proxy = nil
-		return st.profiles.insert(undo, p)
+		// All or nothing, as one SQL statement: a clash undoes what this
+		// call wrote, and the unit (if any) can undo the rest later.
+		var step undoLog
+		err := st.profiles.insert(&step, p)
+		for _, e := range events {
+			if err != nil {
+				break
+			}
+			err = st.appendEvent(&step, e)
+		}
+		if err != nil {
+			step.rollback()
+			return err
+		}
+		if undo != nil {
+			undo.steps = append(undo.steps, step.steps...)
+		}
+		return nil
 	})
 }
 
