@@ -192,7 +192,7 @@ func (s *Service) FanOut(ctx context.Context) (int, error) {
 				return err
 			}
 		}
-		return s.d.Outbox.MarkDispatched(ctx, ids, now)
+		return s.d.Outbox.MarkDispatched(ctx, ids)
 	})
 	return n, err
 }

@@ -98,9 +98,10 @@ type Deliveries interface {
 	// is pending.
 	Pending(ctx context.Context) (nextDue, oldestCreated time.Time, ok bool, err error)
 	// Prune deletes, in one call, up to limit succeeded or failed deliveries
-	// last updated before cutoff, and up to limit outbox events dispatched
-	// before cutoff that no pending delivery (leased or not) refers to,
-	// oldest (by update, by dispatch) first. The
+	// last updated before cutoff, and up to limit outbox events that
+	// occurred before cutoff, have been dispatched, and that no pending
+	// delivery (leased or not) refers to, oldest (by update, by occurrence)
+	// first. The
 	// event appended last always stays, so that the outbox's numbering
 	// (event.Seq) goes on from it. A limit below one deletes nothing.
 	Prune(ctx context.Context, cutoff time.Time, limit int) (Pruned, error)
@@ -119,6 +120,7 @@ type OutboxClaims interface {
 	// work: concurrent units (other instances) skip them (PostgreSQL:
 	// FOR UPDATE SKIP LOCKED) and see them again if the unit rolls back.
 	ClaimUndispatched(ctx context.Context, limit int) ([]event.Event, error)
-	// MarkDispatched records that the events have been fanned out.
-	MarkDispatched(ctx context.Context, ids []string, at time.Time) error
+	// MarkDispatched records that the events have been fanned out; ids
+	// not in the outbox, or marked already, are ignored.
+	MarkDispatched(ctx context.Context, ids []string) error
 }

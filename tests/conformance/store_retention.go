@@ -13,14 +13,19 @@ import (
 // rows an hour before it are old, rows an hour after it recent.
 var retentionCutoff = storeAt(0).In(storeZone)
 
-// appendDispatched appends an event of the team and marks it dispatched at
-// at (nil: left undispatched).
+// appendDispatched appends an event of the team that occurred at at and
+// marks it dispatched (nil: an event that occurred two days before the
+// cutoff, left undispatched).
 func (f storeFixture) appendDispatched(teamID string, at *time.Time) event.Event {
 	f.t.Helper()
-	e := f.event(teamID, storeAt(-48*time.Hour))
+	occurred := storeAt(-48 * time.Hour)
+	if at != nil {
+		occurred = *at
+	}
+	e := f.event(teamID, occurred)
 	f.must("Append", f.s.Outbox().Append(f.ctx, e))
 	if at != nil {
-		f.must("MarkDispatched", f.s.Outbox().MarkDispatched(f.ctx, []string{e.ID}, *at))
+		f.must("MarkDispatched", f.s.Outbox().MarkDispatched(f.ctx, []string{e.ID}))
 	}
 	return e
 }

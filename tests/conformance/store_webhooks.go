@@ -787,12 +787,12 @@ func runOutboxDispatch(t *testing.T, newStore NewStore) {
 			if len(got) > 0 {
 				checkEqual(t, "event", got[0], events[0])
 			}
-			return tx.Outbox().MarkDispatched(ctx, eventIDs(got), storeAt(time.Minute))
+			return tx.Outbox().MarkDispatched(ctx, eventIDs(got))
 		}))
 		checkIDs(t, "after marking", claim(f, f.s, f.ctx, 10), all[3:])
-		f.must("MarkDispatched of nothing", f.s.Outbox().MarkDispatched(f.ctx, nil, storeAt(time.Hour)))
+		f.must("MarkDispatched of nothing", f.s.Outbox().MarkDispatched(f.ctx, nil))
 		f.must("MarkDispatched of an unknown id and a marked one",
-			f.s.Outbox().MarkDispatched(f.ctx, []string{storeID("evt"), all[0], all[4]}, storeAt(time.Hour)))
+			f.s.Outbox().MarkDispatched(f.ctx, []string{storeID("evt"), all[0], all[4]}))
 		checkIDs(t, "after marking the last", claim(f, f.s, f.ctx, 10), all[3:4])
 		listed, err := f.s.Outbox().ListAfter(f.ctx, "", 10)
 		f.must("ListAfter", err)
@@ -810,7 +810,7 @@ func runOutboxDispatch(t *testing.T, newStore NewStore) {
 			if err != nil {
 				return err
 			}
-			if err := tx.Outbox().MarkDispatched(ctx, eventIDs(got), storeAt(time.Minute)); err != nil {
+			if err := tx.Outbox().MarkDispatched(ctx, eventIDs(got)); err != nil {
 				return err
 			}
 			checkIDs(t, "claim inside the unit after marking", claim(f, tx, ctx, 10), []string{})
@@ -858,7 +858,7 @@ func runOutboxDispatch(t *testing.T, newStore NewStore) {
 					case <-together:
 					case <-time.After(250 * time.Millisecond):
 					}
-					return tx.Outbox().MarkDispatched(ctx, claims[i], storeAt(time.Minute))
+					return tx.Outbox().MarkDispatched(ctx, claims[i])
 				})
 			})
 			for i, err := range errs {

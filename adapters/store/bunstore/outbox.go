@@ -24,8 +24,6 @@ type outboxEventRow struct {
 	// column keeps the JSON exactly as the event carries it.
 	Data      string    `bun:"data"`
 	CreatedAt time.Time `bun:"created_at"`
-	// DispatchedAt is NULL until the event has been fanned out.
-	DispatchedAt *time.Time `bun:"dispatched_at"`
 	// Seq is numbered by the database on insert (PostgreSQL: an identity
 	// column; SQLite: a trigger): the service leaves it zero, which
 	// nullzero writes as DEFAULT.
@@ -62,7 +60,8 @@ func (o outbox) Append(ctx context.Context, e event.Event) error {
 	return appendEvents(ctx, conn(ctx, o.db), []event.Event{e})
 }
 
-// appendEvents inserts events into the outbox on db, in one statement.
+// appendEvents inserts events into the outbox on db, and lists them in
+// outbox_pending (SQLite: its trigger does), in one statement.
 func appendEvents(ctx context.Context, db bun.IDB, events []event.Event) error {
 	if len(events) == 0 {
 		return nil
@@ -72,7 +71,14 @@ func appendEvents(ctx context.Context, db bun.IDB, events []event.Event) error {
 	for i, e := range events {
 		rows[i] = newOutboxEventRow(e, now)
 	}
-	if _, err := db.NewInsert().Model(&rows).Exec(ctx); err != nil {
+	insert := db.NewInsert().Model(&rows)
+	var err error
+	if db.Dialect().Name() == dialect.PG {
+		_, err = db.NewRaw("WITH e AS (?) INSERT INTO outbox_pending (id) SELECT id FROM e", insert.Returning("id")).Exec(ctx)
+	} else {
+		_, err = insert.Exec(ctx)
+	}
+	if err != nil {
 		return writeErr(err, "outbox event", "event already in the outbox")
 	}
 	return nil
@@ -99,23 +105,27 @@ func (o outbox) ListAfter(ctx context.Context, afterID string, limit int) ([]eve
 	return events, nil
 }
 
-// ClaimUndispatched locks the rows it returns until the caller's unit of
-// work ends: on PostgreSQL, concurrent units skip them (SKIP LOCKED) rather
-// than wait, and see them again if the unit rolls back. SQLite runs one
-// writing transaction at a time, so it needs no lock clause.
+// ClaimUndispatched reads the events listed in outbox_pending and, on
+// PostgreSQL, locks their entries there until the caller's unit of work
+// ends: concurrent units skip them (SKIP LOCKED) rather than wait, and see
+// them again if the unit rolls back. SQLite runs one writing transaction
+// at a time, so it needs no lock clause.
 func (o outbox) ClaimUndispatched(ctx context.Context, limit int) ([]event.Event, error) {
 	if limit <= 0 {
 		return []event.Event{}, nil
 	}
 	var rows []outboxEventRow
-	q := conn(ctx, o.db).NewSelect().Model(&rows).
-		Where("dispatched_at IS NULL").
-		OrderExpr("id ASC").
-		Limit(int64(limit))
-	if conn(ctx, o.db).Dialect().Name() == dialect.PG {
-		q = q.For("UPDATE SKIP LOCKED")
+	db := conn(ctx, o.db)
+	// The entries are taken first, oldest first, and their events looked
+	// up by key: a join left to the planner may read the whole outbox.
+	lock := ""
+	if db.Dialect().Name() == dialect.PG {
+		lock = " FOR UPDATE SKIP LOCKED"
 	}
-	if err := q.Scan(ctx); err != nil {
+	err := db.NewRaw(`WITH p AS (SELECT id FROM outbox_pending ORDER BY id LIMIT ?`+lock+`)
+SELECT o.id, o.team_id, o.type, o.occurred_at, o.data, o.created_at, o.seq
+FROM p JOIN outbox_events AS o ON o.id = p.id ORDER BY o.id`, limit).Scan(ctx, &rows)
+	if err != nil {
 		return nil, readErr(err, "outbox events")
 	}
 	events := make([]event.Event, 0, len(rows))
@@ -125,16 +135,14 @@ func (o outbox) ClaimUndispatched(ctx context.Context, limit int) ([]event.Event
 	return events, nil
 }
 
-// MarkDispatched keeps the first dispatch time of an event marked twice and
-// ignores ids that are not in the outbox.
-func (o outbox) MarkDispatched(ctx context.Context, ids []string, at time.Time) error {
+// MarkDispatched takes the events off outbox_pending, ignoring ids that
+// are not on it.
+func (o outbox) MarkDispatched(ctx context.Context, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	_, err := conn(ctx, o.db).NewUpdate().Model((*outboxEventRow)(nil)).
-		Set("dispatched_at = ?", utc(at)).
+	_, err := conn(ctx, o.db).NewDelete().Table("outbox_pending").
 		Where("id IN (?)", bun.List(ids)).
-		Where("dispatched_at IS NULL").
 		Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("bunstore: write outbox events: %w", err)

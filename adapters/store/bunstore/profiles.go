@@ -483,28 +483,37 @@ func (r profileRepository) CreateWithin(ctx context.Context, p profile.Profile, 
 			return appendEvents(ctx, tx, events)
 		})
 	}
-	row.QuotaShard = createShards.take()
-	taken := row.QuotaShard
-	defer atUnitEnd(ctx, r.db, func() { createShards.give(taken) })
-	// A shard's row changed by a create that committed while this one
-	// waited for it is locked before its share is checked again, so a
-	// create that finds it full may hold its lock; looking at every shard
-	// with that lock held could wait in a cycle with another create doing
-	// the same. In a unit, the savepoint lets the lock go; alone, the
-	// statement's end does.
 	unit, inUnit := ctx.Value(txKey{db: r.db}).(bun.Tx)
-	if inUnit {
-		if _, err := unit.ExecContext(ctx, "SAVEPOINT profile_count"); err != nil {
-			return fmt.Errorf("bunstore: write profile count: %w", err)
-		}
-	}
 	evs := newPGEvents(events)
-	if counted, err := r.pgCreate(ctx, nil, row, p.Tags, evs, max); err != nil || counted {
-		return err
-	}
-	if inUnit {
-		if _, err := unit.ExecContext(ctx, "ROLLBACK TO SAVEPOINT profile_count"); err != nil {
-			return fmt.Errorf("bunstore: write profile count: %w", err)
+	if !inUnit && r.pool != nil {
+		if counted, err := r.pgCreateAlone(ctx, row, p.Tags, evs, max); err != nil || counted {
+			return err
+		}
+	} else {
+		// In a unit, the unit holds its connection already: the shard is
+		// this process's fewest-held one while no other create of the
+		// process can be waiting for a connection with it.
+		row.QuotaShard = createShards.take()
+		taken := row.QuotaShard
+		defer atUnitEnd(ctx, r.db, func() { createShards.give(taken) })
+		// A shard's row changed by a create that committed while this one
+		// waited for it is locked before its share is checked again, so a
+		// create that finds it full may hold its lock; looking at every
+		// shard with that lock held could wait in a cycle with another
+		// create doing the same. In a unit, the savepoint lets the lock go;
+		// alone, the statement's end does.
+		if inUnit {
+			if _, err := unit.ExecContext(ctx, "SAVEPOINT profile_count"); err != nil {
+				return fmt.Errorf("bunstore: write profile count: %w", err)
+			}
+		}
+		if counted, err := r.pgCreate(ctx, nil, row, p.Tags, evs, max); err != nil || counted {
+			return err
+		}
+		if inUnit {
+			if _, err := unit.ExecContext(ctx, "ROLLBACK TO SAVEPOINT profile_count"); err != nil {
+				return fmt.Errorf("bunstore: write profile count: %w", err)
+			}
 		}
 	}
 	return conn(ctx, r.db).RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -628,41 +637,49 @@ const pgLockShardsSQL = `SELECT shard, profiles FROM team_profile_counts WHERE t
 
 // pgCreate runs pgCreateSQL for row and its events in the shard
 // row.QuotaShard, on tx (nil: ctx's unit, or none), and says whether the
-// profile was counted (and so inserted). Outside a unit it is one round
-// trip on the pool, committed on its own.
+// profile was counted (and so inserted).
 func (r profileRepository) pgCreate(ctx context.Context, tx *bun.Tx, row *profileRow, tags []string, evs pgEvents, max int) (bool, error) {
-	if tags == nil {
-		tags = []string{}
-	}
-	args := append([]any{row.TeamID, max, tags, row.QuotaShard,
-		evs.ids, evs.teams, evs.types, evs.occurred, evs.data, evs.createdAt}, r.insertArgs(row)...)
 	var inserted []int
-	var err error
-	if _, inUnit := ctx.Value(txKey{db: r.db}).(bun.Tx); tx == nil && !inUnit && r.pool != nil {
-		err = r.pgExecOne(ctx, &inserted, r.pgCreateSQL(), args)
-	} else {
-		err = r.pgPreparedOn(ctx, tx, &inserted, r.pgCreateSQL(), args...)
-	}
-	if err != nil {
+	if err := r.pgPreparedOn(ctx, tx, &inserted, r.pgCreateSQL(), r.pgCreateArgs(row, tags, evs, max)...); err != nil {
 		return false, writeErr(err, "profile", "profile already exists")
 	}
 	return len(inserted) == 1 && inserted[0] == 1, nil
 }
 
-// pgExecOne runs query outside any unit, on the pool and through pgx's
-// statement cache, and reads the integer of its one row into *into.
-func (r profileRepository) pgExecOne(ctx context.Context, into *[]int, query string, args []any) error {
+// pgCreateAlone is pgCreate outside any unit: one round trip on a
+// connection of the pool, committed on its own. The shard is picked once
+// the connection is held, so that the creates holding shards are those
+// running, at most one per connection: picked before, while the creates
+// of a full pool wait for a connection, several would hold each shard and
+// queue on its row lock, one commit's flush after another.
+func (r profileRepository) pgCreateAlone(ctx context.Context, row *profileRow, tags []string, evs pgEvents, max int) (bool, error) {
 	if r.timeout > 0 && ctx.Value(noDeadlineKey{}) == nil {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, r.timeout)
 		defer cancel()
 	}
-	var n int
-	if err := r.pool.QueryRow(ctx, query, append([]any{pgx.QueryExecModeCacheStatement}, args...)...).Scan(&n); err != nil {
-		return err
+	c, err := r.pool.Acquire(ctx)
+	if err != nil {
+		return false, fmt.Errorf("bunstore: write profile: %w", err)
 	}
-	*into = append(*into, n)
-	return nil
+	defer c.Release()
+	row.QuotaShard = createShards.take()
+	defer createShards.give(row.QuotaShard)
+	args := append([]any{pgx.QueryExecModeCacheStatement}, r.pgCreateArgs(row, tags, evs, max)...)
+	var n int
+	if err := c.QueryRow(ctx, r.pgCreateSQL(), args...).Scan(&n); err != nil {
+		return false, writeErr(err, "profile", "profile already exists")
+	}
+	return n == 1, nil
+}
+
+// pgCreateArgs are pgCreateSQL's arguments.
+func (r profileRepository) pgCreateArgs(row *profileRow, tags []string, evs pgEvents, max int) []any {
+	if tags == nil {
+		tags = []string{}
+	}
+	return append([]any{row.TeamID, max, tags, row.QuotaShard,
+		evs.ids, evs.teams, evs.types, evs.occurred, evs.data, evs.createdAt}, r.insertArgs(row)...)
 }
 
 // pgEvents are the outbox events of a create as the arrays pgCreateSQL
@@ -693,7 +710,8 @@ func newPGEvents(events []event.Event) pgEvents {
 // not infer their types). The shard counts the profile if it is within
 // its share and no shard of the team is beyond its own (max was lowered:
 // then only the look at every shard can tell whether the team has room);
-// the profile, its tags and its events are inserted only if it counted.
+// the profile, its tags and its events (listed as pending fan-out) are
+// inserted only if it counted.
 var pgCreateStatement struct {
 	once sync.Once
 	sql  string
@@ -715,7 +733,9 @@ tags AS (INSERT INTO profile_tags (profile_id, team_id, tag, position)
 	SELECT ins.id, ins.team_id, t.tag, t.ord - 1 FROM ins, unnest($3::text[]) WITH ORDINALITY AS t(tag, ord)),
 ev AS (INSERT INTO outbox_events (id, team_id, type, occurred_at, data, created_at)
 	SELECT e.id, e.team_id, e.type, e.occurred_at, e.data::json, $10::timestamptz
-	FROM ins, unnest($5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::text[]) AS e(id, team_id, type, occurred_at, data))
+	FROM ins, unnest($5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::text[]) AS e(id, team_id, type, occurred_at, data)
+	RETURNING id),
+pending AS (INSERT INTO outbox_pending (id) SELECT id FROM ev)
 SELECT count(*) FROM ins`
 	})
 	return pgCreateStatement.sql

@@ -152,6 +152,19 @@ func TestProfileRoundTrips(t *testing.T) {
 			t.Fatal(err)
 		}
 		stmts.take()
+		// Alone, a create and its event are one statement, committed on
+		// its own, and the shard is given back when it returns.
+		created, err := event.New("evt_0", "tm_1", event.ProfileCreated, at, map[string]any{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Profiles().CreateWithin(ctx, benchProfile("tm_1", 97), 100, created); err != nil {
+			t.Fatal(err)
+		}
+		wantStatements(t, "a create alone", stmts.take(), 1)
+		if n := bunstore.ShardsHeld(); n != 0 {
+			t.Fatalf("after a create alone, %d shards are held, want 0", n)
+		}
 		err = s.Do(ctx, func(ctx context.Context) error {
 			if err := s.Profiles().CreateWithin(ctx, benchProfile("tm_1", 99), 100); err != nil {
 				return err

@@ -795,16 +795,15 @@ func (r deliveryRepository) Prune(ctx context.Context, cutoff time.Time, limit i
 
 		events := tx.NewSelect().Model((*outboxEventRow)(nil)).
 			Column("id").
-			Where("dispatched_at IS NOT NULL").
-			Where("dispatched_at < ?", cutoff).
+			Where("occurred_at < ?", cutoff).
+			Where("NOT EXISTS (SELECT 1 FROM outbox_pending AS op WHERE op.id = o.id)").
 			Where("seq < (SELECT max(seq) FROM outbox_events)").
 			Where("NOT EXISTS (SELECT 1 FROM webhook_deliveries AS pd WHERE pd.event_id = o.id AND pd.status = ?)",
 				string(webhook.StatusPending)).
-			OrderExpr("dispatched_at ASC, id ASC").
+			OrderExpr("occurred_at ASC, id ASC").
 			Limit(int64(limit))
 		res, err = tx.NewDelete().Model((*outboxEventRow)(nil)).
 			Where("id IN (?)", events).
-			Where("dispatched_at < ?", cutoff).
 			Exec(ctx)
 		if n, err = rowsAffected(res, err, "outbox events"); err != nil {
 			return err

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"time"
 
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/ports/storage"
@@ -40,16 +39,15 @@ func (r outbox) ClaimUndispatched(ctx context.Context, limit int) ([]event.Event
 	return eventsOf(rows), err
 }
 
-// MarkDispatched keeps the first dispatch time of an event marked twice and
-// ignores ids that are not in the outbox, as an UPDATE would.
-func (r outbox) MarkDispatched(ctx context.Context, ids []string, at time.Time) error {
+// MarkDispatched ignores ids that are not in the outbox or marked already.
+func (r outbox) MarkDispatched(ctx context.Context, ids []string) error {
 	return r.s.write(ctx, func(st *state, undo *undoLog) error {
 		for _, id := range ids {
 			row, err := st.outbox.get(id)
-			if err != nil || row.dispatchedAt != nil {
+			if err != nil || row.dispatched {
 				continue
 			}
-			row.dispatchedAt = &at
+			row.dispatched = true
 			st.outbox.put(undo, row)
 		}
 		return nil

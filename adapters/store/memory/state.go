@@ -50,14 +50,13 @@ type deliveryRow struct {
 
 func pending(row *deliveryRow) bool { return row.d.Status == webhook.StatusPending }
 
-// outboxRow is an event with the time it was fanned out to deliveries, nil
-// until then.
+// outboxRow is an event and whether it has been fanned out to deliveries.
 type outboxRow struct {
-	e            event.Event
-	dispatchedAt *time.Time
+	e          event.Event
+	dispatched bool
 }
 
-func undispatched(row *outboxRow) bool { return row.dispatchedAt == nil }
+func undispatched(row *outboxRow) bool { return !row.dispatched }
 
 func newState() state {
 	return state{
@@ -206,6 +205,5 @@ func cloneDeliveryRow(r deliveryRow) deliveryRow {
 
 func cloneOutboxRow(r outboxRow) outboxRow {
 	r.e = cloneEvent(r.e)
-	r.dispatchedAt = utcPtr(r.dispatchedAt)
 	return r
 }

@@ -275,10 +275,10 @@ func (r deliveries) Prune(ctx context.Context, cutoff time.Time, limit int) (web
 			lastSeq = max(lastSeq, row.e.Seq)
 		}
 		events := st.outbox.query(func(row *outboxRow) bool {
-			return row.dispatchedAt != nil && row.dispatchedAt.Before(cutoff) &&
+			return row.dispatched && row.e.OccurredAt.Before(cutoff) &&
 				row.e.Seq != lastSeq && !waiting[row.e.ID]
 		}, func(a, b *outboxRow) int {
-			return cmp.Or(a.dispatchedAt.Compare(*b.dispatchedAt), cmp.Compare(a.e.ID, b.e.ID))
+			return cmp.Or(a.e.OccurredAt.Compare(b.e.OccurredAt), cmp.Compare(a.e.ID, b.e.ID))
 		}, limit)
 		for _, row := range events {
 			st.outbox.remove(undo, row.e.ID)
