@@ -75,32 +75,69 @@ type Redis struct {
 	// neither read nor filled here until Redis has deleted them.
 	mu      sync.Mutex
 	pending map[string]struct{}
+
+	gets getBatch
 }
 
 // New returns the cache, keeping entries under prefix for ttl: the ttl
 // bounds how long another instance may read an entry whose drop could not
 // reach Redis.
 func New(client redis.UniversalClient, guard Guard, prefix string, ttl time.Duration) *Redis {
-	return &Redis{client: client, guard: guard, prefix: prefix, ttl: ttl, pending: map[string]struct{}{}}
+	r := &Redis{client: client, guard: guard, prefix: prefix, ttl: ttl, pending: map[string]struct{}{}}
+	r.gets.send = r.sendGets
+	return r
+}
+
+// sendGets runs the GETs of keys, one pipeline for several: an entry's
+// absence (redis.Nil) or another reply of Redis is that key's own result;
+// a pipeline Redis did not answer fails every key.
+func (r *Redis) sendGets(ctx context.Context, keys []string) ([]getResult, error) {
+	out := make([]getResult, len(keys))
+	if len(keys) == 1 {
+		err := r.guard.Do(ctx, component, func(ctx context.Context) error {
+			out[0].val, out[0].err = r.client.Get(ctx, keys[0]).Result()
+			return out[0].err
+		})
+		return out, unanswered(err)
+	}
+	err := r.guard.Do(ctx, component, func(ctx context.Context) error {
+		pipe := r.client.Pipeline()
+		cmds := make([]*redis.StringCmd, len(keys))
+		for i, k := range keys {
+			cmds[i] = pipe.Get(ctx, k)
+		}
+		_, err := pipe.Exec(ctx)
+		for i, c := range cmds {
+			out[i].val, out[i].err = c.Result()
+		}
+		return err
+	})
+	return out, unanswered(err)
+}
+
+// unanswered is err unless Redis answered it (redis.Nil included): then
+// the keys' own results tell.
+func unanswered(err error) error {
+	var reply redis.Error
+	if errors.As(err, &reply) {
+		return nil
+	}
+	return err
 }
 
 // key includes the team, so one team's id never reads another's entry.
 func (r *Redis) key(teamID, id string) string { return r.prefix + teamID + ":" + id }
 
 // Get reads the entry, leasing it on a miss; any failure is a miss without
-// a lease. A hit is one plain GET: only a missing entry runs the script
-// that leases it, which cost Redis several times a GET's work.
+// a lease. A hit is one plain GET, sent with those of concurrent readers
+// (getBatch): only a missing entry runs the script that leases it, which
+// cost Redis several times a GET's work.
 func (r *Redis) Get(ctx context.Context, teamID, id string) (profile.Profile, bool, string) {
 	key := r.key(teamID, id)
 	if r.flushPending(ctx, key) {
 		return profile.Profile{}, false, ""
 	}
-	var v string
-	err := r.guard.Do(ctx, component, func(ctx context.Context) error {
-		var err error
-		v, err = r.client.Get(ctx, key).Result()
-		return err
-	})
+	v, err := r.gets.get(ctx, key)
 	if errors.Is(err, redis.Nil) {
 		var token string
 		if token, err = newToken(); err != nil {

@@ -2,7 +2,9 @@ package profilecache_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -124,5 +126,42 @@ func TestOutageMissesAndKeepsDrops(t *testing.T) {
 	// That Get leased the entry anew; the dropped value is gone.
 	if v, err := real.Get(ctx, prefix+"tm_1:prf_1").Result(); err == nil && strings.HasPrefix(v, "v") {
 		t.Fatalf("the dropped value is still in Redis: %q", v)
+	}
+}
+
+// Concurrent readers share pipelines: each still gets its own entry, and
+// each reader of a missing entry its own miss.
+func TestConcurrentGetsEachGetTheirEntry(t *testing.T) {
+	client := testenv.RedisClient(t)
+	pc, _ := newCache(t, client, testenv.RedisKeyPrefix(t, client, "profilecache-concurrent"))
+	ctx := context.Background()
+	const n = 40
+	for i := range n {
+		id := fmt.Sprintf("prf_%d", i)
+		_, _, lease := pc.Get(ctx, "tm_1", id)
+		pc.Fill(ctx, "tm_1", id, lease, running("tm_1", id, "name "+id))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 10*n)
+	for round := range 5 {
+		for i := range 2 * n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				id := fmt.Sprintf("prf_%d", i)
+				p, hit, _ := pc.Get(ctx, "tm_1", id)
+				switch {
+				case i < n && (!hit || p.ID != id || p.Name != "name "+id):
+					errs <- fmt.Sprintf("round %d: %s: hit %v, %s %q", round, id, hit, p.ID, p.Name)
+				case i >= n && hit:
+					errs <- fmt.Sprintf("round %d: %s was never filled but hit", round, id)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
