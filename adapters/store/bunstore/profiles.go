@@ -348,6 +348,7 @@ func (r *profileRow) scanPG(rows pgx.Rows, byHand bool) error {
 // decodePG is scanPG by hand, for a result pgDecodable accepts.
 func (r *profileRow) decodePG(values [][]byte, fields []pgconn.FieldDescription) error {
 	d := pgValues{values: values, fields: fields}
+	d.readText()
 	d.str(&r.ID)
 	d.str(&r.TeamID)
 	d.str(&r.Name)
@@ -359,9 +360,7 @@ func (r *profileRow) decodePG(values [][]byte, fields []pgconn.FieldDescription)
 	d.str(&r.Timezone)
 	d.int(&r.ScreenWidth)
 	d.int(&r.ScreenHeight)
-	if v := d.next(); v != nil {
-		r.ProxyID = string(v)
-	}
+	r.ProxyID, _ = d.nullStr()
 	d.str(&r.Notes)
 	d.int(&r.Version)
 	d.str(&r.CreatedBy)
@@ -382,12 +381,12 @@ func (r *profileRow) decodePG(values [][]byte, fields []pgconn.FieldDescription)
 	r.CookiesSize = d.int64Ptr()
 	d.int(&r.QuotaShard)
 	d.str(&r.Tags)
-	view := d.next()
+	view, hasProxy := d.nullStr()
 	if d.err != nil {
 		return d.err
 	}
-	if view != nil {
-		return r.setProxyView(string(view))
+	if hasProxy {
+		return r.setProxyView(view)
 	}
 	return nil
 }
@@ -445,12 +444,56 @@ func pgDecodable(fields []pgconn.FieldDescription) bool {
 
 // pgValues reads a row's values in order for decodePG, keeping the
 // first error. A NULL reads as nil from a pointer column and is an error
-// elsewhere, as it is for pgx's Scan.
+// elsewhere, as it is for pgx's Scan. The row's text is one string that
+// its text columns are cut from, and its optional values are held by one
+// pgOptional: two allocations where pgx's Scan made one or two per column.
+// The row's strings keep each other's bytes alive (the tags' JSON too):
+// a few hundred bytes, for as long as the profile's strings live.
 type pgValues struct {
 	values [][]byte
 	fields []pgconn.FieldDescription
 	i      int
 	err    error
+	text   string // the row's text columns, one after another
+	at     int    // where the next text column starts in text
+	opt    *pgOptional
+}
+
+// pgOptional holds the non-NULL values of a row's pointer columns: as
+// many of each type as profileRow has.
+type pgOptional struct {
+	strs                     [7]string
+	times                    [3]time.Time
+	ints                     [2]int64
+	bools                    [1]bool
+	nStr, nTime, nInt, nBool uint8
+}
+
+// optional is the row's pgOptional, made by the first non-NULL value that
+// needs it: an idle profile without data needs none.
+func (d *pgValues) optional() *pgOptional {
+	if d.opt == nil {
+		d.opt = new(pgOptional)
+	}
+	return d.opt
+}
+
+// readText copies the row's text columns into one string.
+func (d *pgValues) readText() {
+	n := 0
+	for i, k := range pgProfileKinds {
+		if k == pgText {
+			n += len(d.values[i])
+		}
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for i, k := range pgProfileKinds {
+		if k == pgText {
+			b.Write(d.values[i])
+		}
+	}
+	d.text = b.String()
 }
 
 func (d *pgValues) next() []byte {
@@ -465,13 +508,30 @@ func (d *pgValues) fail(what string) {
 	}
 }
 
+// cut is the next text column's string, cut from the row's text.
+func (d *pgValues) cut(v []byte) string {
+	s := d.text[d.at : d.at+len(v)]
+	d.at += len(v)
+	return s
+}
+
 func (d *pgValues) str(dst *string) {
 	v := d.next()
 	if v == nil {
 		d.fail("NULL")
 		return
 	}
-	*dst = string(v)
+	*dst = d.cut(v)
+}
+
+// nullStr reads a nullable text column that is no pointer: "" and false
+// for NULL.
+func (d *pgValues) nullStr() (string, bool) {
+	v := d.next()
+	if v == nil {
+		return "", false
+	}
+	return d.cut(v), true
 }
 
 func (d *pgValues) strPtr() *string {
@@ -479,8 +539,11 @@ func (d *pgValues) strPtr() *string {
 	if v == nil {
 		return nil
 	}
-	s := string(v)
-	return &s
+	o := d.optional()
+	p := &o.strs[o.nStr]
+	o.nStr++
+	*p = d.cut(v)
+	return p
 }
 
 func (d *pgValues) int(dst *int) {
@@ -497,8 +560,11 @@ func (d *pgValues) int64Ptr() *int64 {
 	if v == nil {
 		return nil
 	}
-	n := d.integer(v)
-	return &n
+	o := d.optional()
+	p := &o.ints[o.nInt]
+	o.nInt++
+	*p = d.integer(v)
+	return p
 }
 
 // integer is an int2, int4 or int8: its length tells which.
@@ -529,8 +595,11 @@ func (d *pgValues) timePtr() *time.Time {
 	if v == nil {
 		return nil
 	}
-	t := d.timestamptz(v)
-	return &t
+	o := d.optional()
+	p := &o.times[o.nTime]
+	o.nTime++
+	*p = d.timestamptz(v)
+	return p
 }
 
 // pgEpochSeconds is PostgreSQL's epoch, 2000-01-01 UTC, in Unix seconds.
@@ -562,8 +631,11 @@ func (d *pgValues) boolPtr() *bool {
 		d.fail(fmt.Sprintf("a boolean of %d bytes", len(v)))
 		return nil
 	}
-	b := v[0] != 0
-	return &b
+	o := d.optional()
+	p := &o.bools[o.nBool]
+	o.nBool++
+	*p = v[0] != 0
+	return p
 }
 
 // setProxyView reads pgProxyView's "type port host".
