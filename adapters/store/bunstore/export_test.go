@@ -4,8 +4,10 @@ import (
 	"context"
 	"reflect"
 	"strings"
+	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/uptrace/bun"
 
 	"github.com/profilesvc/profilesvc/ports/webhookstore"
@@ -52,4 +54,30 @@ func ProfileColumns(s *Store) (model, scanned []string) {
 		}
 	}
 	return model, scanned
+}
+
+// DecodeProfilesByHand sets whether PostgreSQL profile reads decode the
+// results they can by hand (the default) or every result through pgx's
+// Scan, until t ends.
+func DecodeProfilesByHand(t testing.TB, byHand bool) {
+	was := pgDecodeByHand
+	pgDecodeByHand = byHand
+	t.Cleanup(func() { pgDecodeByHand = was })
+}
+
+// ProfileFieldsDecodable says whether a profile read's result of these
+// fields is decoded by hand.
+func ProfileFieldsDecodable(fields []pgconn.FieldDescription) bool { return pgDecodable(fields) }
+
+// ProfileReadByHand says whether s's PostgreSQL profile reads are decoded
+// by hand: whether the result of the read, as pgx receives it, is one the
+// hand decoder takes.
+func ProfileReadByHand(ctx context.Context, s *Store) (bool, error) {
+	rows, err := s.pool.Query(ctx, pgProfileSelect+` LIMIT 1`, pgx.QueryExecModeCacheStatement)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	rows.Next()
+	return pgDecodable(rows.FieldDescriptions()), rows.Err()
 }

@@ -3,9 +3,11 @@ package bunstore
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"strconv"
@@ -14,6 +16,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
@@ -317,8 +321,14 @@ const pgProxyView = `CASE WHEN p.proxy_id IS NULL THEN NULL ELSE
 // pgProfileSelect is the start of every profile read on PostgreSQL.
 const pgProfileSelect = `SELECT ` + pgProfileColumns + ` FROM profiles AS p`
 
-// scanPG reads one row of pgProfileColumns into r.
-func (r *profileRow) scanPG(rows pgx.Rows) error {
+// scanPG reads one row of pgProfileColumns into r: by hand from the raw
+// values when byHand (see pgDecodable), else through pgx's Scan, whose
+// planning, conversions and one allocation per pointer cost a page of
+// profiles about a quarter of the service's CPU.
+func (r *profileRow) scanPG(rows pgx.Rows, byHand bool) error {
+	if byHand {
+		return r.decodePG(rows.RawValues(), rows.FieldDescriptions())
+	}
 	var proxyID, view *string
 	err := rows.Scan(&r.ID, &r.TeamID, &r.Name, &r.TemplateID, &r.Browser, &r.UserAgent, &r.Platform, &r.Locale, &r.Timezone,
 		&r.ScreenWidth, &r.ScreenHeight, &proxyID, &r.Notes, &r.Version, &r.CreatedBy, &r.CreatedAt, &r.UpdatedAt,
@@ -333,6 +343,299 @@ func (r *profileRow) scanPG(rows pgx.Rows) error {
 		err = r.setProxyView(*view)
 	}
 	return err
+}
+
+// decodePG is scanPG by hand, for a result pgDecodable accepts.
+func (r *profileRow) decodePG(values [][]byte, fields []pgconn.FieldDescription) error {
+	d := pgValues{values: values, fields: fields}
+	d.readText()
+	d.str(&r.ID)
+	d.str(&r.TeamID)
+	d.str(&r.Name)
+	d.str(&r.TemplateID)
+	d.str(&r.Browser)
+	d.str(&r.UserAgent)
+	d.str(&r.Platform)
+	d.str(&r.Locale)
+	d.str(&r.Timezone)
+	d.int(&r.ScreenWidth)
+	d.int(&r.ScreenHeight)
+	r.ProxyID, _ = d.nullStr()
+	d.str(&r.Notes)
+	d.int(&r.Version)
+	d.str(&r.CreatedBy)
+	d.time(&r.CreatedAt)
+	d.time(&r.UpdatedAt)
+	r.SessionID = d.strPtr()
+	r.SessionStartedAt = d.timePtr()
+	r.SessionExpiresAt = d.timePtr()
+	r.SessionLaunchedBy = d.strPtr()
+	r.SessionHeadless = d.boolPtr()
+	r.SessionCDPURL = d.strPtr()
+	r.SessionTokenHash = d.strPtr()
+	r.SessionNode = d.strPtr()
+	r.DataSHA256 = d.strPtr()
+	r.DataSize = d.int64Ptr()
+	r.DataUpdatedAt = d.timePtr()
+	r.CookiesSHA256 = d.strPtr()
+	r.CookiesSize = d.int64Ptr()
+	d.int(&r.QuotaShard)
+	d.str(&r.Tags)
+	view, hasProxy := d.nullStr()
+	if d.err != nil {
+		return d.err
+	}
+	if hasProxy {
+		return r.setProxyView(view)
+	}
+	return nil
+}
+
+// pgKind is what a column of pgProfileColumns holds, as decodePG reads it.
+type pgKind uint8
+
+const (
+	pgText pgKind = iota
+	pgInt
+	pgTime
+	pgBool
+)
+
+// pgProfileKinds are the kinds of pgProfileColumns, in its order.
+var pgProfileKinds = [...]pgKind{
+	pgText, pgText, pgText, pgText, pgText, pgText, pgText, pgText, pgText, // id to timezone
+	pgInt, pgInt, pgText, pgText, pgInt, pgText, pgTime, pgTime, // screen_width to updated_at
+	pgText, pgTime, pgTime, pgText, pgBool, pgText, pgText, pgText, // the session
+	pgText, pgInt, pgTime, pgText, pgInt, // data and cookies
+	pgInt, pgText, pgText, // quota_shard, tags, the proxy's view
+}
+
+// pgDecodable says whether decodePG reads a result of these fields: each
+// of a type of its column's kind, in binary; text may come in either
+// format (pgx asks for text's in text), the two being the same bytes. Any
+// other result (a column whose type was changed, an extension's type) goes
+// through pgx's Scan, which knows every type.
+func pgDecodable(fields []pgconn.FieldDescription) bool {
+	if len(fields) != len(pgProfileKinds) {
+		return false
+	}
+	for i, f := range fields {
+		kind := pgProfileKinds[i]
+		if f.Format != pgx.BinaryFormatCode && (kind != pgText || f.Format != pgx.TextFormatCode) {
+			return false
+		}
+		var ok bool
+		switch kind {
+		case pgText:
+			ok = f.DataTypeOID == pgtype.TextOID || f.DataTypeOID == pgtype.VarcharOID
+		case pgInt:
+			ok = f.DataTypeOID == pgtype.Int2OID || f.DataTypeOID == pgtype.Int4OID || f.DataTypeOID == pgtype.Int8OID
+		case pgTime:
+			ok = f.DataTypeOID == pgtype.TimestamptzOID
+		case pgBool:
+			ok = f.DataTypeOID == pgtype.BoolOID
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// pgValues reads a row's values in order for decodePG, keeping the
+// first error. A NULL reads as nil from a pointer column and is an error
+// elsewhere, as it is for pgx's Scan. The row's text is one string that
+// its text columns are cut from, and its optional values are held by one
+// pgOptional: two allocations where pgx's Scan made one or two per column.
+// The row's strings keep each other's bytes alive (the tags' JSON too):
+// a few hundred bytes, for as long as the profile's strings live.
+type pgValues struct {
+	values [][]byte
+	fields []pgconn.FieldDescription
+	i      int
+	err    error
+	text   string // the row's text columns, one after another
+	at     int    // where the next text column starts in text
+	opt    *pgOptional
+}
+
+// pgOptional holds the non-NULL values of a row's pointer columns: as
+// many of each type as profileRow has.
+type pgOptional struct {
+	strs                     [7]string
+	times                    [3]time.Time
+	ints                     [2]int64
+	bools                    [1]bool
+	nStr, nTime, nInt, nBool uint8
+}
+
+// optional is the row's pgOptional, made by the first non-NULL value that
+// needs it: an idle profile without data needs none.
+func (d *pgValues) optional() *pgOptional {
+	if d.opt == nil {
+		d.opt = new(pgOptional)
+	}
+	return d.opt
+}
+
+// readText copies the row's text columns into one string.
+func (d *pgValues) readText() {
+	n := 0
+	for i, k := range pgProfileKinds {
+		if k == pgText {
+			n += len(d.values[i])
+		}
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for i, k := range pgProfileKinds {
+		if k == pgText {
+			b.Write(d.values[i])
+		}
+	}
+	d.text = b.String()
+}
+
+func (d *pgValues) next() []byte {
+	v := d.values[d.i]
+	d.i++
+	return v
+}
+
+func (d *pgValues) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("bunstore: read profile column %s: %s", d.fields[d.i-1].Name, what)
+	}
+}
+
+// cut is the next text column's string, cut from the row's text.
+func (d *pgValues) cut(v []byte) string {
+	s := d.text[d.at : d.at+len(v)]
+	d.at += len(v)
+	return s
+}
+
+func (d *pgValues) str(dst *string) {
+	v := d.next()
+	if v == nil {
+		d.fail("NULL")
+		return
+	}
+	*dst = d.cut(v)
+}
+
+// nullStr reads a nullable text column that is no pointer: "" and false
+// for NULL.
+func (d *pgValues) nullStr() (string, bool) {
+	v := d.next()
+	if v == nil {
+		return "", false
+	}
+	return d.cut(v), true
+}
+
+func (d *pgValues) strPtr() *string {
+	v := d.next()
+	if v == nil {
+		return nil
+	}
+	o := d.optional()
+	p := &o.strs[o.nStr]
+	o.nStr++
+	*p = d.cut(v)
+	return p
+}
+
+func (d *pgValues) int(dst *int) {
+	v := d.next()
+	if v == nil {
+		d.fail("NULL")
+		return
+	}
+	*dst = int(d.integer(v))
+}
+
+func (d *pgValues) int64Ptr() *int64 {
+	v := d.next()
+	if v == nil {
+		return nil
+	}
+	o := d.optional()
+	p := &o.ints[o.nInt]
+	o.nInt++
+	*p = d.integer(v)
+	return p
+}
+
+// integer is an int2, int4 or int8: its length tells which.
+func (d *pgValues) integer(v []byte) int64 {
+	switch len(v) {
+	case 2:
+		return int64(int16(binary.BigEndian.Uint16(v)))
+	case 4:
+		return int64(int32(binary.BigEndian.Uint32(v)))
+	case 8:
+		return int64(binary.BigEndian.Uint64(v))
+	}
+	d.fail(fmt.Sprintf("an integer of %d bytes", len(v)))
+	return 0
+}
+
+func (d *pgValues) time(dst *time.Time) {
+	v := d.next()
+	if v == nil {
+		d.fail("NULL")
+		return
+	}
+	*dst = d.timestamptz(v)
+}
+
+func (d *pgValues) timePtr() *time.Time {
+	v := d.next()
+	if v == nil {
+		return nil
+	}
+	o := d.optional()
+	p := &o.times[o.nTime]
+	o.nTime++
+	*p = d.timestamptz(v)
+	return p
+}
+
+// pgEpochSeconds is PostgreSQL's epoch, 2000-01-01 UTC, in Unix seconds.
+const pgEpochSeconds = 946_684_800
+
+// timestamptz is microseconds since PostgreSQL's epoch, split as pgx splits
+// them (adding the epoch in microseconds could overflow), in UTC. The
+// greatest and least values are 'infinity' and '-infinity', which no
+// time.Time holds.
+func (d *pgValues) timestamptz(v []byte) time.Time {
+	if len(v) != 8 {
+		d.fail(fmt.Sprintf("a timestamptz of %d bytes", len(v)))
+		return time.Time{}
+	}
+	us := int64(binary.BigEndian.Uint64(v))
+	if us == math.MaxInt64 || us == math.MinInt64 {
+		d.fail("an infinite timestamptz")
+		return time.Time{}
+	}
+	return time.Unix(pgEpochSeconds+us/1_000_000, us%1_000_000*1_000).UTC()
+}
+
+func (d *pgValues) boolPtr() *bool {
+	v := d.next()
+	if v == nil {
+		return nil
+	}
+	if len(v) != 1 {
+		d.fail(fmt.Sprintf("a boolean of %d bytes", len(v)))
+		return nil
+	}
+	o := d.optional()
+	p := &o.bools[o.nBool]
+	o.nBool++
+	*p = v[0] != 0
+	return p
 }
 
 // setProxyView reads pgProxyView's "type port host".
@@ -350,8 +653,9 @@ func (r *profileRow) setProxyView(view string) error {
 // pgRead runs a profile read on PostgreSQL outside any unit, on pgx itself
 // rather than through database/sql and bun's scanner (which cost a read
 // more CPU than the query did): prepared once per connection, then one
-// round trip that neither parses nor plans, each row scanned by scanPG. It
-// is bounded as bun's hook bounds statements.
+// round trip that neither parses nor plans, each row scanned by scanPG
+// into one row that each must not keep. It is bounded as bun's hook bounds
+// statements.
 func (r profileRepository) pgRead(ctx context.Context, query string, args []any, each func(*profileRow) error) error {
 	if r.timeout > 0 && ctx.Value(noDeadlineKey{}) == nil {
 		var cancel context.CancelFunc
@@ -363,9 +667,17 @@ func (r profileRepository) pgRead(ctx context.Context, query string, args []any,
 		return err
 	}
 	defer rows.Close()
+	var (
+		row     profileRow
+		checked bool
+		byHand  bool
+	)
 	for rows.Next() {
-		var row profileRow
-		if err := row.scanPG(rows); err != nil {
+		if !checked {
+			checked, byHand = true, pgDecodeByHand && pgDecodable(rows.FieldDescriptions())
+		}
+		row = profileRow{}
+		if err := row.scanPG(rows, byHand); err != nil {
 			return err
 		}
 		if err := each(&row); err != nil {
@@ -374,6 +686,10 @@ func (r profileRepository) pgRead(ctx context.Context, query string, args []any,
 	}
 	return rows.Err()
 }
+
+// pgDecodeByHand lets scanPG decode by hand the results it can; tests
+// turn it off to compare with pgx's Scan.
+var pgDecodeByHand = true
 
 // pgReadable says whether a profile read may go to pgRead: on PostgreSQL,
 // outside a unit (whose reads must see its own writes).
