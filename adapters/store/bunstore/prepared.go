@@ -42,9 +42,14 @@ func (p prepared) bounded(ctx context.Context) (context.Context, context.CancelF
 
 // query runs query and scans its rows into dest as bun scans a model.
 func (p prepared) query(ctx context.Context, dest any, query string, args ...any) error {
+	return p.queryOn(ctx, p.on(ctx), dest, query, args...)
+}
+
+// queryOn is query on db.
+func (p prepared) queryOn(ctx context.Context, db sqlRunner, dest any, query string, args ...any) error {
 	ctx, cancel := p.bounded(ctx)
 	defer cancel()
-	rows, err := p.on(ctx).QueryContext(ctx, query, append([]any{pgx.QueryExecModeCacheStatement}, args...)...)
+	rows, err := db.QueryContext(ctx, query, append([]any{pgx.QueryExecModeCacheStatement}, args...)...)
 	if err != nil {
 		return err
 	}

@@ -701,36 +701,14 @@ func (r profileRepository) pgReadable(ctx context.Context) bool {
 	return !inUnit
 }
 
-// pgPreparedOn runs query with args through pgx's statement cache:
-// prepared once per connection, then one round trip that neither parses
-// nor plans (bun would write the values into the text, making each
-// statement new). It runs on tx (nil: ctx's unit, or none), bounded as
-// bun's hook bounds statements, and scans into dest.
+// pgPreparedOn runs query through pgx's statement cache (prepared) on tx
+// (nil: ctx's unit, or none) and scans into dest.
 func (r profileRepository) pgPreparedOn(ctx context.Context, tx *bun.Tx, dest any, query string, args ...any) error {
-	if r.timeout > 0 && ctx.Value(noDeadlineKey{}) == nil {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, r.timeout)
-		defer cancel()
-	}
-	args = append([]any{pgx.QueryExecModeCacheStatement}, args...)
-	var (
-		rows *sql.Rows
-		err  error
-	)
-	if tx == nil {
-		if unit, ok := ctx.Value(txKey{db: r.db}).(bun.Tx); ok {
-			tx = &unit
-		}
-	}
+	p := prepared{db: r.db, timeout: r.timeout}
 	if tx != nil {
-		rows, err = tx.Tx.QueryContext(ctx, query, args...)
-	} else {
-		rows, err = r.db.DB.QueryContext(ctx, query, args...)
+		return p.queryOn(ctx, tx.Tx, dest, query, args...)
 	}
-	if err != nil {
-		return err
-	}
-	return r.db.ScanRows(ctx, rows, dest)
+	return p.query(ctx, dest, query, args...)
 }
 
 // one reads the single profile q selects.
