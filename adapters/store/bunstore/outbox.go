@@ -52,11 +52,7 @@ func (r *outboxEventRow) event() event.Event {
 	}
 }
 
-type outbox struct {
-	db *bun.DB
-	// pg runs the fan-out's claims and marks on PostgreSQL.
-	pg prepared
-}
+type outbox struct{ db *bun.DB }
 
 // Append stamps created_at with the wall clock: it records when the row was
 // written, for operators, and no behaviour depends on it.
@@ -119,12 +115,16 @@ func (o outbox) ClaimUndispatched(ctx context.Context, limit int) ([]event.Event
 		return []event.Event{}, nil
 	}
 	var rows []outboxEventRow
-	var err error
-	if o.db.Dialect().Name() == dialect.PG {
-		err = o.pg.query(ctx, &rows, pgClaimSQL, limit)
-	} else {
-		err = conn(ctx, o.db).NewRaw(sqliteClaimSQL, limit).Scan(ctx, &rows)
+	db := conn(ctx, o.db)
+	// The entries are taken first, oldest first, and their events looked
+	// up by key: a join left to the planner may read the whole outbox.
+	lock := ""
+	if db.Dialect().Name() == dialect.PG {
+		lock = " FOR UPDATE SKIP LOCKED"
 	}
+	err := db.NewRaw(`WITH p AS (SELECT id FROM outbox_pending ORDER BY id LIMIT ?`+lock+`)
+SELECT o.id, o.team_id, o.type, o.occurred_at, o.data, o.created_at, o.seq
+FROM p JOIN outbox_events AS o ON o.id = p.id ORDER BY o.id`, limit).Scan(ctx, &rows)
 	if err != nil {
 		return nil, readErr(err, "outbox events")
 	}
@@ -135,32 +135,15 @@ func (o outbox) ClaimUndispatched(ctx context.Context, limit int) ([]event.Event
 	return events, nil
 }
 
-// The claim takes the entries first, oldest first, and looks their events
-// up by key: a join left to the planner may read the whole outbox. On
-// PostgreSQL, $1 is the limit and the entries are locked.
-var (
-	pgClaimSQL     = claimSQL("$1", " FOR UPDATE SKIP LOCKED")
-	sqliteClaimSQL = claimSQL("?", "")
-)
-
-func claimSQL(limit, lock string) string {
-	return `WITH p AS (SELECT id FROM outbox_pending ORDER BY id LIMIT ` + limit + lock + `)
-SELECT o.id, o.team_id, o.type, o.occurred_at, o.data, o.created_at, o.seq
-FROM p JOIN outbox_events AS o ON o.id = p.id ORDER BY o.id`
-}
-
 // MarkDispatched takes the events off outbox_pending, ignoring ids that
 // are not on it.
 func (o outbox) MarkDispatched(ctx context.Context, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	var err error
-	if o.db.Dialect().Name() == dialect.PG {
-		err = o.pg.exec(ctx, "DELETE FROM outbox_pending WHERE id = ANY($1::text[])", ids)
-	} else {
-		_, err = conn(ctx, o.db).NewDelete().Table("outbox_pending").Where("id IN (?)", bun.List(ids)).Exec(ctx)
-	}
+	_, err := conn(ctx, o.db).NewDelete().Table("outbox_pending").
+		Where("id IN (?)", bun.List(ids)).
+		Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("bunstore: write outbox events: %w", err)
 	}
@@ -168,6 +151,4 @@ func (o outbox) MarkDispatched(ctx context.Context, ids []string) error {
 }
 
 // Outbox returns the outbox.
-func (s *Store) Outbox() storage.Outbox {
-	return outbox{db: s.db, pg: prepared{db: s.db, timeout: s.queryTimeout}}
-}
+func (s *Store) Outbox() storage.Outbox { return outbox{db: s.db} }

@@ -14,6 +14,12 @@ import (
 // nor plans (bun writes the values into the text, which makes a statement
 // new whenever they change). Statements run in ctx's unit when there is
 // one, and are bounded as bun's hook bounds statements.
+//
+// Only for statements whose best plan does not change as their tables
+// grow (reads and writes by key): a prepared statement keeps the plan it
+// was first given until the table is analyzed again. The outbox's claim,
+// prepared, kept a plan made on an empty outbox_pending (read every entry
+// and sort) and took 14 ms where, planned each time, it takes about 1.
 type prepared struct {
 	db      *bun.DB
 	timeout time.Duration
@@ -21,7 +27,6 @@ type prepared struct {
 
 type sqlRunner interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
 // on is ctx's unit's transaction, or the database.
@@ -54,12 +59,4 @@ func (p prepared) queryOn(ctx context.Context, db sqlRunner, dest any, query str
 		return err
 	}
 	return p.db.ScanRows(ctx, rows, dest)
-}
-
-// exec runs query.
-func (p prepared) exec(ctx context.Context, query string, args ...any) error {
-	ctx, cancel := p.bounded(ctx)
-	defer cancel()
-	_, err := p.on(ctx).ExecContext(ctx, query, append([]any{pgx.QueryExecModeCacheStatement}, args...)...)
-	return err
 }
