@@ -2,8 +2,8 @@ package webhooks
 
 import "context"
 
-// Prune deletes the deliveries that finished, and the outbox events
-// dispatched, more than Policy.Retention ago, a batch of Policy.PruneBatch
+// Prune deletes the deliveries that finished, and the dispatched outbox
+// events that occurred, more than Policy.Retention ago, a batch of Policy.PruneBatch
 // of each at a time until a batch comes back short, and returns how many
 // rows it deleted. Events a pending delivery refers to stay. Every instance
 // may run it: a batch that races another instance's deletes fewer rows and

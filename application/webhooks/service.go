@@ -49,7 +49,8 @@ type Policy struct {
 	// MaxEndpoints bounds a team's endpoints; 0 is no bound.
 	MaxEndpoints int
 	// Retention is how long finished deliveries and dispatched outbox
-	// events are kept; PruneBatch is how many of each one prune deletes.
+	// events are kept (from when they finished, from when they occurred);
+	// PruneBatch is how many of each one prune deletes.
 	Retention  time.Duration
 	PruneBatch int
 }
