@@ -126,10 +126,21 @@ type commitBroadcast struct {
 	log     *zap.Logger
 	pending atomic.Bool
 	running atomic.Bool
+	// spacing is the least time from one notice to the next (0: none),
+	// and pause waits it out.
+	spacing time.Duration
+	pause   func(time.Duration)
 }
 
+// noticeSpacing bounds the notices of a stream of commits to a few hundred
+// a second: sent back to back, one per publish round trip, they were about
+// one per create under load, each also heard by every instance. The other
+// instances learn of a commit at most this much later; this instance's
+// own dispatcher is woken at once.
+const noticeSpacing = 2 * time.Millisecond
+
 func newCommitBroadcast(lc fx.Lifecycle, cfg config.Config, w *webhooks.Waker, n ports.Notices, log *zap.Logger) *commitBroadcast {
-	b := &commitBroadcast{wake: w.EventsCommitted, notices: n, log: log.Named("webhooks")}
+	b := &commitBroadcast{wake: w.EventsCommitted, notices: n, log: log.Named("webhooks"), spacing: noticeSpacing, pause: time.Sleep}
 	if !cfg.WebhookDelivery {
 		// No dispatcher here to wake: only the other instances are told.
 		b.wake = func() {}
@@ -171,10 +182,17 @@ func (b *commitBroadcast) committed() {
 	}
 }
 
-// publish sends one notice per round of commits until none is pending.
+// publish sends one notice per round of commits until none is pending,
+// at most one per spacing.
 func (b *commitBroadcast) publish() {
+	var last time.Time
 	for {
 		for b.pending.Swap(false) {
+			if wait := b.spacing - time.Since(last); b.spacing > 0 && wait > 0 {
+				b.pause(wait)
+				b.pending.Store(false) // the commits meanwhile are told by this notice
+			}
+			last = time.Now()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			if err := b.notices.Publish(ctx, eventsTopic, "1"); err != nil {
 				b.log.Warn("telling other instances of committed events failed; they find them at their next poll", zap.Error(err))

@@ -2,6 +2,7 @@ package wiring
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -75,5 +76,34 @@ func TestABurstOfCommitsIsToldInOneMoreNotice(t *testing.T) {
 	waitFor(t, "the publisher done", func() bool { return !a.running.Load() })
 	if got := g.published.Load(); got != 2 {
 		t.Fatalf("1000 commits sent %d notices, want 2", got)
+	}
+}
+
+// Under a stream of commits the notices are spaced: the one after a
+// notice waits out what is left of the spacing, and covers every commit
+// made while it waited.
+func TestNoticesOfAStreamOfCommitsAreSpaced(t *testing.T) {
+	g := &gatedNotices{Notices: notices.NewLocal(), gate: make(chan struct{})}
+	var pauses []time.Duration
+	var mu sync.Mutex
+	a := &commitBroadcast{wake: func() {}, notices: g, log: zap.NewNop(), spacing: time.Hour, pause: func(d time.Duration) {
+		mu.Lock()
+		pauses = append(pauses, d)
+		mu.Unlock()
+	}}
+	a.committed()
+	waitFor(t, "the first publish under way", func() bool { return g.published.Load() == 1 })
+	for range 10 {
+		a.committed()
+	}
+	close(g.gate)
+	waitFor(t, "the publisher done", func() bool { return !a.running.Load() })
+	mu.Lock()
+	defer mu.Unlock()
+	if got := g.published.Load(); got != 2 {
+		t.Fatalf("11 commits sent %d notices, want 2", got)
+	}
+	if len(pauses) != 1 || pauses[0] <= 59*time.Minute || pauses[0] > time.Hour {
+		t.Fatalf("pauses %v, want one of just under the hour's spacing before the second notice", pauses)
 	}
 }
