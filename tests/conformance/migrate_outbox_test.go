@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/profilesvc/profilesvc/adapters/store/bunstore"
-	"github.com/profilesvc/profilesvc/migrations"
 )
 
 // before is the migrations of fsys older than version.
@@ -39,11 +38,7 @@ func TestOutboxPendingMigrationKeepsUndispatchedEvents(t *testing.T) {
 	forEachSQLDialect(t, func(t *testing.T, url string) {
 		ctx := context.Background()
 		s := openUnmigrated(t, url)
-		fsys := migrations.SQLite
-		if s.Dialect() == bunstore.DialectPostgres {
-			fsys = migrations.Postgres
-		}
-		if _, err := bunstore.MigrateFS(ctx, s.DB(), before(t, fsys, "20261206000001")); err != nil {
+		if _, err := bunstore.MigrateFS(ctx, s.DB(), before(t, migrationsOf(s), "20261206000001")); err != nil {
 			t.Fatalf("migrate to the earlier schema: %v", err)
 		}
 		insert := `INSERT INTO outbox_events (id, team_id, type, occurred_at, data, created_at, dispatched_at) VALUES

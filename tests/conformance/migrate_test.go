@@ -137,14 +137,19 @@ func embeddedNames(t *testing.T, fsys fs.FS) []string {
 	return names
 }
 
+// migrationsOf are the embedded migrations of s's dialect.
+func migrationsOf(s *bunstore.Store) fs.FS {
+	if s.Dialect() == bunstore.DialectPostgres {
+		return migrations.Postgres
+	}
+	return migrations.SQLite
+}
+
 func TestMigrateTwiceIsANoOp(t *testing.T) {
 	forEachSQLDialect(t, func(t *testing.T, url string) {
 		ctx := context.Background()
 		s := openUnmigrated(t, url)
-		fsys := migrations.SQLite
-		if s.Dialect() == bunstore.DialectPostgres {
-			fsys = migrations.Postgres
-		}
+		fsys := migrationsOf(s)
 		want := embeddedNames(t, fsys)
 
 		applied, err := s.Migrate(ctx)
