@@ -445,9 +445,9 @@ func pgDecodable(fields []pgconn.FieldDescription) bool {
 // pgValues reads a row's values in order for decodePG, keeping the
 // first error. A NULL reads as nil from a pointer column and is an error
 // elsewhere, as it is for pgx's Scan. The row's text is one string that
-// its text columns are cut from, and its optional values are held by one
-// pgOptional: two allocations where pgx's Scan made one or two per column.
-// The row's strings keep each other's bytes alive (the tags' JSON too):
+// its text columns are cut from: one allocation where pgx's Scan made one
+// per column (a pointer column that is not NULL adds one; an idle profile
+// without data has none). The row's strings keep each other's bytes alive (the tags' JSON too):
 // a few hundred bytes, for as long as the profile's strings live.
 type pgValues struct {
 	values [][]byte
@@ -456,26 +456,6 @@ type pgValues struct {
 	err    error
 	text   string // the row's text columns, one after another
 	at     int    // where the next text column starts in text
-	opt    *pgOptional
-}
-
-// pgOptional holds the non-NULL values of a row's pointer columns: as
-// many of each type as profileRow has.
-type pgOptional struct {
-	strs                     [7]string
-	times                    [3]time.Time
-	ints                     [2]int64
-	bools                    [1]bool
-	nStr, nTime, nInt, nBool uint8
-}
-
-// optional is the row's pgOptional, made by the first non-NULL value that
-// needs it: an idle profile without data needs none.
-func (d *pgValues) optional() *pgOptional {
-	if d.opt == nil {
-		d.opt = new(pgOptional)
-	}
-	return d.opt
 }
 
 // readText copies the row's text columns into one string.
@@ -539,11 +519,8 @@ func (d *pgValues) strPtr() *string {
 	if v == nil {
 		return nil
 	}
-	o := d.optional()
-	p := &o.strs[o.nStr]
-	o.nStr++
-	*p = d.cut(v)
-	return p
+	s := d.cut(v)
+	return &s
 }
 
 func (d *pgValues) int(dst *int) {
@@ -560,11 +537,8 @@ func (d *pgValues) int64Ptr() *int64 {
 	if v == nil {
 		return nil
 	}
-	o := d.optional()
-	p := &o.ints[o.nInt]
-	o.nInt++
-	*p = d.integer(v)
-	return p
+	n := d.integer(v)
+	return &n
 }
 
 // integer is an int2, int4 or int8: its length tells which.
@@ -595,11 +569,8 @@ func (d *pgValues) timePtr() *time.Time {
 	if v == nil {
 		return nil
 	}
-	o := d.optional()
-	p := &o.times[o.nTime]
-	o.nTime++
-	*p = d.timestamptz(v)
-	return p
+	t := d.timestamptz(v)
+	return &t
 }
 
 // pgEpochSeconds is PostgreSQL's epoch, 2000-01-01 UTC, in Unix seconds.
@@ -631,11 +602,8 @@ func (d *pgValues) boolPtr() *bool {
 		d.fail(fmt.Sprintf("a boolean of %d bytes", len(v)))
 		return nil
 	}
-	o := d.optional()
-	p := &o.bools[o.nBool]
-	o.nBool++
-	*p = v[0] != 0
-	return p
+	b := v[0] != 0
+	return &b
 }
 
 // setProxyView reads pgProxyView's "type port host".
