@@ -45,9 +45,7 @@ func (r profiles) CreateWithin(ctx context.Context, p profile.Profile, max int, 
 			step.rollback()
 			return err
 		}
-		if undo != nil {
-			undo.steps = append(undo.steps, step.steps...)
-		}
+		undo.add(step)
 		return nil
 	})
 }
