@@ -1,11 +1,15 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strconv"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/profilesvc/profilesvc/application/paging"
+	"github.com/profilesvc/profilesvc/domain/profile"
 )
 
 // Profiles are what the service answers most, alone or by the page, and
@@ -31,23 +35,44 @@ func writeProfileBody(w http.ResponseWriter, status int, d *profileDTO) {
 // writeProfileList answers 200 with a page of profiles, as writeList does.
 func writeProfileList(w http.ResponseWriter, items []profileDTO, nextCursor string, limit int) {
 	writeAppended(w, http.StatusOK, func(b []byte) []byte {
-		b = append(b, `{"success":true,"data":[`...)
-		for i := range items {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendProfile(b, &items[i])
-		}
-		b = append(b, `],"meta":{"nextCursor":`...)
-		if nextCursor == "" {
-			b = append(b, "null"...)
-		} else {
-			b = appendJSONString(b, nextCursor)
-		}
-		b = append(b, `,"limit":`...)
-		b = strconv.AppendInt(b, int64(limit), 10)
-		return append(b, "}}\n"...)
+		return appendProfileList(b, items, nextCursor, limit)
 	})
+}
+
+func appendProfileList(b []byte, items []profileDTO, nextCursor string, limit int) []byte {
+	b = append(b, `{"success":true,"data":[`...)
+	for i := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendProfile(b, &items[i])
+	}
+	b = append(b, `],"meta":{"nextCursor":`...)
+	if nextCursor == "" {
+		b = append(b, "null"...)
+	} else {
+		b = appendJSONString(b, nextCursor)
+	}
+	b = append(b, `,"limit":`...)
+	b = strconv.AppendInt(b, int64(limit), 10)
+	return append(b, "}}\n"...)
+}
+
+// renderProfilePage is the body writeProfileList answers for page, in a
+// slice of its own: the service may keep it (ListRendered).
+func renderProfilePage(page paging.Page[profile.Profile]) []byte {
+	items := make([]profileDTO, 0, len(page.Items))
+	for _, p := range page.Items {
+		items = append(items, toProfileDTO(p))
+	}
+	bp := profileBuffers.Get().(*[]byte)
+	b := appendProfileList((*bp)[:0], items, page.NextCursor, page.Limit)
+	out := bytes.Clone(b)
+	if cap(b) <= maxPooledBuffer {
+		*bp = b
+		profileBuffers.Put(bp)
+	}
+	return out
 }
 
 // writeAppended answers status with the JSON body fill appends, with the
@@ -55,16 +80,22 @@ func writeProfileList(w http.ResponseWriter, items []profileDTO, nextCursor stri
 func writeAppended(w http.ResponseWriter, status int, fill func([]byte) []byte) {
 	bp := profileBuffers.Get().(*[]byte)
 	b := fill((*bp)[:0])
+	writeRendered(w, status, b)
+	if cap(b) <= maxPooledBuffer {
+		*bp = b
+		profileBuffers.Put(bp)
+	}
+}
+
+// writeRendered answers status with the JSON body b, with the headers
+// writeBody sets.
+func writeRendered(w http.ResponseWriter, status int, b []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
-	if cap(b) <= maxPooledBuffer {
-		*bp = b
-		profileBuffers.Put(bp)
-	}
 }
 
 func appendProfile(b []byte, d *profileDTO) []byte {

@@ -274,9 +274,16 @@ func (h *ProfileHandlers) list(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
-	page, err := h.svc.List(r.Context(), actorFrom(r.Context()), profiles.ListInput{
-		Query: q.Get("q"), Status: q.Get("status"), Tag: q.Get("tag"), Cursor: cursor, Limit: limit,
-	})
+	in := profiles.ListInput{Query: q.Get("q"), Status: q.Get("status"), Tag: q.Get("tag"), Cursor: cursor, Limit: limit}
+	if h.svc.KeepsPages() {
+		body, err := h.svc.ListRendered(r.Context(), actorFrom(r.Context()), in, renderProfilePage)
+		if err != nil {
+			return err
+		}
+		writeRendered(w, http.StatusOK, body)
+		return nil
+	}
+	page, err := h.svc.List(r.Context(), actorFrom(r.Context()), in)
 	if err != nil {
 		return err
 	}

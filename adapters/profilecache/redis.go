@@ -183,7 +183,56 @@ func (r *Redis) Fill(ctx context.Context, teamID, id, lease string, p profile.Pr
 // read here uses the entry, and it is deleted before anything else once
 // Redis answers.
 func (r *Redis) Drop(ctx context.Context, teamID, id string) error {
-	key := r.key(teamID, id)
+	if err := r.drop(ctx, r.key(teamID, id)); err != nil {
+		return fmt.Errorf("profilecache: drop %s: %w", id, err)
+	}
+	return nil
+}
+
+// listKey holds a team's list version; no profile id is empty, so no
+// entry has it.
+func (r *Redis) listKey(teamID string) string { return r.key(teamID, "") }
+
+// ListVersion reads the team's list version, a random token like a lease's,
+// sent with concurrent readers' GETs. A team with none gets one, kept for
+// the cache's ttl: an instance may keep copies of the list that long
+// (a version that expired is replaced by a new token, never by the old).
+func (r *Redis) ListVersion(ctx context.Context, teamID string) string {
+	key := r.listKey(teamID)
+	if r.flushPending(ctx, key) {
+		return ""
+	}
+	v, err := r.gets.get(ctx, key)
+	if errors.Is(err, redis.Nil) {
+		if v, err = newToken(); err != nil {
+			return ""
+		}
+		var set bool
+		err = r.guard.Do(ctx, component, func(ctx context.Context) error {
+			var err error
+			set, err = r.client.SetNX(ctx, key, v, r.ttl).Result()
+			return err
+		})
+		if err == nil && !set {
+			return "" // another reader's, read by the next
+		}
+	}
+	if err != nil {
+		return ""
+	}
+	return v
+}
+
+// DropList deletes the team's list version, kept like an entry's drop
+// when Redis does not answer.
+func (r *Redis) DropList(ctx context.Context, teamID string) error {
+	if err := r.drop(ctx, r.listKey(teamID)); err != nil {
+		return fmt.Errorf("profilecache: drop the list of %s: %w", teamID, err)
+	}
+	return nil
+}
+
+func (r *Redis) drop(ctx context.Context, key string) error {
 	r.flushPending(ctx, "")
 	err := r.guard.Do(ctx, component, func(ctx context.Context) error { return r.client.Del(ctx, key).Err() })
 	if err == nil {
@@ -192,7 +241,7 @@ func (r *Redis) Drop(ctx context.Context, teamID, id string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.pending) >= maxPendingDrops {
-		return fmt.Errorf("profilecache: drop %s: %w", id, err)
+		return err
 	}
 	r.pending[key] = struct{}{}
 	return nil

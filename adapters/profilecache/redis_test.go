@@ -165,3 +165,64 @@ func TestConcurrentGetsEachGetTheirEntry(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+// A team's list version is the same for every instance until a drop on
+// any of them; a version once replaced is not handed out again, and
+// while Redis does not answer there is none (the list is read from the
+// database) and the drop is kept until Redis answers.
+func TestListVersionIsSharedAndReplacedByADrop(t *testing.T) {
+	real := testenv.RedisClient(t)
+	prefix := testenv.RedisKeyPrefix(t, real, "profilecache-lists")
+	proxy := testenv.StartProxy(t, real.Options().Addr)
+	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), DialTimeout: 200 * time.Millisecond,
+		ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond, PoolTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
+	a, c := newCache(t, client, prefix)
+	b, _ := newCache(t, real, prefix)
+	ctx := context.Background()
+
+	first := a.ListVersion(ctx, "tm_1")
+	if first == "" {
+		t.Fatal("no list version while Redis answers")
+	}
+	if got := b.ListVersion(ctx, "tm_1"); got != first {
+		t.Fatalf("the other instance reads version %q, want %q", got, first)
+	}
+	if got := a.ListVersion(ctx, "tm_2"); got == "" || got == first {
+		t.Fatalf("another team's version %q, want one of its own", got)
+	}
+	seen := map[string]bool{first: true}
+	for range 5 {
+		if err := b.DropList(ctx, "tm_1"); err != nil {
+			t.Fatal(err)
+		}
+		next := a.ListVersion(ctx, "tm_1")
+		if next == "" || seen[next] {
+			t.Fatalf("version after a drop %q, want a new one (seen %v)", next, seen)
+		}
+		seen[next] = true
+	}
+	if got := a.ListVersion(ctx, "tm_1"); !seen[got] {
+		t.Fatalf("version without a drop %q changed", got)
+	}
+
+	before := a.ListVersion(ctx, "tm_1")
+	proxy.Blackhole()
+	if got := a.ListVersion(ctx, "tm_1"); got != "" {
+		t.Fatalf("version with Redis blackholed %q, want none", got)
+	}
+	if err := a.DropList(ctx, "tm_1"); err != nil {
+		t.Fatalf("DropList with Redis blackholed: %v, want it kept", err)
+	}
+	if got := b.ListVersion(ctx, "tm_1"); got != before {
+		t.Fatalf("the other instance reads %q during the outage, want %q", got, before)
+	}
+	proxy.Forward()
+	c.Advance(time.Second)
+	if got := a.ListVersion(ctx, "tm_1"); got == "" || got == before {
+		t.Fatalf("version once Redis answers %q, want a new one after the kept drop", got)
+	}
+	if got := b.ListVersion(ctx, "tm_1"); got == before {
+		t.Fatal("the kept drop did not reach the other instance")
+	}
+}

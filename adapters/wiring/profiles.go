@@ -45,21 +45,25 @@ type ProfileDeps struct {
 	Log     *slog.Logger
 	Config  config.Config
 	Listen  *ListenAddr
-	Redis   redisClient
-	Guard   *redisguard.Guard
+	Cache   ProfileCache
 	Commits *commitBroadcast
 }
 
+// ProfileCache is the cache of PROFILE_CACHE (redis or local), or nil:
+// the profiles module reads through it, the proxies module drops the
+// lists of profiles that show a proxy it changed.
+type ProfileCache struct{ profilestore.Cache }
+
 // newProfileCache is the cache of PROFILE_CACHE (redis or local), else nil
 // (config refuses redis without REDIS_URL and local without SQLite).
-func newProfileCache(d ProfileDeps) profilestore.Cache {
+func newProfileCache(cfg config.Config, r redisClient, guard *redisguard.Guard, clock ports.Clock) ProfileCache {
 	switch {
-	case d.Config.ProfileCache.Kind == config.ProfileCacheLocal:
-		return profilecache.NewLocal(d.Config.ProfileCache.TTL, localProfileCacheSize, d.Clock.Now)
-	case d.Config.ProfileCache.Kind != config.ProfileCacheRedis || d.Redis.Client == nil:
-		return nil
+	case cfg.ProfileCache.Kind == config.ProfileCacheLocal:
+		return ProfileCache{profilecache.NewLocal(cfg.ProfileCache.TTL, localProfileCacheSize, clock.Now)}
+	case cfg.ProfileCache.Kind != config.ProfileCacheRedis || r.Client == nil:
+		return ProfileCache{}
 	}
-	return profilecache.New(d.Redis.Client, d.Guard, d.Config.RedisKeyPrefix+"profile:", d.Config.ProfileCache.TTL)
+	return ProfileCache{profilecache.New(r.Client, guard, cfg.RedisKeyPrefix+"profile:", cfg.ProfileCache.TTL)}
 }
 
 // localProfileCacheSize bounds PROFILE_CACHE=local: about 2 KB a profile.
@@ -70,17 +74,18 @@ const localProfileCacheSize = 20_000
 var Profiles = fx.Module("profiles",
 	fx.Provide(
 		newBrowserRuntime,
+		newProfileCache,
 		func(d ProfileDeps) *profiles.Service {
 			return profiles.New(profiles.Deps{
 				Tx: d.Tx, Teams: d.Store.Teams(), Profiles: notifyingProfiles{Profiles: d.Store.Profiles(), wake: d.Commits.committed}, Users: d.Store.Users(), Proxies: d.Proxies, Outbox: d.Outbox,
 				Runtime: d.Runtime, Blobs: d.Blobs, BlobRefs: d.Store.BlobRefs(), Snapshots: d.Store.Snapshots(),
-				Clock: d.Clock, IDs: d.IDs, Log: d.Log, Cache: newProfileCache(d),
+				Clock: d.Clock, IDs: d.IDs, Log: d.Log, Cache: d.Cache.Cache,
 				Policy: profiles.Policy{
 					SessionTTLDefault: d.Config.SessionTTLDefault, SessionTTLMax: d.Config.SessionTTLMax,
 					MaxProfiles: d.Config.Quotas.Profiles, DataMax: d.Config.ProfileDataMax,
 					UploadTimeout: d.Config.ProfileDataUploadTimeout, SnapshotsPerProfile: d.Config.SnapshotsPerProfile,
 					PublicURL: publicURL(d.Config, d.Listen), NodeURL: nodeURL(d.Config, d.Listen),
-					BrowsersMax: browsersMax(d.Config, d.Runtime),
+					BrowsersMax: browsersMax(d.Config, d.Runtime), PagesTTL: d.Config.ProfileCache.TTL,
 				},
 			})
 		},

@@ -4,12 +4,14 @@ import (
 	"context"
 	"sync"
 
+	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/ports/profilestore"
 )
 
-// The profile cache (Deps.Cache) serves Get. Every write of a profile goes
+// The profile cache (Deps.Cache) serves Get, and tells whether a copy of
+// a page of the list is current (pages.go). Every write of a profile goes
 // through the service's repository and unit of work, which the service
 // wraps when a cache is set: a write drops the profile's entry once its
 // unit has ended (committed or not), so a read that begins after the write
@@ -57,17 +59,26 @@ func (u droppingUnit) Do(ctx context.Context, fn func(ctx context.Context) error
 	err := u.UnitOfWork.Do(context.WithValue(ctx, dropSetKey{}, set), fn)
 	// Dropped whatever the outcome: a commit whose answer was lost may
 	// still have happened.
+	teams := make(map[string]bool, 1)
 	for _, k := range set.keys {
-		u.drops.now(ctx, k.teamID, k.id)
+		if k.id != "" {
+			u.drops.entry(ctx, k.teamID, k.id)
+		}
+		teams[k.teamID] = true
+	}
+	for teamID := range teams {
+		u.drops.list(ctx, teamID)
 	}
 	return err
 }
 
-// cacheDrops drops entries, logging a drop that failed.
+// cacheDrops drops entries and the versions of lists (pages.go), logging
+// a drop that failed.
 type cacheDrops struct{ s *Service }
 
-// later drops the entry when the unit ctx carries ends, or now when ctx
-// carries none (the write committed on its own).
+// later drops the entry of id ("" for none: a new profile) and the team's
+// list version when the unit ctx carries ends, or now when ctx carries
+// none (the write committed on its own).
 func (d *cacheDrops) later(ctx context.Context, teamID, id string) {
 	if set, ok := ctx.Value(dropSetKey{}).(*dropSet); ok {
 		set.mu.Lock()
@@ -75,12 +86,21 @@ func (d *cacheDrops) later(ctx context.Context, teamID, id string) {
 		set.mu.Unlock()
 		return
 	}
-	d.now(ctx, teamID, id)
+	if id != "" {
+		d.entry(ctx, teamID, id)
+	}
+	d.list(ctx, teamID)
 }
 
-func (d *cacheDrops) now(ctx context.Context, teamID, id string) {
+func (d *cacheDrops) entry(ctx context.Context, teamID, id string) {
 	if err := d.s.d.Cache.Drop(context.WithoutCancel(ctx), teamID, id); err != nil {
 		d.s.d.Log.ErrorContext(ctx, "drop a cached profile", "profile_id", id, "error", err.Error())
+	}
+}
+
+func (d *cacheDrops) list(ctx context.Context, teamID string) {
+	if err := d.s.d.Cache.DropList(context.WithoutCancel(ctx), teamID); err != nil {
+		d.s.d.Log.ErrorContext(ctx, "drop a team's cached list", "team_id", teamID, "error", err.Error())
 	}
 }
 
@@ -89,6 +109,16 @@ func (d *cacheDrops) now(ctx context.Context, teamID, id string) {
 type droppingProfiles struct {
 	profilestore.Profiles
 	drops *cacheDrops
+}
+
+func (r droppingProfiles) Create(ctx context.Context, p profile.Profile) error {
+	defer r.drops.later(ctx, p.TeamID, "")
+	return r.Profiles.Create(ctx, p)
+}
+
+func (r droppingProfiles) CreateWithin(ctx context.Context, p profile.Profile, max int, events ...event.Event) error {
+	defer r.drops.later(ctx, p.TeamID, "")
+	return r.Profiles.CreateWithin(ctx, p, max, events...)
 }
 
 func (r droppingProfiles) Update(ctx context.Context, p profile.Profile, expectVersion int) error {

@@ -51,6 +51,9 @@ type Policy struct {
 	// BrowsersMax bounds the browsers this instance runs; 0 for a runtime
 	// that runs none.
 	BrowsersMax int
+	// PagesTTL bounds how long a rendered page of the list is kept (see
+	// pages.go), as the cache's TTL bounds its entries.
+	PagesTTL time.Duration
 }
 
 // Deps are the ports the service needs.
@@ -109,8 +112,9 @@ type Users interface {
 
 // Service runs the profile use cases.
 type Service struct {
-	d Deps
-	b browsers
+	d     Deps
+	b     browsers
+	pages pageCopies
 }
 
 // New returns the service.
@@ -129,6 +133,9 @@ func New(d Deps) *Service {
 	}
 	if d.Policy.SnapshotsPerProfile <= 0 {
 		d.Policy.SnapshotsPerProfile = 20
+	}
+	if d.Policy.PagesTTL <= 0 {
+		d.Policy.PagesTTL = time.Minute
 	}
 	if d.Policy.PublicURL == nil {
 		d.Policy.PublicURL = func() string { return "http://localhost" }

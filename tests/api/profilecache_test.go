@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -128,7 +129,15 @@ func TestLocalProfileCacheSeesEveryWrite(t *testing.T) {
 		expect(t, h.get(path, auth...), http.StatusOK) // fills
 		r := h.get(path, auth...)                      // the cache's
 		expect(t, r, http.StatusOK)
-		return r.data()
+		d := r.data()
+		// The list, read twice (the second from the copy), agrees.
+		want := fmt.Sprintf("%v:%v", d["name"], d["status"])
+		for range 2 {
+			if got := pageOf(t, h, auth); got != want {
+				t.Fatalf("the list shows %q, the profile %q", got, want)
+			}
+		}
+		return d
 	}
 	if d := read(); d["name"] != "Before" {
 		t.Fatalf("name %v, want Before", d["name"])
@@ -149,4 +158,93 @@ func TestLocalProfileCacheSeesEveryWrite(t *testing.T) {
 	expect(t, h.get(path, bearer(other.access)...), http.StatusNotFound)
 	expect(t, h.delete(path, auth...), http.StatusNoContent)
 	expect(t, h.get(path, auth...), http.StatusNotFound)
+	if got := pageOf(t, h, auth); got != "" {
+		t.Fatalf("the list after the delete shows %q", got)
+	}
+}
+
+// pageOf lists the first page on h and describes it: "name:status" per
+// profile, with ":port" for one with a proxy.
+func pageOf(t *testing.T, h *harness, auth []string) string {
+	t.Helper()
+	r := h.get("/api/v1/profiles?limit=50", auth...)
+	expect(t, r, http.StatusOK)
+	var parts []string
+	for _, it := range asList(r.env["data"]) {
+		m, _ := it.(map[string]any)
+		s := fmt.Sprintf("%v:%v", m["name"], m["status"])
+		if px, ok := m["proxy"].(map[string]any); ok {
+			s += fmt.Sprintf(":%v", px["port"])
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ",")
+}
+
+// Pages of the list are kept by each instance while the team's list
+// version in Redis holds; a write on one instance, a create or a change of
+// a proxy its profiles show included, is seen by the next list on another.
+func TestListOfProfilesIsCoherentAcrossInstances(t *testing.T) {
+	redisURL := os.Getenv(testenv.RedisURLVariable)
+	if redisURL == "" {
+		t.Skip(testenv.RedisURLVariable + " is not set")
+	}
+	url := testenv.PostgresURL(t)
+	client := testenv.RedisClient(t)
+	prefix := testenv.RedisKeyPrefix(t, client, "pl")
+	env := map[string]string{"PROFILE_CACHE": "redis", "REDIS_KEY_PREFIX": prefix, "ALLOW_PRIVATE_TARGETS": "true"}
+	a := start(t, options{databaseURL: url, redisURL: redisURL, env: env})
+	b := start(t, options{databaseURL: url, redisURL: redisURL, env: env})
+	acc := a.register(t)
+	auth := bearer(acc.access)
+	id := a.createProfile(t, acc, map[string]any{"name": "Shop"})
+	path := "/api/v1/profiles/" + id
+
+	// listOnB lists on b twice, the second time from b's copy once the
+	// team has a list version.
+	listOnB := func() string {
+		t.Helper()
+		first := pageOf(t, b, auth)
+		if keys, err := client.Keys(context.Background(), prefix+"profile:*:").Result(); err != nil || len(keys) != 1 {
+			t.Fatalf("list versions in Redis after a list: %v, %v; want 1", keys, err)
+		}
+		if second := pageOf(t, b, auth); second != first {
+			t.Fatalf("two lists on b without a write: %q then %q", first, second)
+		}
+		return first
+	}
+	if got := listOnB(); got != "Shop:idle" {
+		t.Fatalf("first page %q", got)
+	}
+	px := a.post("/api/v1/proxies", map[string]any{"type": "http", "host": "127.0.0.1", "port": 9}, auth...)
+	expect(t, px, http.StatusCreated)
+	proxyID := str(px.data()["id"])
+	steps := []struct {
+		what  string
+		write func() response
+		code  int
+		want  string
+	}{
+		{"create", func() response {
+			return a.post("/api/v1/profiles", map[string]any{"name": "Blog", "templateId": windowsTemplate}, auth...)
+		}, http.StatusCreated, "Blog:idle,Shop:idle"},
+		{"rename", func() response { return a.patch(path, map[string]any{"name": "Store"}, auth...) }, http.StatusOK, "Blog:idle,Store:idle"},
+		{"launch", func() response { return a.post(path+"/launch", map[string]any{}, auth...) }, http.StatusOK, "Blog:idle,Store:running"},
+		{"release", func() response { return a.post(path+"/release", nil, auth...) }, http.StatusOK, "Blog:idle,Store:idle"},
+		{"proxy set", func() response { return a.patch(path, map[string]any{"proxy": map[string]any{"id": proxyID}}, auth...) }, http.StatusOK, "Blog:idle,Store:idle:9"},
+		{"proxy changed", func() response {
+			return a.patch("/api/v1/proxies/"+proxyID, map[string]any{"port": 10}, auth...)
+		}, http.StatusOK, "Blog:idle,Store:idle:10"},
+		{"delete", func() response { return a.delete(path, auth...) }, http.StatusNoContent, "Blog:idle"},
+	}
+	for _, s := range steps {
+		expect(t, s.write(), s.code)
+		if got := listOnB(); got != s.want {
+			t.Fatalf("after the %s on a, b lists %q, want %q", s.what, got, s.want)
+		}
+	}
+	other := a.register(t)
+	if got := pageOf(t, b, bearer(other.access)); got != "" {
+		t.Fatalf("another team lists %q, want nothing of the first team's", got)
+	}
 }
