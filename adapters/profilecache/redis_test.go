@@ -27,6 +27,16 @@ func newCache(t *testing.T, client redis.UniversalClient, prefix string) (*profi
 	return profilecache.New(client, g, prefix, time.Minute), c
 }
 
+// throughProxy is a client of real's Redis through a proxy the test can
+// blackhole, giving up on an unanswered call within 200 ms.
+func throughProxy(t *testing.T, real *redis.Client) (*redis.Client, *testenv.Proxy) {
+	proxy := testenv.StartProxy(t, real.Options().Addr)
+	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), DialTimeout: 200 * time.Millisecond,
+		ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond, PoolTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
+	return client, proxy
+}
+
 func running(teamID, id, name string) profile.Profile {
 	return profile.Profile{
 		ID: id, TeamID: teamID, Name: name, TemplateID: "tpl_chrome_win_us", Browser: profile.BrowserChromium,
@@ -102,10 +112,7 @@ func TestFillAfterDropIsRefused(t *testing.T) {
 func TestOutageMissesAndKeepsDrops(t *testing.T) {
 	real := testenv.RedisClient(t)
 	prefix := testenv.RedisKeyPrefix(t, real, "profilecache-outage")
-	proxy := testenv.StartProxy(t, real.Options().Addr)
-	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), DialTimeout: 200 * time.Millisecond,
-		ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond, PoolTimeout: 200 * time.Millisecond, MaxRetries: -1})
-	t.Cleanup(func() { _ = client.Close() })
+	client, proxy := throughProxy(t, real)
 	pc, c := newCache(t, client, prefix)
 	ctx := context.Background()
 
@@ -173,10 +180,7 @@ func TestConcurrentGetsEachGetTheirEntry(t *testing.T) {
 func TestListVersionIsSharedAndReplacedByADrop(t *testing.T) {
 	real := testenv.RedisClient(t)
 	prefix := testenv.RedisKeyPrefix(t, real, "profilecache-lists")
-	proxy := testenv.StartProxy(t, real.Options().Addr)
-	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), DialTimeout: 200 * time.Millisecond,
-		ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond, PoolTimeout: 200 * time.Millisecond, MaxRetries: -1})
-	t.Cleanup(func() { _ = client.Close() })
+	client, proxy := throughProxy(t, real)
 	a, c := newCache(t, client, prefix)
 	b, _ := newCache(t, real, prefix)
 	ctx := context.Background()
