@@ -128,11 +128,14 @@ func (s *Service) idle(until time.Duration) time.Duration {
 }
 
 // fanOutAll turns committed outbox events into deliveries until none is
-// left, waking the delivery loop after each batch.
+// left, waking the delivery loop after each batch that made deliveries:
+// the events of teams without an endpoint that takes them make none, and
+// waking it for them cost the database a claim and a look at the pending
+// deliveries each time.
 func (s *Service) fanOutAll(ctx context.Context) error {
 	for {
-		n, err := s.FanOut(ctx)
-		if n > 0 && err == nil {
+		n, made, err := s.fanOut(ctx)
+		if made > 0 && err == nil {
 			s.d.Waker.Wake()
 		}
 		if err != nil || n < s.d.Policy.FanOutBatch {
@@ -148,8 +151,14 @@ func (s *Service) fanOutAll(ctx context.Context) error {
 // dispatched. A crash before the commit leaves the events for the next
 // fan-out; nothing is lost or doubled.
 func (s *Service) FanOut(ctx context.Context) (int, error) {
-	n := 0
-	err := s.d.Tx.Do(ctx, func(ctx context.Context) error {
+	n, _, err := s.fanOut(ctx)
+	return n, err
+}
+
+// fanOut is FanOut, also returning how many deliveries it made.
+func (s *Service) fanOut(ctx context.Context) (n, made int, err error) {
+	err = s.d.Tx.Do(ctx, func(ctx context.Context) error {
+		n, made = 0, 0
 		events, err := s.d.Outbox.ClaimUndispatched(ctx, s.d.Policy.FanOutBatch)
 		if err != nil || len(events) == 0 {
 			return err
@@ -179,6 +188,7 @@ func (s *Service) FanOut(ctx context.Context) (int, error) {
 					}
 				}
 				batch = append(batch, webhook.NewDelivery(s.d.IDs.New("dlv"), ep, e, payload, s.d.Policy.Schedule, now))
+				made++
 				if len(batch) == createBatch {
 					if err := s.d.Deliveries.Create(ctx, batch...); err != nil {
 						return err
@@ -194,7 +204,7 @@ func (s *Service) FanOut(ctx context.Context) (int, error) {
 		}
 		return s.d.Outbox.MarkDispatched(ctx, ids)
 	})
-	return n, err
+	return n, made, err
 }
 
 // createBatch bounds the deliveries one INSERT writes, so that a team with

@@ -124,6 +124,30 @@ func TestFanOutAllTakesEveryBatch(t *testing.T) {
 	}
 }
 
+// The delivery loop is woken by a fan-out that made deliveries, not by
+// one whose events no endpoint takes.
+func TestFanOutAllWakesTheDeliveriesOnlyForDeliveries(t *testing.T) {
+	f := newFixture(t)
+	f.endpoint(t, "https://a.example.com", "profile.deleted")
+	f.woken()
+	f.commit(t, "evt_a", "team_1", event.ProfileCreated)
+	f.commit(t, "evt_b", "team_2", event.ProfileDeleted)
+	if err := f.svc.fanOutAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if f.woken() {
+		t.Fatal("a fan-out that made no delivery woke the delivery loop")
+	}
+	f.commit(t, "evt_c", "team_1", event.ProfileDeleted)
+	if err := f.svc.fanOutAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !f.woken() {
+		t.Fatal("a fan-out that made a delivery did not wake the delivery loop")
+	}
+	wantStrings(t, "deliveries", f.deliveredEvents(t, "team_1", "whk_001"), "evt_c")
+}
+
 // run starts Run and returns a function that stops it and waits for it
 // to return.
 func (f *fixture) run(t *testing.T) (stop func()) {
