@@ -145,10 +145,15 @@ func TestProfileRoundTrips(t *testing.T) {
 		if s.Dialect() != bunstore.DialectPostgres {
 			return
 		}
-		// The team's first bounded create spreads its count by the
-		// shares (the 50 above went anywhere); the next is the one
-		// measured.
-		if err := s.Profiles().CreateWithin(ctx, benchProfile("tm_1", 98), 100); err != nil {
+		// The 50 above went to any shard. A create bounded at 51 leaves
+		// each shard within its share of 51 (at most 4), spreading the
+		// count if one was beyond it or the shard it picked was full:
+		// then every shard has room under the bound of 100 (6 or 7
+		// each), and the next create, the one measured, takes the first
+		// shard it picks. (Bounded at 100 here, that create could find
+		// every shard within its share and keep the counts as they fell,
+		// and the measured one pick a shard already at its share.)
+		if err := s.Profiles().CreateWithin(ctx, benchProfile("tm_1", 98), 51); err != nil {
 			t.Fatal(err)
 		}
 		stmts.take()
