@@ -118,13 +118,23 @@ func (o outbox) ClaimUndispatched(ctx context.Context, limit int) ([]event.Event
 	db := conn(ctx, o.db)
 	// The entries are taken first, oldest first, and their events looked
 	// up by key: a join left to the planner may read the whole outbox.
-	lock := ""
-	if db.Dialect().Name() == dialect.PG {
-		lock = " FOR UPDATE SKIP LOCKED"
-	}
-	err := db.NewRaw(`WITH p AS (SELECT id FROM outbox_pending ORDER BY id LIMIT ?`+lock+`)
+	query := `WITH p AS (SELECT id FROM outbox_pending ORDER BY id LIMIT ?)
 SELECT o.id, o.team_id, o.type, o.occurred_at, o.data, o.created_at, o.seq
-FROM p JOIN outbox_events AS o ON o.id = p.id ORDER BY o.id`, limit).Scan(ctx, &rows)
+FROM p JOIN outbox_events AS o ON o.id = p.id ORDER BY o.id`
+	if db.Dialect().Name() == dialect.PG {
+		// Each event is looked up in a subquery the planner cannot merge
+		// into a join (OFFSET 0): planning a join, PostgreSQL read the ends
+		// of outbox_pending's key index, through the entries fan-outs had
+		// deleted since the last vacuum. Under a stream of creates that was
+		// 0.5-1 ms a claim, against 0.05-0.08 ms this way (EXPLAIN on
+		// 20,000 live and 80,000 deleted entries).
+		query = `SELECT o.id, o.team_id, o.type, o.occurred_at, o.data, o.created_at, o.seq
+FROM (SELECT id FROM outbox_pending ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED) AS p,
+LATERAL (SELECT e.id, e.team_id, e.type, e.occurred_at, e.data, e.created_at, e.seq
+	FROM outbox_events AS e WHERE e.id = p.id OFFSET 0) AS o
+ORDER BY o.id`
+	}
+	err := db.NewRaw(query, limit).Scan(ctx, &rows)
 	if err != nil {
 		return nil, readErr(err, "outbox events")
 	}
