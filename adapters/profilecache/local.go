@@ -82,10 +82,12 @@ func (l *Local) Fill(_ context.Context, teamID, id, lease string, p profile.Prof
 	}
 }
 
-// Drop removes the entry and any lease; it never fails.
+// Drop removes the entry and any lease and the team's list version; it
+// never fails.
 func (l *Local) Drop(_ context.Context, teamID, id string) error {
 	l.mu.Lock()
 	delete(l.entries, localKey(teamID, id))
+	delete(l.lists, teamID)
 	l.mu.Unlock()
 	return nil
 }

@@ -90,4 +90,9 @@ func TestLocalListVersionIsReplacedByADrop(t *testing.T) {
 		}
 		seen[v] = true
 	}
+	before := l.ListVersion(ctx, "tm_1")
+	_ = l.Drop(ctx, "tm_1", "prf_1")
+	if got := l.ListVersion(ctx, "tm_1"); got == before || seen[got] {
+		t.Fatalf("version after a profile's drop %q, want a new one", got)
+	}
 }

@@ -179,11 +179,11 @@ func (r *Redis) Fill(ctx context.Context, teamID, id, lease string, p profile.Pr
 	})
 }
 
-// Drop deletes the entry. When Redis does not answer, the drop is kept: no
-// read here uses the entry, and it is deleted before anything else once
-// Redis answers.
+// Drop deletes the entry and the team's list version, in one DEL. When
+// Redis does not answer, the drop is kept: no read here uses either, and
+// they are deleted before anything else once Redis answers.
 func (r *Redis) Drop(ctx context.Context, teamID, id string) error {
-	if err := r.drop(ctx, r.key(teamID, id)); err != nil {
+	if err := r.drop(ctx, r.key(teamID, id), r.listKey(teamID)); err != nil {
 		return fmt.Errorf("profilecache: drop %s: %w", id, err)
 	}
 	return nil
@@ -232,18 +232,20 @@ func (r *Redis) DropList(ctx context.Context, teamID string) error {
 	return nil
 }
 
-func (r *Redis) drop(ctx context.Context, key string) error {
+func (r *Redis) drop(ctx context.Context, keys ...string) error {
 	r.flushPending(ctx, "")
-	err := r.guard.Do(ctx, component, func(ctx context.Context) error { return r.client.Del(ctx, key).Err() })
+	err := r.guard.Do(ctx, component, func(ctx context.Context) error { return r.client.Del(ctx, keys...).Err() })
 	if err == nil {
 		return nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.pending) >= maxPendingDrops {
+	if len(r.pending)+len(keys) > maxPendingDrops {
 		return err
 	}
-	r.pending[key] = struct{}{}
+	for _, k := range keys {
+		r.pending[k] = struct{}{}
+	}
 	return nil
 }
 

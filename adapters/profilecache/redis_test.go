@@ -209,6 +209,13 @@ func TestListVersionIsSharedAndReplacedByADrop(t *testing.T) {
 	if got := a.ListVersion(ctx, "tm_1"); !seen[got] {
 		t.Fatalf("version without a drop %q changed", got)
 	}
+	// A profile's drop replaces its team's version too, in the same DEL.
+	if err := b.Drop(ctx, "tm_1", "prf_1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.ListVersion(ctx, "tm_1"); got == "" || seen[got] {
+		t.Fatalf("version after a profile's drop %q, want a new one", got)
+	}
 
 	before := a.ListVersion(ctx, "tm_1")
 	proxy.Blackhole()

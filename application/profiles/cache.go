@@ -2,6 +2,7 @@ package profiles
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/profilesvc/profilesvc/domain/event"
@@ -59,16 +60,7 @@ func (u droppingUnit) Do(ctx context.Context, fn func(ctx context.Context) error
 	err := u.UnitOfWork.Do(context.WithValue(ctx, dropSetKey{}, set), fn)
 	// Dropped whatever the outcome: a commit whose answer was lost may
 	// still have happened.
-	teams := make(map[string]bool, 1)
-	for _, k := range set.keys {
-		if k.id != "" {
-			u.drops.entry(ctx, k.teamID, k.id)
-		}
-		teams[k.teamID] = true
-	}
-	for teamID := range teams {
-		u.drops.list(ctx, teamID)
-	}
+	u.drops.now(ctx, set.keys)
 	return err
 }
 
@@ -86,21 +78,31 @@ func (d *cacheDrops) later(ctx context.Context, teamID, id string) {
 		set.mu.Unlock()
 		return
 	}
-	if id != "" {
-		d.entry(ctx, teamID, id)
-	}
-	d.list(ctx, teamID)
+	d.now(ctx, []cacheKey{{teamID, id}})
 }
 
-func (d *cacheDrops) entry(ctx context.Context, teamID, id string) {
-	if err := d.s.d.Cache.Drop(context.WithoutCancel(ctx), teamID, id); err != nil {
-		d.s.d.Log.ErrorContext(ctx, "drop a cached profile", "profile_id", id, "error", err.Error())
+// now drops the entries of keys, each with its team's list version
+// (Cache.Drop), and the list versions of the teams whose keys name no
+// profile (creates) once each.
+func (d *cacheDrops) now(ctx context.Context, keys []cacheKey) {
+	ctx = context.WithoutCancel(ctx)
+	var listed []string // teams whose list version a drop replaced
+	for _, k := range keys {
+		if k.id != "" {
+			if err := d.s.d.Cache.Drop(ctx, k.teamID, k.id); err != nil {
+				d.s.d.Log.ErrorContext(ctx, "drop a cached profile", "profile_id", k.id, "error", err.Error())
+			}
+			listed = append(listed, k.teamID)
+		}
 	}
-}
-
-func (d *cacheDrops) list(ctx context.Context, teamID string) {
-	if err := d.s.d.Cache.DropList(context.WithoutCancel(ctx), teamID); err != nil {
-		d.s.d.Log.ErrorContext(ctx, "drop a team's cached list", "team_id", teamID, "error", err.Error())
+	for _, k := range keys {
+		if k.id != "" || slices.Contains(listed, k.teamID) {
+			continue
+		}
+		if err := d.s.d.Cache.DropList(ctx, k.teamID); err != nil {
+			d.s.d.Log.ErrorContext(ctx, "drop a team's cached list", "team_id", k.teamID, "error", err.Error())
+		}
+		listed = append(listed, k.teamID)
 	}
 }
 

@@ -63,6 +63,7 @@ func (c *leaseCache) Drop(_ context.Context, teamID, id string) error {
 	k := teamID + "/" + id
 	delete(c.entries, k)
 	delete(c.values, k)
+	delete(c.lists, teamID)
 	return nil
 }
 

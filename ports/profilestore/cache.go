@@ -22,8 +22,9 @@ type Cache interface {
 	// Fill stores p, read after Get handed out lease, unless the entry was
 	// dropped since.
 	Fill(ctx context.Context, teamID, id, lease string, p profile.Profile)
-	// Drop removes the entry and any lease. It returns an error only when
-	// the entry may still be read.
+	// Drop removes the entry and any lease, and replaces the team's list
+	// version (DropList): the profile shows in the team's list. It returns
+	// an error only when the entry or the old version may still be read.
 	Drop(ctx context.Context, teamID, id string) error
 
 	// ListVersion returns the version of the team's list of profiles: a
