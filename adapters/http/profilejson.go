@@ -32,13 +32,8 @@ func writeProfileBody(w http.ResponseWriter, status int, d *profileDTO) {
 	})
 }
 
-// writeProfileList answers 200 with a page of profiles, as writeList does.
-func writeProfileList(w http.ResponseWriter, items []profileDTO, nextCursor string, limit int) {
-	writeAppended(w, http.StatusOK, func(b []byte) []byte {
-		return appendProfileList(b, items, nextCursor, limit)
-	})
-}
-
+// appendProfileList appends the body writeList answers for a page of
+// items.
 func appendProfileList(b []byte, items []profileDTO, nextCursor string, limit int) []byte {
 	b = append(b, `{"success":true,"data":[`...)
 	for i := range items {

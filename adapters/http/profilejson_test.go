@@ -77,7 +77,7 @@ func TestProfileJSONIsEncodingJSON(t *testing.T) {
 		}
 		for _, cursor := range []string{"", "prf_01ABC", "odd <&> \xff"} {
 			rec := httptest.NewRecorder()
-			writeProfileList(rec, items, cursor, 50)
+			writeRendered(rec, 200, appendProfileList(nil, items, cursor, 50))
 			want := httptest.NewRecorder()
 			writeList(want, items, cursor, 50)
 			if !bytes.Equal(rec.Body.Bytes(), want.Body.Bytes()) {

@@ -275,23 +275,11 @@ func (h *ProfileHandlers) list(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := r.URL.Query()
 	in := profiles.ListInput{Query: q.Get("q"), Status: q.Get("status"), Tag: q.Get("tag"), Cursor: cursor, Limit: limit}
-	if h.svc.KeepsPages() {
-		body, err := h.svc.ListRendered(r.Context(), actorFrom(r.Context()), in, renderProfilePage)
-		if err != nil {
-			return err
-		}
-		writeRendered(w, http.StatusOK, body)
-		return nil
-	}
-	page, err := h.svc.List(r.Context(), actorFrom(r.Context()), in)
+	body, err := h.svc.ListRendered(r.Context(), actorFrom(r.Context()), in, renderProfilePage)
 	if err != nil {
 		return err
 	}
-	out := make([]profileDTO, 0, len(page.Items))
-	for _, p := range page.Items {
-		out = append(out, toProfileDTO(p))
-	}
-	writeProfileList(w, out, page.NextCursor, page.Limit)
+	writeRendered(w, http.StatusOK, body)
 	return nil
 }
 

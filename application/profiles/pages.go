@@ -10,14 +10,17 @@ import (
 	"github.com/profilesvc/profilesvc/domain/team"
 )
 
-// With the profile cache set, pages of the list are kept as their caller
-// rendered them, tagged with the team's list version (Cache.ListVersion)
-// read before the page was. Every write of a profile replaces its team's
-// version once its unit of work has ended (cache.go), as does a change of
-// a proxy that profiles show (application/proxies): a page read after the write
-// returned is never served from a copy made before it. A page of 50 is
-// some 25 KB of JSON that took a database read and ~30 us to encode; a
-// copy costs a version lookup, sent with concurrent readers' cache GETs.
+// Pages of the list are kept as their caller rendered them, tagged with
+// the version of the team's list read before the page was. With the
+// profile cache set, the version is the cache's (Cache.ListVersion, sent
+// with concurrent readers' cache GETs): every write of a profile replaces
+// it once its unit of work has ended (cache.go), as does a change of a
+// proxy that profiles show (application/proxies). Without a cache, or
+// while it does not answer, it is the store's (Profiles.ListVersion),
+// which the write's own transaction moves. Either way a page read after
+// the write returned is never served from a copy made before it. A page
+// of 50 is some 25 KB of JSON that took a database read of 50 rows and
+// ~30 us to encode; a copy costs the version's lookup.
 
 // maxPageBytes bounds the copies this instance keeps.
 const maxPageBytes = 32 << 20
@@ -85,10 +88,6 @@ func (c *pageCopies) put(k pageKey, e pageCopy, now time.Time) {
 	}
 }
 
-// KeepsPages reports whether ListRendered keeps pages: callers that only
-// answer a page may then hand it the rendering.
-func (s *Service) KeepsPages() bool { return s.d.Cache != nil }
-
 // ListRendered is List rendered by render, served from this instance's
 // copy while the team's list is unchanged. render must return bytes it
 // does not change afterwards; the returned bytes must not be changed.
@@ -96,10 +95,7 @@ func (s *Service) ListRendered(ctx context.Context, actor team.Actor, in ListInp
 	if err := actor.Require(team.ActRead); err != nil {
 		return nil, err
 	}
-	var version string
-	if s.d.Cache != nil {
-		version = s.d.Cache.ListVersion(ctx, actor.TeamID)
-	}
+	version := s.listVersion(ctx, actor.TeamID)
 	k := pageKey{teamID: actor.TeamID, in: in}
 	if version != "" {
 		if body, ok := s.pages.get(k, version, s.d.Clock.Now()); ok {
@@ -116,4 +112,20 @@ func (s *Service) ListRendered(ctx context.Context, actor team.Actor, in ListInp
 		s.pages.put(k, pageCopy{version: version, body: body, expires: now.Add(s.d.Policy.PagesTTL)}, now)
 	}
 	return body, nil
+}
+
+// listVersion is the version of the team's list, "" when neither the cache
+// nor the store tells it (the page's own read then says what is wrong).
+// The two kinds are told apart, a copy being valid only against its own.
+func (s *Service) listVersion(ctx context.Context, teamID string) string {
+	if s.d.Cache != nil {
+		if v := s.d.Cache.ListVersion(ctx, teamID); v != "" {
+			return "cache " + v
+		}
+	}
+	v, err := s.d.Profiles.ListVersion(ctx, teamID)
+	if err != nil {
+		return ""
+	}
+	return "store " + v
 }

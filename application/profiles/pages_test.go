@@ -3,6 +3,7 @@ package profiles_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -49,11 +50,18 @@ var firstPage = profiles.ListInput{Limit: 50}
 
 // Every write of a team's profiles, a create included, replaces the copy
 // of its pages, so the next page shows it; unchanged pages are served
-// from the copy.
+// from the copy. The version is the profile cache's, or without one the
+// store's.
 func TestListRenderedSeesEveryWrite(t *testing.T) {
+	t.Run("cache", func(t *testing.T) { listRenderedSeesEveryWrite(t, true) })
+	t.Run("store", func(t *testing.T) { listRenderedSeesEveryWrite(t, false) })
+}
+
+func listRenderedSeesEveryWrite(t *testing.T, withCache bool) {
 	f := newFixture(t)
-	c := newLeaseCache()
-	f.deps.Cache = c
+	if withCache {
+		f.deps.Cache = newLeaseCache()
+	}
 	f.build()
 	r := &pageRenders{}
 	p := f.create(t, "Shop")
@@ -167,9 +175,16 @@ func (h *listHook) List(ctx context.Context, teamID string, fl profilestore.Filt
 // A page read while a write commits is answered, but not served again:
 // its copy carries the version read before it, which the write replaced.
 func TestListRenderedDoesNotKeepAPageAWriteOvertook(t *testing.T) {
+	t.Run("cache", func(t *testing.T) { listRenderedDoesNotKeepAPageAWriteOvertook(t, true) })
+	t.Run("store", func(t *testing.T) { listRenderedDoesNotKeepAPageAWriteOvertook(t, false) })
+}
+
+func listRenderedDoesNotKeepAPageAWriteOvertook(t *testing.T, withCache bool) {
 	f := newFixture(t)
-	c := newLeaseCache()
-	f.deps.Cache = c
+	if withCache {
+		f.deps.Cache = newLeaseCache()
+	}
+	f.build()
 	p := f.create(t, "Old")
 	inner := f.deps.Profiles
 	f.useProfiles(&listHook{Profiles: inner, fn: func(ctx context.Context, n int, teamID string, fl profilestore.Filter) ([]profile.Profile, error) {
@@ -194,26 +209,50 @@ func TestListRenderedDoesNotKeepAPageAWriteOvertook(t *testing.T) {
 	}
 }
 
-// A cache that does not answer leaves every page to the store; without a
-// cache nothing is kept either.
-func TestListRenderedWithoutAVersionReadsTheStore(t *testing.T) {
+// versionHook stands in for ListVersion, failing while down.
+type versionHook struct {
+	profilestore.Profiles
+	down  atomic.Bool
+	calls atomic.Int32
+}
+
+func (h *versionHook) ListVersion(ctx context.Context, teamID string) (string, error) {
+	h.calls.Add(1)
+	if h.down.Load() {
+		return "", errors.New("database unreachable")
+	}
+	return h.Profiles.ListVersion(ctx, teamID)
+}
+
+// A cache that answers spares the store's version; one that does not
+// leaves it to the store, whose version still keeps pages. When neither
+// tells one, every page is read afresh.
+func TestListRenderedTakesTheStoresVersionWhenTheCacheHasNone(t *testing.T) {
 	f := newFixture(t)
 	c := newLeaseCache()
-	c.down = true
 	f.deps.Cache = c
-	f.build()
+	versions := &versionHook{Profiles: f.deps.Profiles}
+	f.useProfiles(versions)
 	f.create(t, "Shop")
 	r := &pageRenders{}
-	for range 2 {
-		f.listRendered(t, r, alice, firstPage, false)
+	f.listRendered(t, r, alice, firstPage, false)
+	f.listRendered(t, r, alice, firstPage, true)
+	if n := versions.calls.Load(); n != 0 {
+		t.Fatalf("the store's version read %d times with the cache answering, want 0", n)
 	}
-	f.deps.Cache = nil
-	f.build()
-	if f.svc.KeepsPages() {
-		t.Fatal("a service without a cache says it keeps pages")
+
+	c.down = true
+	f.listRendered(t, r, alice, firstPage, false)
+	f.listRendered(t, r, alice, firstPage, true)
+	if n := versions.calls.Load(); n != 2 {
+		t.Fatalf("the store's version read %d times with the cache down, want 2", n)
 	}
+
+	versions.down.Store(true)
 	for range 2 {
-		f.listRendered(t, r, alice, firstPage, false)
+		if got := f.listRendered(t, r, alice, firstPage, false); got != "Shop:idle:1" {
+			t.Fatalf("page with no version %q", got)
+		}
 	}
 }
 

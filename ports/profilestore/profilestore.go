@@ -84,4 +84,11 @@ type Profiles interface {
 	// ListExpiredSessions returns up to limit profiles of any team whose
 	// session expired at or before now, earliest expiry first.
 	ListExpiredSessions(ctx context.Context, now time.Time, limit int) ([]profile.Profile, error)
+	// ListVersion is a version of the team's list of profiles: a write of
+	// one of its profiles (create, change, session swap, delete) or of a
+	// proxy of the team (its type, host or port, which profiles show)
+	// gives it a value it never had before, once the write is committed,
+	// and for every reader from then on. It may also change with nothing
+	// changed; it never changes back.
+	ListVersion(ctx context.Context, teamID string) (string, error)
 }

@@ -802,6 +802,69 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		expectNotFound(t, "profile deleted in a committed unit", err)
 	})
 
+	t.Run("ListVersion moves with every committed write of the team's profiles and proxies", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		teamID := storeID("tm")
+		repo := f.s.Profiles()
+		seen := map[string]string{}
+		moved := func(after string) {
+			t.Helper()
+			v, err := repo.ListVersion(f.ctx, teamID)
+			f.must("ListVersion after "+after, err)
+			if before, ok := seen[v]; ok {
+				t.Fatalf("version %q after %s, as after %s", v, after, before)
+			}
+			seen[v] = after
+		}
+		moved("nothing")
+		px := f.proxy(teamID)
+		f.must("create proxy", f.s.Proxies().Create(f.ctx, px))
+		p := f.profile(teamID, "Shop")
+		f.createProfiles(p)
+		moved("a create")
+		q := f.profile(teamID, "Blog")
+		f.must("CreateWithin", repo.CreateWithin(f.ctx, q, 10, f.event(teamID, storeAt(0))))
+		moved("a create within a bound")
+
+		next := p
+		next.Name, next.ProxyID, next.Version = "Store", px.ID, p.Version+1
+		f.must("Update", repo.Update(f.ctx, next, p.Version))
+		moved("an update")
+		idle := next
+		idle.Notes, idle.Version = "idle", next.Version+1
+		f.must("UpdateIdle", repo.UpdateIdle(f.ctx, idle, next.Version))
+		moved("an update of an idle profile")
+
+		sess := f.session(storeAt(time.Minute), time.Hour)
+		for _, sw := range []struct {
+			what string
+			swap profilestore.SessionSwap
+		}{
+			{"a launch", profilestore.SessionSwap{Next: sess}},
+			{"a release", profilestore.SessionSwap{ExpectSessionID: sess.ID}},
+		} {
+			ok, err := repo.SwapSession(f.ctx, teamID, p.ID, sw.swap)
+			f.must(sw.what, err)
+			if !ok {
+				t.Fatalf("%s was not applied", sw.what)
+			}
+			moved(sw.what)
+		}
+
+		px.Port++
+		f.must("proxy Update", f.s.Proxies().Update(f.ctx, px))
+		moved("a change of the proxy's port")
+		f.must("Delete", repo.Delete(f.ctx, teamID, q.ID))
+		moved("a delete")
+
+		last := idle
+		last.Name, last.Version = "Final", idle.Version+1
+		f.must("unit", inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
+			return tx.Profiles().Update(ctx, last, idle.Version)
+		}))
+		moved("a unit's update")
+	})
+
 	t.Run("ListExpiredSessions spans teams, earliest expiry first", func(t *testing.T) {
 		f := newStoreFixture(t, newStore)
 		now := storeAt(24 * time.Hour)

@@ -873,8 +873,8 @@ func shardShare(shard, max int) int {
 // countProfileSQL (SQLite) adds one to the team's profile count unless
 // that reaches beyond the bound (its two arguments; 0 or less is no
 // bound); it changes no row when the team is full.
-const countProfileSQL = `INSERT INTO team_profile_counts (team_id, shard, profiles) VALUES (?, 0, 1)
-ON CONFLICT (team_id, shard) DO UPDATE SET profiles = team_profile_counts.profiles + 1
+const countProfileSQL = `INSERT INTO team_profile_counts (team_id, shard, profiles, changes) VALUES (?, 0, 1, 1)
+ON CONFLICT (team_id, shard) DO UPDATE SET profiles = team_profile_counts.profiles + 1, changes = team_profile_counts.changes + 1
 WHERE ? <= 0 OR team_profile_counts.profiles < ?`
 
 // pgShareSQL is shardShare in SQL, of the shard column of alias a and the
@@ -986,7 +986,7 @@ func (r profileRepository) pgCreateSQL() string {
 			cols = append(cols, string(f.SQLName))
 			vals = append(vals, fmt.Sprintf("$%d::%s", i+11, f.CreateTableSQLType))
 		}
-		pgCreateStatement.sql = `WITH c AS (UPDATE team_profile_counts AS t SET profiles = t.profiles + 1
+		pgCreateStatement.sql = `WITH c AS (UPDATE team_profile_counts AS t SET profiles = t.profiles + 1, changes = t.changes + 1
 	WHERE t.team_id = $1 AND t.shard = $4::integer AND ($2::integer <= 0 OR (t.profiles < ` + pgShareSQL("t") + `
 		AND NOT EXISTS (SELECT 1 FROM team_profile_counts AS o WHERE o.team_id = $1 AND o.profiles > ` + pgShareSQL("o") + `)))
 	RETURNING t.team_id),
@@ -1236,10 +1236,16 @@ func uncountProfile(ctx context.Context, tx bun.Tx, teamID string, shard int) er
 			return fmt.Errorf("bunstore: write profile count: %w", err)
 		}
 	}
-	res, err := tx.NewRaw("UPDATE team_profile_counts SET profiles = profiles - 1 WHERE team_id = ? AND shard = ? AND profiles > 0", teamID, shard).Exec(ctx)
+	res, err := tx.NewRaw("UPDATE team_profile_counts SET profiles = profiles - 1, changes = changes + 1 WHERE team_id = ? AND shard = ? AND profiles > 0", teamID, shard).Exec(ctx)
 	n, err := rowsAffected(res, err, "profile count")
-	if err != nil || n == 1 || !pg {
+	if err != nil || n == 1 {
 		return err
+	}
+	if !pg { // a count already at 0: the change is still counted
+		if _, err := tx.NewRaw(countChangeSQL, teamID, shard).Exec(ctx); err != nil {
+			return fmt.Errorf("bunstore: write profile count: %w", err)
+		}
+		return nil
 	}
 	if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT profile_uncount"); err != nil {
 		return fmt.Errorf("bunstore: write profile count: %w", err)
@@ -1253,14 +1259,50 @@ func uncountProfile(ctx context.Context, tx bun.Tx, teamID string, shard int) er
 	}
 	for _, sh := range shards {
 		if sh.Profiles > 0 {
-			_, err := tx.NewRaw("UPDATE team_profile_counts SET profiles = profiles - 1 WHERE team_id = ? AND shard = ?", teamID, sh.Shard).Exec(ctx)
+			_, err := tx.NewRaw("UPDATE team_profile_counts SET profiles = profiles - 1, changes = changes + 1 WHERE team_id = ? AND shard = ?", teamID, sh.Shard).Exec(ctx)
 			if err != nil {
 				return fmt.Errorf("bunstore: write profile count: %w", err)
 			}
 			return nil
 		}
 	}
+	// No shard counted it (a count out of step): the change still counts,
+	// in the profile's shard, which holds every shard's lock already.
+	if _, err := tx.NewRaw(countChangeSQL, teamID, shard).Exec(ctx); err != nil {
+		return fmt.Errorf("bunstore: write profile count: %w", err)
+	}
 	return nil
+}
+
+// countChangeSQL counts a change of the team's list in a shard (see the
+// migration profile_list_changes), making the shard if it is missing.
+const countChangeSQL = `INSERT INTO team_profile_counts AS t (team_id, shard, profiles, changes) VALUES (?, ?, 0, 1)
+ON CONFLICT (team_id, shard) DO UPDATE SET changes = t.changes + 1`
+
+// listVersionSQL is the version of the team's list: the sum of its
+// changes, which every committed write of its profiles (or of a proxy
+// they show) makes larger, in the write's own transaction.
+const listVersionSQL = `SELECT coalesce(sum(changes), 0) FROM team_profile_counts WHERE team_id = $1`
+
+// ListVersion reads listVersionSQL: on PostgreSQL outside a unit, one
+// prepared round trip that reads the team's 16 shard rows.
+func (r profileRepository) ListVersion(ctx context.Context, teamID string) (string, error) {
+	var v int64
+	if r.pgReadable(ctx) {
+		if r.timeout > 0 && ctx.Value(noDeadlineKey{}) == nil {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, r.timeout)
+			defer cancel()
+		}
+		if err := r.pool.QueryRow(ctx, listVersionSQL, pgx.QueryExecModeCacheStatement, teamID).Scan(&v); err != nil {
+			return "", readErr(err, "profiles")
+		}
+		return strconv.FormatInt(v, 10), nil
+	}
+	if err := conn(ctx, r.db).NewRaw(strings.Replace(listVersionSQL, "$1", "?", 1), teamID).Scan(ctx, &v); err != nil {
+		return "", readErr(err, "profiles")
+	}
+	return strconv.FormatInt(v, 10), nil
 }
 
 // SwapSession is one conditional UPDATE, so the database decides which of

@@ -8,9 +8,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -181,6 +184,7 @@ func openPostgres(dsn string, tracer pgx.QueryTracer) (*bun.DB, *pgxpool.Pool, e
 	if !strings.Contains(dsn, "pool_max_conns") {
 		cfg.MaxConns = postgresPoolSize
 	}
+	cfg.AfterConnect = nameListShard
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open postgres: %w", err)
@@ -188,6 +192,22 @@ func openPostgres(dsn string, tracer pgx.QueryTracer) (*bun.DB, *pgxpool.Pool, e
 	sqldb := stdlib.OpenDBFromPool(pool)
 	sqldb.SetMaxOpenConns(0)
 	return bun.NewDB(sqldb, pgdialect.New()), pool, nil
+}
+
+// listShards hands each new connection the shard its writes count their
+// changes of a team's list in (the migration profile_list_changes): one
+// after another from a random start, so that the service's connections,
+// fewer than the shards, never wait on one another's row lock for it.
+var (
+	listShards     atomic.Uint32
+	listShardStart = rand.Uint32()
+)
+
+// nameListShard sets the connection's profilesvc.list_shard.
+func nameListShard(ctx context.Context, c *pgx.Conn) error {
+	shard := (listShardStart + listShards.Add(1)) % profileShards
+	_, err := c.Exec(ctx, "SELECT set_config('profilesvc.list_shard', $1, false)", strconv.Itoa(int(shard)))
+	return err
 }
 
 // Close closes the database.

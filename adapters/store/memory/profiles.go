@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,6 +47,7 @@ func (r profiles) CreateWithin(ctx context.Context, p profile.Profile, max int, 
 			return err
 		}
 		undo.add(step)
+		st.listChanges++
 		return nil
 	})
 }
@@ -140,6 +142,7 @@ func (r profiles) update(ctx context.Context, p profile.Profile, expectVersion i
 		next.Data, next.Cookies = p.Data, p.Cookies
 		next.Version, next.UpdatedAt = p.Version, p.UpdatedAt
 		st.profiles.put(undo, next)
+		st.listChanges++
 		return nil
 	})
 }
@@ -154,6 +157,7 @@ func (r profiles) Delete(ctx context.Context, teamID, id string) error {
 			return domain.Conflict("profile is running; release it before deleting")
 		}
 		st.profiles.remove(undo, id)
+		st.listChanges++
 		return nil
 	})
 }
@@ -166,6 +170,7 @@ func (r profiles) SwapSession(ctx context.Context, teamID, id string, s profiles
 		}
 		cur.Session = s.Next
 		st.profiles.put(undo, cur)
+		st.listChanges++
 		return true, nil
 	})
 }
@@ -208,4 +213,12 @@ func (r profiles) ListExpiredSessions(ctx context.Context, now time.Time, limit 
 }
 
 // Profiles returns the profile repository.
+// ListVersion is the count of every write of profiles and proxies: it
+// moves with the team's (and with any other team's).
+func (r profiles) ListVersion(ctx context.Context, _ string) (string, error) {
+	return readValue(ctx, r.s, func(st *state) (string, error) {
+		return strconv.FormatUint(st.listChanges, 10), nil
+	})
+}
+
 func (s *Store) Profiles() profilestore.Profiles { return profiles{s: s} }

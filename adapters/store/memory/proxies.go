@@ -43,6 +43,7 @@ func (r proxies) Update(ctx context.Context, p proxy.Proxy) error {
 		}
 		p.CreatedAt = cur.CreatedAt
 		st.proxies.put(undo, p)
+		st.listChanges++
 		return nil
 	})
 }
