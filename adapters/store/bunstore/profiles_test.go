@@ -207,3 +207,49 @@ func TestProfileReadScansEveryColumn(t *testing.T) {
 		t.Fatalf("the model lists %d columns: %v", len(model), model)
 	}
 }
+
+// Each connection of the service's pool counts its changes of a team's
+// list (the trigger of profile_list_changes) in a shard of its own, named
+// when it connects: concurrent writers of one team never queue on one
+// count row for it.
+func TestConnectionsCountListChangesInShardsOfTheirOwn(t *testing.T) {
+	s := openStore(t, testenv.PostgresURL(t))
+	ctx := context.Background()
+	p := benchProfile("tm_list", 1)
+	if err := s.Profiles().Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	changes := func(shard int) (inShard, total int64) {
+		t.Helper()
+		err := bunstore.DB(s).NewRaw(`SELECT coalesce(sum(changes) FILTER (WHERE shard = ?), 0), coalesce(sum(changes), 0)
+			FROM team_profile_counts WHERE team_id = ?`, shard, p.TeamID).Scan(ctx, &inShard, &total)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return inShard, total
+	}
+	seen := map[int]bool{}
+	for i := range 4 { // held together: four connections of the pool
+		c, err := bunstore.DB(s).Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		var shard int
+		if err := c.QueryRowContext(ctx, "SELECT current_setting('profilesvc.list_shard')::integer").Scan(&shard); err != nil {
+			t.Fatal(err)
+		}
+		if shard < 0 || shard > 15 || seen[shard] {
+			t.Fatalf("connection %d counts in shard %d; shards of the others: %v", i, shard, seen)
+		}
+		seen[shard] = true
+		inShard, total := changes(shard)
+		if _, err := c.ExecContext(ctx, "UPDATE profiles SET notes = ? WHERE id = ?", fmt.Sprint("note ", i), p.ID); err != nil {
+			t.Fatal(err)
+		}
+		if afterShard, afterTotal := changes(shard); afterShard != inShard+1 || afterTotal != total+1 {
+			t.Fatalf("an update on connection %d: shard %d counts %d -> %d changes, the team %d -> %d; want one more each",
+				i, shard, inShard, afterShard, total, afterTotal)
+		}
+	}
+}
