@@ -52,17 +52,21 @@ var firstPage = profiles.ListInput{Limit: 50}
 // of its pages, so the next page shows it; unchanged pages are served
 // from the copy. The version is the profile cache's, or without one the
 // store's.
-func TestListRenderedSeesEveryWrite(t *testing.T) {
-	t.Run("cache", func(t *testing.T) { listRenderedSeesEveryWrite(t, true) })
-	t.Run("store", func(t *testing.T) { listRenderedSeesEveryWrite(t, false) })
+func TestListRenderedSeesEveryWrite(t *testing.T) { forEachVersion(t, listRenderedSeesEveryWrite) }
+
+// forEachVersion runs fn on a fixture whose pages are tagged with the
+// profile cache's version, then on one with the store's.
+func forEachVersion(t *testing.T, fn func(t *testing.T, f *fixture)) {
+	t.Run("cache", func(t *testing.T) {
+		f := newFixture(t)
+		f.deps.Cache = newLeaseCache()
+		f.build()
+		fn(t, f)
+	})
+	t.Run("store", func(t *testing.T) { fn(t, newFixture(t)) })
 }
 
-func listRenderedSeesEveryWrite(t *testing.T, withCache bool) {
-	f := newFixture(t)
-	if withCache {
-		f.deps.Cache = newLeaseCache()
-	}
-	f.build()
+func listRenderedSeesEveryWrite(t *testing.T, f *fixture) {
 	r := &pageRenders{}
 	p := f.create(t, "Shop")
 
@@ -175,16 +179,10 @@ func (h *listHook) List(ctx context.Context, teamID string, fl profilestore.Filt
 // A page read while a write commits is answered, but not served again:
 // its copy carries the version read before it, which the write replaced.
 func TestListRenderedDoesNotKeepAPageAWriteOvertook(t *testing.T) {
-	t.Run("cache", func(t *testing.T) { listRenderedDoesNotKeepAPageAWriteOvertook(t, true) })
-	t.Run("store", func(t *testing.T) { listRenderedDoesNotKeepAPageAWriteOvertook(t, false) })
+	forEachVersion(t, listRenderedDoesNotKeepAPageAWriteOvertook)
 }
 
-func listRenderedDoesNotKeepAPageAWriteOvertook(t *testing.T, withCache bool) {
-	f := newFixture(t)
-	if withCache {
-		f.deps.Cache = newLeaseCache()
-	}
-	f.build()
+func listRenderedDoesNotKeepAPageAWriteOvertook(t *testing.T, f *fixture) {
 	p := f.create(t, "Old")
 	inner := f.deps.Profiles
 	f.useProfiles(&listHook{Profiles: inner, fn: func(ctx context.Context, n int, teamID string, fl profilestore.Filter) ([]profile.Profile, error) {
