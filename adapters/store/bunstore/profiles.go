@@ -1288,18 +1288,15 @@ const listVersionSQL = `SELECT coalesce(sum(changes), 0) FROM team_profile_count
 // prepared round trip that reads the team's 16 shard rows.
 func (r profileRepository) ListVersion(ctx context.Context, teamID string) (string, error) {
 	var v int64
+	var err error
 	if r.pgReadable(ctx) {
-		if r.timeout > 0 && ctx.Value(noDeadlineKey{}) == nil {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, r.timeout)
-			defer cancel()
-		}
-		if err := r.pool.QueryRow(ctx, listVersionSQL, pgx.QueryExecModeCacheStatement, teamID).Scan(&v); err != nil {
-			return "", readErr(err, "profiles")
-		}
-		return strconv.FormatInt(v, 10), nil
+		bounded, cancel := prepared{timeout: r.timeout}.bounded(ctx)
+		defer cancel()
+		err = r.pool.QueryRow(bounded, listVersionSQL, pgx.QueryExecModeCacheStatement, teamID).Scan(&v)
+	} else {
+		err = conn(ctx, r.db).NewRaw(strings.Replace(listVersionSQL, "$1", "?", 1), teamID).Scan(ctx, &v)
 	}
-	if err := conn(ctx, r.db).NewRaw(strings.Replace(listVersionSQL, "$1", "?", 1), teamID).Scan(ctx, &v); err != nil {
+	if err != nil {
 		return "", readErr(err, "profiles")
 	}
 	return strconv.FormatInt(v, 10), nil

@@ -212,7 +212,6 @@ func (r profiles) ListExpiredSessions(ctx context.Context, now time.Time, limit 
 	})
 }
 
-// Profiles returns the profile repository.
 // ListVersion is the count of every write of profiles and proxies: it
 // moves with the team's (and with any other team's).
 func (r profiles) ListVersion(ctx context.Context, _ string) (string, error) {
@@ -221,4 +220,5 @@ func (r profiles) ListVersion(ctx context.Context, _ string) (string, error) {
 	})
 }
 
+// Profiles returns the profile repository.
 func (s *Store) Profiles() profilestore.Profiles { return profiles{s: s} }
