@@ -299,6 +299,40 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		}
 	})
 
+	t.Run("creates without a bound between bounded ones count against the bound", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		teamID := storeID("tm")
+		const bound = 20
+		for i := range 12 {
+			f.must("create under the bound", f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, fmt.Sprintf("bounded %d", i)), bound))
+		}
+		// 12 under the bound leave it 8 of room, wherever they were
+		// counted; 9 without one take the team beyond it.
+		for i := range 9 {
+			f.must("create without a bound", f.s.Profiles().Create(f.ctx, f.profile(teamID, fmt.Sprintf("free %d", i))))
+		}
+		// Enough tries that a count that kept room anywhere would take one.
+		for i := range 40 {
+			if err := f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, fmt.Sprintf("over %d", i)), bound); !isQuota(err, bound) {
+				t.Fatalf("create %d with 21 profiles under a bound of %d: %v, want the quota error", i, bound, err)
+			}
+		}
+		all := f.list(teamID, profilestore.Filter{Limit: 50})
+		for _, p := range all[:3] {
+			f.must("Delete", f.s.Profiles().Delete(f.ctx, teamID, p.ID))
+		}
+		f.must("create back under the bound", f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, "nineteenth"), bound))
+		f.must("create back under the bound", f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, "twentieth"), bound))
+		if err := f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, "beyond"), bound); !isQuota(err, bound) {
+			t.Fatalf("create at the bound: %v, want the quota error", err)
+		}
+		n, err := f.s.Profiles().Count(f.ctx, teamID)
+		f.must("Count", err)
+		if n != bound {
+			t.Fatalf("the team holds %d profiles, want %d", n, bound)
+		}
+	})
+
 	t.Run("taken id is a conflict", func(t *testing.T) {
 		f := newStoreFixture(t, newStore)
 		p := f.profile(storeID("tm"), "First", "a")

@@ -716,11 +716,14 @@ const profileShards = 16
 // create takes one shard's row lock until it commits, so a team's creates
 // run side by side instead of queueing, one commit's flush after another,
 // on one row. The count, the profile and its tags are one statement on a
-// shard picked at random (after a savepoint, in a unit of work). When that shard is full (or not there yet, or
-// some shard holds more than its share: max was lowered, or creates
-// without a bound went anywhere), the create locks every shard of the team
-// in order, adds them up and, if the team has room, spreads the count again
-// by the shares and counts itself in a shard with room. Only the sum of a
+// shard picked at random (after a savepoint, in a unit of work), which
+// reads no other shard: a shard carries the bound it was last spread
+// for, and while any carries one, all are within their shares of it.
+// When that shard is full, or carries another bound (max changed, creates
+// without a bound went anywhere), or is not there yet, the create locks
+// every shard of the team in order, adds them up and, if the team has
+// room, spreads the count again by the shares of max, marks every shard
+// with it and counts itself in a shard with room. Only the sum of a
 // team's shards means anything, so a delete uncounts the profile from any
 // shard (its own when it can). SQLite runs one writer at a time: one shard,
 // three statements.
@@ -806,7 +809,7 @@ func (r profileRepository) CreateWithin(ctx context.Context, p profile.Profile, 
 			for i, sh := range shards {
 				ids[i], counts[i] = sh.Shard, shardShare(sh.Shard, total)
 			}
-			if _, err := tx.NewRaw(pgSpreadSQL, pgdialect.Array(ids), pgdialect.Array(counts), p.TeamID).Exec(ctx); err != nil {
+			if _, err := tx.NewRaw(pgSpreadSQL, max, pgdialect.Array(ids), pgdialect.Array(counts), p.TeamID).Exec(ctx); err != nil {
 				return fmt.Errorf("bunstore: write profile count: %w", err)
 			}
 			for i, sh := range shards {
@@ -816,7 +819,14 @@ func (r profileRepository) CreateWithin(ctx context.Context, p profile.Profile, 
 				}
 			}
 		}
-		counted, err := r.pgCreate(ctx, &tx, row, p.Tags, evs, 0)
+		if max <= 0 {
+			// Shards beyond their share of a bound are coming: none may
+			// carry one any more.
+			if _, err := tx.NewRaw(pgUnboundSQL, p.TeamID).Exec(ctx); err != nil {
+				return fmt.Errorf("bunstore: write profile count: %w", err)
+			}
+		}
+		counted, err := r.pgCreate(ctx, &tx, row, p.Tags, evs, max)
 		if err == nil && !counted {
 			err = fmt.Errorf("bunstore: profile count shard %d of team %s is missing", row.QuotaShard, p.TeamID)
 		}
@@ -888,9 +898,12 @@ const pgMakeShardsSQL = `INSERT INTO team_profile_counts (team_id, shard, profil
 SELECT ?, s, 0 FROM generate_series(0, ?::integer) AS s ON CONFLICT DO NOTHING`
 
 // pgSpreadSQL sets the team's shards (the first array) to the counts (the
-// second).
-const pgSpreadSQL = `UPDATE team_profile_counts AS t SET profiles = v.n
+// second), spread for the bound.
+const pgSpreadSQL = `UPDATE team_profile_counts AS t SET bound = ?, profiles = v.n
 FROM unnest(?::integer[], ?::integer[]) AS v(shard, n) WHERE t.team_id = ? AND t.shard = v.shard`
+
+// pgUnboundSQL takes the bound off every shard of the team.
+const pgUnboundSQL = `UPDATE team_profile_counts SET bound = -1 WHERE team_id = ? AND bound <> -1`
 
 // pgLockShardsSQL locks every shard of the team, in one order for every
 // create, so two creates that look at them all never wait on each other
@@ -902,10 +915,10 @@ const pgLockShardsSQL = `SELECT shard, profiles FROM team_profile_counts WHERE t
 // profile was counted (and so inserted).
 func (r profileRepository) pgCreate(ctx context.Context, tx *bun.Tx, row *profileRow, tags []string, evs pgEvents, max int) (bool, error) {
 	var inserted []int
-	if err := r.pgPreparedOn(ctx, tx, &inserted, r.pgCreateSQL(), r.pgCreateArgs(row, tags, evs, max)...); err != nil {
+	if err := r.pgPreparedOn(ctx, tx, &inserted, r.pgCreateSQL(max > 0, len(tags) > 0), r.pgCreateArgs(row, tags, evs, max)...); err != nil {
 		return false, writeErr(err, "profile", "profile already exists")
 	}
-	return len(inserted) == 1 && inserted[0] == 1, nil
+	return len(inserted) == 1, nil
 }
 
 // pgCreateAlone is pgCreate outside any unit: one round trip on a
@@ -928,11 +941,14 @@ func (r profileRepository) pgCreateAlone(ctx context.Context, row *profileRow, t
 	row.QuotaShard = createShards.take()
 	defer createShards.give(row.QuotaShard)
 	args := append([]any{pgx.QueryExecModeCacheStatement}, r.pgCreateArgs(row, tags, evs, max)...)
-	var n int
-	if err := c.QueryRow(ctx, r.pgCreateSQL(), args...).Scan(&n); err != nil {
+	var one int
+	switch err := c.QueryRow(ctx, r.pgCreateSQL(max > 0, len(tags) > 0), args...).Scan(&one); {
+	case errors.Is(err, pgx.ErrNoRows):
+		return false, nil
+	case err != nil:
 		return false, writeErr(err, "profile", "profile already exists")
 	}
-	return n == 1, nil
+	return true, nil
 }
 
 // pgCreateArgs are pgCreateSQL's arguments.
@@ -966,41 +982,61 @@ func newPGEvents(events []event.Event) pgEvents {
 }
 
 // pgCreate is CreateWithin's statement on PostgreSQL, made once from the
-// row's columns: $1 the team, $2 the bound, $3 the tags, $4 the shard,
+// row's columns, in four kinds: under a bound or without one, with tags or
+// without (then it has no part for them, whose table and indexes every
+// run would open). $1 the team, $2 the bound, $3 the tags, $4 the shard,
 // $5 to $9 the events' ids, teams, types, times and data, $10 when they
-// are written, then the columns (cast: in INSERT ... SELECT, PostgreSQL does
-// not infer their types). The shard counts the profile if it is within
-// its share and no shard of the team is beyond its own (max was lowered:
-// then only the look at every shard can tell whether the team has room);
-// the profile, its tags and its events (listed as pending fan-out) are
-// inserted only if it counted.
-var pgCreateStatement struct {
+// are written, then the columns (cast: in INSERT ... SELECT, PostgreSQL
+// does not infer their types). Under a bound, the shard counts the
+// profile if it carries that bound and is within its share of it (then
+// every shard is: see the migration that made bound); without one, if no
+// shard of the team carries a bound any more. The profile, its tags and
+// its events (listed as pending fan-out) are inserted only if it counted,
+// and the statement then returns one row.
+var pgCreateStatements [2][2]struct {
 	once sync.Once
 	sql  string
 }
 
-func (r profileRepository) pgCreateSQL() string {
-	pgCreateStatement.once.Do(func() {
+func (r profileRepository) pgCreateSQL(bounded, tagged bool) string {
+	st := &pgCreateStatements[b2i(bounded)][b2i(tagged)]
+	st.once.Do(func() {
+		count := `t.bound = $2::integer AND t.profiles < ` + pgShareSQL("t")
+		if !bounded {
+			count = `$2::integer <= 0
+		AND NOT EXISTS (SELECT 1 FROM team_profile_counts AS o WHERE o.team_id = $1 AND o.bound <> -1)`
+		}
+		tags := `tags AS (INSERT INTO profile_tags (profile_id, team_id, tag, position)
+	SELECT ins.id, ins.team_id, t.tag, t.ord - 1 FROM ins, unnest($3::text[]) WITH ORDINALITY AS t(tag, ord)),
+`
+		if !tagged {
+			count += ` AND cardinality($3::text[]) = 0`
+			tags = ""
+		}
 		var cols, vals []string
 		for i, f := range r.db.Table(reflect.TypeFor[profileRow]()).Fields {
 			cols = append(cols, string(f.SQLName))
 			vals = append(vals, fmt.Sprintf("$%d::%s", i+11, f.CreateTableSQLType))
 		}
-		pgCreateStatement.sql = `WITH c AS (UPDATE team_profile_counts AS t SET profiles = t.profiles + 1, changes = t.changes + 1
-	WHERE t.team_id = $1 AND t.shard = $4::integer AND ($2::integer <= 0 OR (t.profiles < ` + pgShareSQL("t") + `
-		AND NOT EXISTS (SELECT 1 FROM team_profile_counts AS o WHERE o.team_id = $1 AND o.profiles > ` + pgShareSQL("o") + `)))
+		st.sql = `WITH c AS (UPDATE team_profile_counts AS t SET profiles = t.profiles + 1, changes = t.changes + 1
+	WHERE t.team_id = $1 AND t.shard = $4::integer AND ` + count + `
 	RETURNING t.team_id),
 ins AS (INSERT INTO profiles (` + strings.Join(cols, ", ") + `) SELECT ` + strings.Join(vals, ", ") + ` FROM c RETURNING id, team_id),
-tags AS (INSERT INTO profile_tags (profile_id, team_id, tag, position)
-	SELECT ins.id, ins.team_id, t.tag, t.ord - 1 FROM ins, unnest($3::text[]) WITH ORDINALITY AS t(tag, ord)),
-ev AS (INSERT INTO outbox_events (id, team_id, type, occurred_at, data, created_at)
+` + tags + `ev AS (INSERT INTO outbox_events (id, team_id, type, occurred_at, data, created_at)
 	SELECT e.id, e.team_id, e.type, e.occurred_at, e.data::json, $10::timestamptz
 	FROM ins, unnest($5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::text[]) AS e(id, team_id, type, occurred_at, data)
 	RETURNING id),
 pending AS (INSERT INTO outbox_pending (id) SELECT id FROM ev)
-SELECT count(*) FROM ins`
+SELECT 1 FROM ins`
 	})
-	return pgCreateStatement.sql
+	return st.sql
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // insertArgs are the values of pgCreateSQL's columns, NULL where bun

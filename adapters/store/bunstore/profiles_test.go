@@ -145,15 +145,13 @@ func TestProfileRoundTrips(t *testing.T) {
 		if s.Dialect() != bunstore.DialectPostgres {
 			return
 		}
-		// The 50 above went to any shard. A create bounded at 51 leaves
-		// each shard within its share of 51 (at most 4), spreading the
-		// count if one was beyond it or the shard it picked was full:
-		// then every shard has room under the bound of 100 (6 or 7
-		// each), and the next create, the one measured, takes the first
-		// shard it picks. (Bounded at 100 here, that create could find
-		// every shard within its share and keep the counts as they fell,
-		// and the measured one pick a shard already at its share.)
-		if err := s.Profiles().CreateWithin(ctx, benchProfile("tm_1", 98), 51); err != nil {
+		// The 50 above went to any shard, without a bound. The first
+		// create under one, 100, finds its shard carrying none, so it
+		// locks and adds up every shard, spreads the count by the shares
+		// of the total (3 or 4 each) and marks them with 100: then every
+		// shard has room under it (6 or 7 each), and the next create,
+		// the one measured, takes the first shard it picks.
+		if err := s.Profiles().CreateWithin(ctx, benchProfile("tm_1", 98), 100); err != nil {
 			t.Fatal(err)
 		}
 		stmts.take()

@@ -1,0 +1,11 @@
+-- Each shard of a team's profile count carries the bound (QUOTA_PROFILES)
+-- its count was last spread for, -1 for none, so that a create under a
+-- bound reads only its own shard: it counts itself there while the shard
+-- carries the same bound and is within its share of it. A bound is set
+-- only by a create that has locked and added up every shard of the team
+-- and spread the count again by the shares of that bound, and a create
+-- without a bound goes ahead only once no shard carries one (a new shard,
+-- like these, starts at -1). So while any shard carries a bound, every
+-- shard is within its share of it, and the team within the bound: the
+-- create no longer looks at every shard for one beyond its share.
+ALTER TABLE team_profile_counts ADD COLUMN bound integer NOT NULL DEFAULT -1;
