@@ -119,6 +119,9 @@ type OutboxClaims interface {
 	// webhook deliveries, lowest id first, locked for the caller's unit of
 	// work: concurrent units (other instances) skip them (PostgreSQL:
 	// FOR UPDATE SKIP LOCKED) and see them again if the unit rolls back.
+	// A store may start above ids it returned a while ago: an event it
+	// then passes over (committed long after its id was made, or skipped
+	// by a unit that rolled back) is returned within a second or so.
 	ClaimUndispatched(ctx context.Context, limit int) ([]event.Event, error)
 	// MarkDispatched records that the events have been fanned out; ids
 	// not in the outbox, or marked already, are ignored.
