@@ -289,14 +289,7 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 			f.must("Delete", f.s.Profiles().Delete(f.ctx, teamID, p.ID))
 		}
 		f.must("create one under the lower bound", f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, "last place"), lower))
-		if err := f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, "beyond"), lower); !isQuota(err, lower) {
-			t.Fatalf("create at the lower bound: %v, want the quota error", err)
-		}
-		n, err := f.s.Profiles().Count(f.ctx, teamID)
-		f.must("Count", err)
-		if n != lower {
-			t.Fatalf("the team holds %d profiles, want %d", n, lower)
-		}
+		expectFullAt(t, f, teamID, lower)
 	})
 
 	t.Run("creates without a bound between bounded ones count against the bound", func(t *testing.T) {
@@ -323,14 +316,7 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		}
 		f.must("create back under the bound", f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, "nineteenth"), bound))
 		f.must("create back under the bound", f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, "twentieth"), bound))
-		if err := f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, "beyond"), bound); !isQuota(err, bound) {
-			t.Fatalf("create at the bound: %v, want the quota error", err)
-		}
-		n, err := f.s.Profiles().Count(f.ctx, teamID)
-		f.must("Count", err)
-		if n != bound {
-			t.Fatalf("the team holds %d profiles, want %d", n, bound)
-		}
+		expectFullAt(t, f, teamID, bound)
 	})
 
 	t.Run("taken id is a conflict", func(t *testing.T) {
@@ -948,6 +934,20 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 // raceCreates runs n creates in the team at once under bound and returns
 // how many succeeded; a create that fails otherwise than with the quota
 // error fails the test.
+// expectFullAt checks that the team holds bound profiles and that a create
+// under bound is refused with the quota error.
+func expectFullAt(t *testing.T, f storeFixture, teamID string, bound int) {
+	t.Helper()
+	if err := f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, "beyond"), bound); !isQuota(err, bound) {
+		t.Fatalf("create at a bound of %d: %v, want the quota error", bound, err)
+	}
+	n, err := f.s.Profiles().Count(f.ctx, teamID)
+	f.must("Count", err)
+	if n != bound {
+		t.Fatalf("the team holds %d profiles, want %d", n, bound)
+	}
+}
+
 func raceCreates(t *testing.T, f storeFixture, teamID string, n, bound int) int {
 	t.Helper()
 	var created atomic.Int32
