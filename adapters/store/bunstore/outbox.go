@@ -55,7 +55,7 @@ func (r *outboxEventRow) event() event.Event {
 
 type outbox struct {
 	db *bun.DB
-	// floor is where PostgreSQL's claims start (nil on SQLite).
+	// floor is where claims start; only PostgreSQL's claims use it.
 	floor *claimFloor
 }
 

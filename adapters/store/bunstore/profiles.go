@@ -981,8 +981,8 @@ func newPGEvents(events []event.Event) pgEvents {
 	return evs
 }
 
-// pgCreate is CreateWithin's statement on PostgreSQL, made once from the
-// row's columns, in four kinds: under a bound or without one, with tags or
+// pgCreateStatements are CreateWithin's statement on PostgreSQL, each made
+// once from the row's columns, in four kinds: under a bound or without one, with tags or
 // without (then it has no part for them, whose table and indexes every
 // run would open). $1 the team, $2 the bound, $3 the tags, $4 the shard,
 // $5 to $9 the events' ids, teams, types, times and data, $10 when they
