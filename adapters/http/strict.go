@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,14 +32,14 @@ const maxJSONDepth = 32
 // surrogate escape) or that holds a NUL. Each is a 422 naming the field, as
 // dotted path with array indexes (fingerprint.screen.width, tags[2]).
 //
-// It walks the tokens of json.Decoder: the standard decoder stays the one
-// that fills the DTOs, with its errors and the DTOs' own UnmarshalJSON
-// methods unchanged, and no new dependency is needed for a check this
-// size. A syntax error ends the walk without an error of its own: the
+// It reads the body's bytes itself, once, ahead of the standard decoder,
+// which stays the one that fills the DTOs, with its errors and the DTOs'
+// own UnmarshalJSON methods unchanged. Walking json.Decoder's tokens
+// instead made each value an allocation and cost as much as the decoding
+// itself. A syntax error ends the walk without an error of its own: the
 // decoder that runs next reports it as before.
 func checkStrictJSON(body []byte, dst any) error {
-	w := &jsonWalker{dec: json.NewDecoder(bytes.NewReader(body)), body: body}
-	w.dec.UseNumber()
+	w := &jsonWalker{body: body}
 	err := w.value("", reflect.TypeOf(dst), 0)
 	if errors.Is(err, errMalformed) {
 		return nil
@@ -49,22 +50,23 @@ func checkStrictJSON(body []byte, dst any) error {
 // errMalformed stops the walk on a syntax error, for decodeJSON to report.
 var errMalformed = errors.New("malformed JSON")
 
+// jsonWalker reads body from i on.
 type jsonWalker struct {
-	dec  *json.Decoder
 	body []byte
-	// offset is where the previous token ended: the bytes from it to the
-	// end of the next token hold that token as it was sent.
-	offset int64
+	i    int
 }
 
-func (w *jsonWalker) token() (json.Token, []byte, error) {
-	tok, err := w.dec.Token()
-	if err != nil {
-		return nil, nil, errMalformed
+// skipSpace moves past JSON whitespace and returns the next byte, 0 at the
+// end of the body.
+func (w *jsonWalker) skipSpace() byte {
+	for ; w.i < len(w.body); w.i++ {
+		switch c := w.body[w.i]; c {
+		case ' ', '\t', '\n', '\r':
+		default:
+			return c
+		}
 	}
-	start := w.offset
-	w.offset = w.dec.InputOffset()
-	return tok, w.body[start:w.offset], nil
+	return 0
 }
 
 // value walks one value at path, which Go type t (nil when unknown or
@@ -73,24 +75,30 @@ func (w *jsonWalker) value(path string, t reflect.Type, depth int) error {
 	if depth > maxJSONDepth {
 		return domain.BadRequest("request body nests deeper than " + strconv.Itoa(maxJSONDepth) + " levels")
 	}
-	tok, raw, err := w.token()
-	if err != nil {
-		return err
-	}
-	t = decodedBy(t)
-	switch v := tok.(type) {
-	case json.Delim:
-		switch v {
-		case '{':
-			return w.object(path, t, depth)
-		case '[':
-			return w.array(path, t, depth)
+	switch c := w.skipSpace(); {
+	case c == '{':
+		w.i++
+		return w.object(path, decodedBy(t), depth)
+	case c == '[':
+		w.i++
+		return w.array(path, decodedBy(t), depth)
+	case c == '"':
+		s, raw, err := w.text()
+		if err != nil {
+			return err
+		}
+		return checkText(fieldName(path), s, raw)
+	case c == '-' || c >= '0' && c <= '9':
+		return w.number()
+	default:
+		for _, lit := range [...]string{"true", "false", "null"} {
+			if bytes.HasPrefix(w.body[w.i:], []byte(lit)) {
+				w.i += len(lit)
+				return nil
+			}
 		}
 		return errMalformed
-	case string:
-		return checkText(fieldName(path), v, raw)
 	}
-	return nil
 }
 
 func (w *jsonWalker) object(path string, t reflect.Type, depth int) error {
@@ -104,24 +112,27 @@ func (w *jsonWalker) object(path string, t reflect.Type, depth int) error {
 			elem = t.Elem()
 		}
 	}
-	seen := map[string]bool{}
-	for w.dec.More() {
-		tok, raw, err := w.token()
+	if w.skipSpace() == '}' {
+		w.i++
+		return nil
+	}
+	var seen []string // a DTO's few names: a map would cost more
+	for {
+		if w.skipSpace() != '"' {
+			return errMalformed
+		}
+		name, raw, err := w.text()
 		if err != nil {
 			return err
-		}
-		name, ok := tok.(string)
-		if !ok {
-			return errMalformed
 		}
 		field := joinField(path, name)
 		if err := checkText(field, name, raw); err != nil {
 			return err
 		}
-		if seen[name] {
+		if slices.Contains(seen, name) {
 			return domain.Invalid(field, "is given more than once")
 		}
-		seen[name] = true
+		seen = append(seen, name)
 		next := elem
 		if fields != nil {
 			ft, exact := fields[name]
@@ -131,12 +142,23 @@ func (w *jsonWalker) object(path string, t reflect.Type, depth int) error {
 			}
 			next = ft
 		}
+		if w.skipSpace() != ':' {
+			return errMalformed
+		}
+		w.i++
 		if err := w.value(field, next, depth+1); err != nil {
 			return err
 		}
+		switch w.skipSpace() {
+		case ',':
+			w.i++
+		case '}':
+			w.i++
+			return nil
+		default:
+			return errMalformed
+		}
 	}
-	_, _, err := w.token() // '}'
-	return err
 }
 
 func (w *jsonWalker) array(path string, t reflect.Type, depth int) error {
@@ -144,13 +166,92 @@ func (w *jsonWalker) array(path string, t reflect.Type, depth int) error {
 	if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
 		elem = t.Elem()
 	}
-	for i := 0; w.dec.More(); i++ {
+	if w.skipSpace() == ']' {
+		w.i++
+		return nil
+	}
+	for i := 0; ; i++ {
 		if err := w.value(path+"["+strconv.Itoa(i)+"]", elem, depth+1); err != nil {
 			return err
 		}
+		switch w.skipSpace() {
+		case ',':
+			w.i++
+		case ']':
+			w.i++
+			return nil
+		default:
+			return errMalformed
+		}
 	}
-	_, _, err := w.token() // ']'
-	return err
+}
+
+// text reads the string that starts at w.i and returns it as
+// encoding/json decodes it, and as it was sent, quotes included. Only a
+// string with escapes or invalid UTF-8 is handed to encoding/json; any
+// other is its bytes.
+func (w *jsonWalker) text() (string, []byte, error) {
+	start := w.i
+	plain := true
+	for i := start + 1; i < len(w.body); i++ {
+		switch c := w.body[i]; {
+		case c == '"':
+			w.i = i + 1
+			raw := w.body[start:w.i]
+			if plain && utf8.Valid(raw) {
+				return string(raw[1 : len(raw)-1]), raw, nil
+			}
+			var s string
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return "", nil, errMalformed
+			}
+			return s, raw, nil
+		case c == '\\':
+			plain = false
+			i++ // the escaped byte cannot end the string
+		case c < 0x20:
+			return "", nil, errMalformed
+		}
+	}
+	return "", nil, errMalformed
+}
+
+// number moves past the number that starts at w.i, as JSON spells one.
+func (w *jsonWalker) number() error {
+	b, i := w.body, w.i
+	digits := func() bool {
+		start := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		return i > start
+	}
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case !digits():
+		return errMalformed
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if !digits() {
+			return errMalformed
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if !digits() {
+			return errMalformed
+		}
+	}
+	w.i = i
+	return nil
 }
 
 // checkText refuses a decoded string s, sent as raw, that holds a NUL or

@@ -37,6 +37,9 @@ func TestStrictJSONRefusesNamingTheField(t *testing.T) {
 		"duplicate, nested":     {`{"screen":{"width":1,"height":2,"width":3}}`, "screen.width", "is given more than once"},
 		"duplicate in a map":    {`{"labels":{"k":"a","k":"b"}}`, "labels.k", "is given more than once"},
 		"duplicate, raw":        {`{"proxy":{"id":"a","id":"b"}}`, "proxy.id", "is given more than once"},
+		"duplicate, escaped":    {`{"name":"a", "n\u0061me" : "b"}`, "name", "is given more than once"},
+		"other case, escaped":   {`{"N\u0061me":"a"}`, "Name", "is not allowed"},
+		"after every kind":      {"{ \"screen\" : { \"width\" : -1.5e+3 , \"height\":0 } ,\n\t\"tags\":[ ],\"labels\":{ },\"proxy\":[true,false,null],\"notes\":\"n\",\"notes\":\"m\"}", "notes", "is given more than once"},
 		"NUL":                   {`{"name":"a\u0000"}`, "name", "must not contain NUL characters"},
 		"NUL in an array":       {`{"tags":["a","\u0000"]}`, "tags[1]", "must not contain NUL characters"},
 		"NUL in a map value":    {`{"labels":{"k":"\u0000"}}`, "labels.k", "must not contain NUL characters"},
@@ -76,6 +79,15 @@ func TestStrictJSONAcceptsWhatIsExact(t *testing.T) {
 		// Malformed JSON too.
 		`{"name":`,
 		`{"name":"a"}}`,
+		// A duplicate after a syntax error is the decoder's to report:
+		// the walk stops at the error.
+		`{"screen":{"width":01},"name":"a","name":"b"}`,
+		`{"screen":{"width":1.},"name":"a","name":"b"}`,
+		`{"screen":{"width":-},"name":"a","name":"b"}`,
+		`{"proxy":tru,"name":"a","name":"b"}`,
+		`{"tags":["a",],"name":"a","name":"b"}`,
+		`{"name":"a",}`,
+		"{\"name\":\"a\tb\",\"name\":\"c\"}",
 	} {
 		var in strictInput
 		if err := checkStrictJSON([]byte(body), &in); err != nil {

@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/schema"
 
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/event"
@@ -915,7 +917,7 @@ const pgLockShardsSQL = `SELECT shard, profiles FROM team_profile_counts WHERE t
 // profile was counted (and so inserted).
 func (r profileRepository) pgCreate(ctx context.Context, tx *bun.Tx, row *profileRow, tags []string, evs pgEvents, max int) (bool, error) {
 	var inserted []int
-	if err := r.pgPreparedOn(ctx, tx, &inserted, r.pgCreateSQL(max > 0, len(tags) > 0), r.pgCreateArgs(row, tags, evs, max)...); err != nil {
+	if err := r.pgPreparedOn(ctx, tx, &inserted, r.pgCreateSQL(max > 0, len(tags) > 0), r.pgCreateArgs(nil, row, tags, evs, max)...); err != nil {
 		return false, writeErr(err, "profile", "profile already exists")
 	}
 	return len(inserted) == 1, nil
@@ -926,13 +928,15 @@ func (r profileRepository) pgCreate(ctx context.Context, tx *bun.Tx, row *profil
 // the connection is held, so that the creates holding shards are those
 // running, at most one per connection: picked before, while the creates
 // of a full pool wait for a connection, several would hold each shard and
-// queue on its row lock, one commit's flush after another.
+// queue on its row lock, one commit's flush after another. The arguments
+// are made before, so that the connection is held for the round trip only.
 func (r profileRepository) pgCreateAlone(ctx context.Context, row *profileRow, tags []string, evs pgEvents, max int) (bool, error) {
 	if r.timeout > 0 && ctx.Value(noDeadlineKey{}) == nil {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, r.timeout)
 		defer cancel()
 	}
+	args := r.pgCreateArgs([]any{pgx.QueryExecModeCacheStatement}, row, tags, evs, max)
 	c, err := r.pool.Acquire(ctx)
 	if err != nil {
 		return false, fmt.Errorf("bunstore: write profile: %w", err)
@@ -940,7 +944,7 @@ func (r profileRepository) pgCreateAlone(ctx context.Context, row *profileRow, t
 	defer c.Release()
 	row.QuotaShard = createShards.take()
 	defer createShards.give(row.QuotaShard)
-	args := append([]any{pgx.QueryExecModeCacheStatement}, r.pgCreateArgs(row, tags, evs, max)...)
+	args[1+pgCreateShardArg] = row.QuotaShard
 	var one int
 	switch err := c.QueryRow(ctx, r.pgCreateSQL(max > 0, len(tags) > 0), args...).Scan(&one); {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -951,14 +955,38 @@ func (r profileRepository) pgCreateAlone(ctx context.Context, row *profileRow, t
 	return true, nil
 }
 
-// pgCreateArgs are pgCreateSQL's arguments.
-func (r profileRepository) pgCreateArgs(row *profileRow, tags []string, evs pgEvents, max int) []any {
+// pgCreateArgs appends pgCreateSQL's arguments to args.
+func (r profileRepository) pgCreateArgs(args []any, row *profileRow, tags []string, evs pgEvents, max int) []any {
 	if tags == nil {
 		tags = []string{}
 	}
-	return append([]any{row.TeamID, max, tags, row.QuotaShard,
-		evs.ids, evs.teams, evs.types, evs.occurred, evs.data, evs.createdAt}, r.insertArgs(row)...)
+	args = slices.Grow(args, 10+len(r.createFields()))
+	args = append(args, row.TeamID, max, tags, row.QuotaShard,
+		evs.ids, evs.teams, evs.types, evs.occurred, evs.data, evs.createdAt)
+	return r.insertArgs(args, row)
 }
+
+// pgCreateShardArg is where the shard is among pgCreateSQL's arguments
+// ($4).
+const pgCreateShardArg = 3
+
+// createFields are the columns pgCreateSQL inserts as arguments of their
+// own: every field of profileRow but the shard, which is $4.
+func (r profileRepository) createFields() []*schema.Field {
+	createFieldsOnce.Do(func() {
+		for _, f := range r.db.Table(reflect.TypeFor[profileRow]()).Fields {
+			if f.Name != "quota_shard" {
+				createFieldList = append(createFieldList, f)
+			}
+		}
+	})
+	return createFieldList
+}
+
+var (
+	createFieldsOnce sync.Once
+	createFieldList  []*schema.Field
+)
 
 // pgEvents are the outbox events of a create as the arrays pgCreateSQL
 // unnests.
@@ -1013,8 +1041,8 @@ func (r profileRepository) pgCreateSQL(bounded, tagged bool) string {
 			count += ` AND cardinality($3::text[]) = 0`
 			tags = ""
 		}
-		var cols, vals []string
-		for i, f := range r.db.Table(reflect.TypeFor[profileRow]()).Fields {
+		cols, vals := []string{"quota_shard"}, []string{"$4::integer"}
+		for i, f := range r.createFields() {
 			cols = append(cols, string(f.SQLName))
 			vals = append(vals, fmt.Sprintf("$%d::%s", i+11, f.CreateTableSQLType))
 		}
@@ -1039,17 +1067,16 @@ func b2i(b bool) int {
 	return 0
 }
 
-// insertArgs are the values of pgCreateSQL's columns, NULL where bun
-// would write NULL (nullzero).
-func (r profileRepository) insertArgs(row *profileRow) []any {
+// insertArgs appends the values of pgCreateSQL's columns to args, NULL
+// where bun would write NULL (nullzero).
+func (r profileRepository) insertArgs(args []any, row *profileRow) []any {
 	v := reflect.ValueOf(row).Elem()
-	fields := r.db.Table(reflect.TypeFor[profileRow]()).Fields
-	args := make([]any, len(fields))
-	for i, f := range fields {
+	for _, f := range r.createFields() {
 		if f.NullZero && f.HasZeroValue(v) {
+			args = append(args, nil)
 			continue
 		}
-		args[i] = f.Value(v).Interface()
+		args = append(args, f.Value(v).Interface())
 	}
 	return args
 }
