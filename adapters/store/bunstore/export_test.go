@@ -15,7 +15,7 @@ import (
 
 // WithQueryHook returns s seeing every statement bun runs through h.
 func WithQueryHook(s *Store, h bun.QueryHook) *Store {
-	return &Store{db: s.db.WithQueryHook(h), pool: s.pool, dialect: s.dialect, queryTimeout: s.queryTimeout, claims: s.claims}
+	return &Store{db: s.db.WithQueryHook(h), pool: s.pool, dialect: s.dialect, queryTimeout: s.queryTimeout, claims: s.claims, creates: s.creates}
 }
 
 // OpenTraced is Open with every statement pgx sends to PostgreSQL seen by
@@ -80,4 +80,32 @@ func ProfileReadByHand(ctx context.Context, s *Store) (bool, error) {
 	defer rows.Close()
 	rows.Next()
 	return pgDecodable(rows.FieldDescriptions()), rows.Err()
+}
+
+// HoldCreates makes s's creates queue for a batch instead of running:
+// queued says how many wait; release lets one worker send them, batch
+// after batch.
+func HoldCreates(s *Store) (queued func() int, release func()) {
+	b := s.creates
+	b.mu.Lock()
+	b.workers = 0
+	b.mu.Unlock()
+	queued = func() int {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.queue)
+	}
+	release = func() {
+		b.mu.Lock()
+		b.workers = int(b.pool.Config().MaxConns)
+		start := len(b.queue) > 0 && b.running == 0
+		if start {
+			b.running++
+		}
+		b.mu.Unlock()
+		if start {
+			go b.run()
+		}
+	}
+	return queued, release
 }

@@ -287,6 +287,7 @@ type profileRepository struct {
 	db      *bun.DB
 	pool    *pgxpool.Pool // nil on SQLite
 	timeout time.Duration
+	creates *createBatcher // nil on SQLite
 }
 
 // The view of the profile p's proxy, read with it.
@@ -718,8 +719,9 @@ const profileShards = 16
 // create takes one shard's row lock until it commits, so a team's creates
 // run side by side instead of queueing, one commit's flush after another,
 // on one row. The count, the profile and its tags are one statement on a
-// shard picked at random (after a savepoint, in a unit of work), which
-// reads no other shard: a shard carries the bound it was last spread
+// shard picked at random (after a savepoint, in a unit of work; outside
+// one, the statements of a team's creates that queue for a connection are
+// sent and committed together: createBatcher), which reads no other shard: a shard carries the bound it was last spread
 // for, and while any carries one, all are within their shares of it.
 // When that shard is full, or carries another bound (max changed, creates
 // without a bound went anywhere), or is not there yet, the create locks
@@ -924,29 +926,43 @@ func (r profileRepository) pgCreate(ctx context.Context, tx *bun.Tx, row *profil
 }
 
 // pgCreateAlone is pgCreate outside any unit: one round trip on a
-// connection of the pool, committed on its own. The shard is picked once
-// the connection is held, so that the creates holding shards are those
+// connection of the pool, committed on its own or in a batch of the
+// team's creates that queued meanwhile (createBatcher).
+func (r profileRepository) pgCreateAlone(ctx context.Context, row *profileRow, tags []string, evs pgEvents, max int) (bool, error) {
+	sql := r.pgCreateSQL(max > 0, len(tags) > 0)
+	args := r.pgCreateArgs([]any{pgx.QueryExecModeCacheStatement}, row, tags, evs, max)
+	if r.creates != nil {
+		name := fmt.Sprintf("profilesvc_create_%d%d", b2i(max > 0), b2i(len(tags) > 0))
+		if res := r.creates.do(ctx, row.TeamID, max, name, sql, args); !res.alone {
+			return res.counted, res.err
+		}
+	}
+	return pgCreateOne(ctx, r.pool, r.timeout, sql, args)
+}
+
+// pgCreateOne runs one create's statement, sql with args (pgx's mode
+// first, then pgCreateArgs), on its own. The shard is picked once the
+// connection is held, so that the creates holding shards are those
 // running, at most one per connection: picked before, while the creates
 // of a full pool wait for a connection, several would hold each shard and
 // queue on its row lock, one commit's flush after another. The arguments
 // are made before, so that the connection is held for the round trip only.
-func (r profileRepository) pgCreateAlone(ctx context.Context, row *profileRow, tags []string, evs pgEvents, max int) (bool, error) {
-	if r.timeout > 0 && ctx.Value(noDeadlineKey{}) == nil {
+func pgCreateOne(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration, sql string, args []any) (bool, error) {
+	if timeout > 0 && ctx.Value(noDeadlineKey{}) == nil {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, r.timeout)
+		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	args := r.pgCreateArgs([]any{pgx.QueryExecModeCacheStatement}, row, tags, evs, max)
-	c, err := r.pool.Acquire(ctx)
+	c, err := pool.Acquire(ctx)
 	if err != nil {
 		return false, fmt.Errorf("bunstore: write profile: %w", err)
 	}
 	defer c.Release()
-	row.QuotaShard = createShards.take()
-	defer createShards.give(row.QuotaShard)
-	args[1+pgCreateShardArg] = row.QuotaShard
+	shard := createShards.take()
+	defer createShards.give(shard)
+	args[1+pgCreateShardArg] = shard
 	var one int
-	switch err := c.QueryRow(ctx, r.pgCreateSQL(max > 0, len(tags) > 0), args...).Scan(&one); {
+	switch err := c.QueryRow(ctx, sql, args...).Scan(&one); {
 	case errors.Is(err, pgx.ErrNoRows):
 		return false, nil
 	case err != nil:
@@ -1461,5 +1477,5 @@ func insertProfileTags(ctx context.Context, db bun.IDB, p profile.Profile) error
 
 // Profiles returns the profile repository.
 func (s *Store) Profiles() profilestore.Profiles {
-	return profileRepository{db: s.db, pool: s.pool, timeout: s.queryTimeout}
+	return profileRepository{db: s.db, pool: s.pool, timeout: s.queryTimeout, creates: s.creates}
 }

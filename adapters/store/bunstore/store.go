@@ -50,6 +50,9 @@ type Store struct {
 	queryTimeout time.Duration
 	// claims is where the outbox's claims start, on PostgreSQL.
 	claims *claimFloor
+	// creates commits together the profile creates that queue for a
+	// connection, on PostgreSQL (nil on SQLite).
+	creates *createBatcher
 }
 
 // Options says which database Open connects to.
@@ -94,6 +97,9 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{db: db, pool: pool, dialect: dialect, queryTimeout: o.QueryTimeout, claims: &claimFloor{}}
+	if pool != nil {
+		s.creates = newCreateBatcher(pool, o.QueryTimeout)
+	}
 	if err := db.PingContext(ctx); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("connect to %s database: %w", dialect, err)
