@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -191,6 +192,23 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 			case withForeign.ID:
 				checkEqual(t, "listed proxy view", got.Proxy, &profile.ProxyRef{ID: foreign.ID})
 			}
+		}
+
+		// The view follows the proxy's changes, and the profile's.
+		px.Host, px.Port = "moved.example.test", px.Port+1
+		f.must("proxy Update", f.s.Proxies().Update(f.ctx, px))
+		want.Proxy = &profile.ProxyRef{ID: px.ID, Type: string(px.Type), Host: "moved.example.test", Port: px.Port}
+		f.expectProfile(f.ctx, want)
+		off := want
+		off.ProxyID, off.Proxy, off.Version = "", nil, want.Version+1
+		f.must("Update off the proxy", f.s.Profiles().Update(f.ctx, off, want.Version))
+		f.expectProfile(f.ctx, off)
+		back := want
+		back.Version = off.Version + 1
+		f.must("Update back onto the proxy", f.s.Profiles().Update(f.ctx, back, off.Version))
+		f.expectProfile(f.ctx, back)
+		if got := f.list(teamID, profilestore.Filter{Limit: 10}); len(got) != 2 || (got[0].ID == back.ID && !reflect.DeepEqual(got[0].Proxy, back.Proxy)) || (got[1].ID == back.ID && !reflect.DeepEqual(got[1].Proxy, back.Proxy)) {
+			t.Fatalf("listed after the changes: %+v", got)
 		}
 	})
 

@@ -42,12 +42,13 @@ func ExplainClaim(ctx context.Context, s *Store, c webhookstore.DeliveryClaim) (
 }
 
 // ProfileColumns are the columns of the profiles table as bun's model of
-// a row names them, and those the PostgreSQL read scans, in their orders.
+// a row names them, and those every read names (the PostgreSQL one then
+// adds the proxy's view), in their orders.
 func ProfileColumns(s *Store) (model, scanned []string) {
 	for _, f := range s.db.Table(reflect.TypeFor[profileRow]()).Fields {
 		model = append(model, f.Name)
 	}
-	for _, c := range strings.Split(pgProfileColumns, ",") {
+	for _, c := range strings.Split(profileRowColumns, ",") {
 		c = strings.TrimSpace(c)
 		if name, ok := strings.CutPrefix(c, "p."); ok {
 			scanned = append(scanned, name)

@@ -301,25 +301,27 @@ const (
 // must name the profile's columns with the alias p.
 func (r profileRepository) selectProfiles(db bun.IDB, rows any) *bun.SelectQuery {
 	return db.NewSelect().Model(rows).
-		ColumnExpr("p.*").
+		ColumnExpr(profileRowColumns).
 		ColumnExpr(proxyColumns).
 		Join(proxyJoin)
 }
 
-// pgProfileColumns are what scanPG reads, in its order: every column of
-// profileRow (a test holds the list to bun's) and the proxy's view.
-const pgProfileColumns = `p.id, p.team_id, p.name, p.template_id, p.browser, p.user_agent, p.platform, p.locale, p.timezone,
+// profileRowColumns are every column of profileRow (a test holds the list
+// to bun's), named rather than p.*, which on PostgreSQL also holds the
+// proxy's view.
+const profileRowColumns = `p.id, p.team_id, p.name, p.template_id, p.browser, p.user_agent, p.platform, p.locale, p.timezone,
 	p.screen_width, p.screen_height, p.proxy_id, p.notes, p.version, p.created_by, p.created_at, p.updated_at,
 	p.session_id, p.session_started_at, p.session_expires_at, p.session_launched_by, p.session_headless,
 	p.session_cdp_url, p.session_cdp_token_hash, p.session_node,
-	p.data_sha256, p.data_size, p.data_updated_at, p.cookies_sha256, p.cookies_size, p.quota_shard, p.tags, ` + pgProxyView
+	p.data_sha256, p.data_size, p.data_updated_at, p.cookies_sha256, p.cookies_size, p.quota_shard, p.tags`
 
-// pgProxyView is the proxy's view as "type port host", looked up only for
-// a profile that has a proxy: most have none, and the join that looked for
-// one cost each read about a tenth of PostgreSQL's work. Neither the type
-// nor the port can hold a space.
-const pgProxyView = `CASE WHEN p.proxy_id IS NULL THEN NULL ELSE
-	(SELECT px.type || ' ' || px.port || ' ' || px.host FROM proxies AS px WHERE px.id = p.proxy_id AND px.team_id = p.team_id) END`
+// pgProfileColumns are what scanPG reads, in its order: profileRowColumns
+// and the proxy's view.
+const pgProfileColumns = profileRowColumns + `, ` + pgProxyView
+
+// pgProxyView is the proxy's view as "type port host", kept in the
+// profile's row by the triggers of the migration profile_proxy_view.
+const pgProxyView = `p.proxy_view`
 
 // pgProfileSelect is the start of every profile read on PostgreSQL.
 const pgProfileSelect = `SELECT ` + pgProfileColumns + ` FROM profiles AS p`
