@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -66,6 +67,10 @@ type Config struct {
 	APIKeysPerUser int
 	// RegistrationsPerAddr bounds registrations per client address per hour.
 	RegistrationsPerAddr int
+	// TrustedProxies is TRUSTED_PROXIES: the addresses (IPs or CIDR
+	// prefixes) of the proxies whose X-Forwarded-For names the client.
+	// Empty, the header is ignored: any client could set it.
+	TrustedProxies []netip.Prefix
 	// Quotas bound each team's share of the service.
 	Quotas Quotas
 	// ProfileCache is PROFILE_CACHE and PROFILE_CACHE_TTL.
@@ -140,6 +145,7 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	c.APIKeysPerUser = l.atLeastOne("API_KEYS_PER_USER", 20)
 	c.RegistrationsPerAddr = l.atLeastOne("REGISTRATIONS_PER_ADDR", 20)
+	c.TrustedProxies = l.prefixes("TRUSTED_PROXIES")
 	c.Database = l.database("DATABASE_URL", Database{Kind: DatabaseSQLite, Path: filepath.Join(c.DataDir, "profilesvc.db")})
 	c.DatabaseQueryTimeout = l.duration("DATABASE_QUERY_TIMEOUT", 5*time.Second)
 	c.RateLimit = l.rateLimit("RATE_LIMIT", "600/1m")
@@ -291,6 +297,30 @@ func (l *loader) schedule(name, def string) []time.Duration {
 			return nil
 		}
 		out = append(out, d)
+	}
+	return out
+}
+
+// prefixes reads a comma-separated list of IP addresses and CIDR prefixes;
+// an address is the prefix of itself alone.
+func (l *loader) prefixes(name string) []netip.Prefix {
+	v := l.str(name, "")
+	var out []netip.Prefix
+	for _, part := range strings.Split(v, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(part)
+		if err != nil {
+			a, aerr := netip.ParseAddr(part)
+			if aerr != nil {
+				l.fail(name, fmt.Sprintf("%q is not an IP address or CIDR prefix", part))
+				continue
+			}
+			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		out = append(out, p.Masked())
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -128,6 +129,8 @@ func TestLoadReadsEveryVariable(t *testing.T) {
 		{map[string]string{"WEBHOOK_RETRY_SCHEDULE": "0s"}, func(c config.Config) any { return c.WebhookRetrySchedule }, []time.Duration{0}},
 		{map[string]string{"WEBHOOK_TIMEOUT": "1500ms"}, func(c config.Config) any { return c.WebhookTimeout }, 1500 * time.Millisecond},
 		{map[string]string{"WEBHOOK_RETENTION": "36h"}, func(c config.Config) any { return c.WebhookRetention }, 36 * time.Hour},
+		{map[string]string{"TRUSTED_PROXIES": " 127.1.2.3, 127.16.9.9/12 ,::1,::1/64"}, func(c config.Config) any { return c.TrustedProxies },
+			[]netip.Prefix{netip.MustParsePrefix("127.1.2.3/32"), netip.MustParsePrefix("127.16.0.0/12"), netip.MustParsePrefix("::1/128"), netip.MustParsePrefix("::/64")}},
 		{map[string]string{"WEBHOOK_DELIVERY": "off"}, func(c config.Config) any { return c.WebhookDelivery }, false},
 		{map[string]string{"WEBHOOK_DELIVERY": "On"}, func(c config.Config) any { return c.WebhookDelivery }, true},
 		{map[string]string{"ALLOW_PRIVATE_TARGETS": "true"}, func(c config.Config) any { return c.AllowPrivateTargets }, true},
@@ -198,6 +201,8 @@ func TestLoadRefusesBadValues(t *testing.T) {
 		{"WEBHOOK_DELIVERY", "false", `"false" is not one of on, off`},
 		{"API_KEYS_PER_USER", "0", `"0" is not a whole number of at least 1`},
 		{"REGISTRATIONS_PER_ADDR", "many", `"many" is not a whole number of at least 1`},
+		{"TRUSTED_PROXIES", "127.0.0.1,proxy.internal", `"proxy.internal" is not an IP address or CIDR prefix`},
+		{"TRUSTED_PROXIES", "127.0.0.0/33", `"127.0.0.0/33" is not an IP address or CIDR prefix`},
 		{"ALLOW_PRIVATE_TARGETS", "yes", `"yes" is not true or false`},
 		{"LOG_LEVEL", "loud", `"loud" is not one of debug, info, warn, error`},
 		{"LOG_FORMAT", "xml", `"xml" is not one of json, console`},

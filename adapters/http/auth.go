@@ -142,9 +142,12 @@ func (h *AuthHandlers) login(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// clientAddr is the peer's IP. Forwarding headers are not trusted: any client
-// could set them to dodge the per-address throttle.
+// clientAddr is the client's IP: the one TrustProxies found in
+// X-Forwarded-For, else the peer's.
 func clientAddr(r *http.Request) string {
+	if addr, ok := r.Context().Value(clientAddrKey{}).(string); ok {
+		return addr
+	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		return r.RemoteAddr

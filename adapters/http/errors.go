@@ -191,6 +191,17 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 			zap.String("path", r.URL.Path),
 		)
 	}
+	if res.class.status == http.StatusTooManyRequests {
+		// Who was throttled where, and for how long; the login and
+		// registration throttles count a client address (or an email)
+		// and have no actor.
+		a := actorFrom(r.Context())
+		requestLogger(r.Context()).Warn("request throttled",
+			zap.String("team_id", a.TeamID), zap.String("user_id", a.UserID), zap.String("api_key_id", a.APIKeyID),
+			zap.String("client", clientAddr(r)), zap.String("method", r.Method), zap.String("path", r.URL.Path),
+			zap.String("reason", res.message), zap.Int("retry_after_s", retryAfterSeconds(res.retryAfter)),
+		)
+	}
 	switch res.class.status {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(res.retryAfter)))

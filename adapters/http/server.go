@@ -98,7 +98,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.listener = l
 	s.done = make(chan struct{})
-	s.log.Info("http server listening", zap.String("addr", l.Addr().String()))
+	s.log.Debug("http server listening", zap.String("addr", l.Addr().String()))
 	go func() {
 		defer close(s.done)
 		if err := s.srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -2,6 +2,7 @@ package wiring
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -67,7 +68,7 @@ func newHandler(groups []Routes, svc *auth.Service, idem *idempotency.Service, l
 		limit = httpapi.LimitRequests(limits)
 	}
 	protect := func(h http.Handler) http.Handler { return authenticate(limit(idempotent(h))) }
-	return table, httpapi.NewRouter(table, protect, log, metrics)
+	return table, httpapi.TrustProxies(cfg.TrustedProxies)(httpapi.NewRouter(table, protect, log, metrics))
 }
 
 func newServer(lc fx.Lifecycle, cfg config.Config, h http.Handler, log *zap.Logger, listen *ListenAddr) *httpapi.Server {
@@ -77,7 +78,7 @@ func newServer(lc fx.Lifecycle, cfg config.Config, h http.Handler, log *zap.Logg
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
 			if err := s.Start(ctx); err != nil {
-				return err
+				return fmt.Errorf("HTTP_ADDR: %w", err)
 			}
 			listen.set(s.Addr())
 			return nil
@@ -92,6 +93,12 @@ func newServer(lc fx.Lifecycle, cfg config.Config, h http.Handler, log *zap.Logg
 type ListenAddr struct{ v atomic.Value }
 
 func (a *ListenAddr) set(addr string) { a.v.Store(addr) }
+
+// Addr is the address, empty before the server has started.
+func (a *ListenAddr) Addr() string {
+	addr, _ := a.v.Load().(string)
+	return addr
+}
 
 // BaseURL is http://<address>, with an unspecified host (":8080",
 // "[::]:8080") named localhost.

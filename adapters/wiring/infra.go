@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/profilesvc/profilesvc/adapters/clock"
 	"github.com/profilesvc/profilesvc/adapters/filelock"
+	httpapi "github.com/profilesvc/profilesvc/adapters/http"
 	"github.com/profilesvc/profilesvc/adapters/ids"
 	"github.com/profilesvc/profilesvc/adapters/mail"
 	"github.com/profilesvc/profilesvc/adapters/notices"
@@ -30,25 +33,54 @@ import (
 )
 
 // Logging provides the zap logger and the *slog.Logger that the application
-// layer uses, backed by the same zap core.
+// layer uses, backed by the same zap core, writing to LogOutput.
 var Logging = fx.Module("logging",
+	fx.Provide(func() LogOutput { return LogOutput{Writer: os.Stderr} }),
 	fx.Provide(NewLogger),
-	fx.Provide(func(l *zap.Logger) *slog.Logger { return slog.New(zapslog.NewHandler(l.Core())) }),
+	fx.Provide(func(l *zap.Logger) *slog.Logger { return slog.New(requestIDs{zapslog.NewHandler(l.Core())}) }),
 )
 
-// NewLogger builds the zap logger of LOG_LEVEL and LOG_FORMAT.
-func NewLogger(cfg config.Config) (*zap.Logger, error) {
+// requestIDs names, in each line the application logs, the id of the
+// request being served, if any, as the access log does.
+type requestIDs struct{ slog.Handler }
+
+func (h requestIDs) Handle(ctx context.Context, r slog.Record) error {
+	if id := httpapi.RequestIDFrom(ctx); id != "" {
+		r.AddAttrs(slog.String("request_id", id))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h requestIDs) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return requestIDs{h.Handler.WithAttrs(attrs)}
+}
+
+func (h requestIDs) WithGroup(name string) slog.Handler { return requestIDs{h.Handler.WithGroup(name)} }
+
+// LogOutput is where the log goes: standard error, unless the caller
+// replaces it (fx.Replace), as the command does with its own.
+type LogOutput struct{ io.Writer }
+
+// NewLogger builds the zap logger of LOG_LEVEL and LOG_FORMAT on out: JSON
+// lines (console: lines for a terminal), sampled as zap's production
+// logger is.
+func NewLogger(cfg config.Config, out LogOutput) (*zap.Logger, error) {
 	level, err := zapcore.ParseLevel(cfg.LogLevel)
 	if err != nil {
 		return nil, fmt.Errorf("LOG_LEVEL: %w", err)
 	}
 	zc := zap.NewProductionConfig()
+	enc := zapcore.NewJSONEncoder(zc.EncoderConfig)
 	if cfg.LogFormat == "console" {
 		zc = zap.NewDevelopmentConfig()
+		enc = zapcore.NewConsoleEncoder(zc.EncoderConfig)
 	}
-	zc.Level = zap.NewAtomicLevelAt(level)
-	zc.DisableStacktrace = true
-	return zc.Build()
+	sink := zapcore.Lock(zapcore.AddSync(out))
+	core := zapcore.NewCore(enc, sink, level)
+	if s := zc.Sampling; s != nil {
+		core = zapcore.NewSamplerWithOptions(core, time.Second, s.Initial, s.Thereafter)
+	}
+	return zap.New(core, zap.AddCaller(), zap.ErrorOutput(sink)), nil
 }
 
 // Runtime provides time and identifiers.
@@ -280,5 +312,6 @@ var Mail = fx.Module("mail", fx.Provide(func(cfg config.Config, log *zap.Logger)
 			ImplicitTLS: s.ImplicitTLS, From: s.From,
 		})
 	}
+	log.Warn("MAIL_TRANSPORT=log: the links and tokens of sign-up, invitation and password reset mails are written to this log, not sent; set MAIL_TRANSPORT=smtp to send them")
 	return mail.NewLog(log)
 }))

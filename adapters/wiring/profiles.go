@@ -205,7 +205,7 @@ func newBrowserRuntime(lc fx.Lifecycle, cfg config.Config, log *slog.Logger) (po
 	path, found := chromium.Find(cfg.Browser.ChromiumPath)
 	if !found {
 		if cfg.BrowserRuntime == "auto" {
-			log.Info("no Chromium found: sessions are leases only (install chromium or set CHROMIUM_PATH)")
+			log.Debug("no Chromium found: sessions are leases only (install chromium or set CHROMIUM_PATH)")
 			return browser.LeaseOnly{}, nil
 		}
 		if cfg.Browser.ChromiumPath != "" {
@@ -221,7 +221,7 @@ func newBrowserRuntime(lc fx.Lifecycle, cfg config.Config, log *slog.Logger) (po
 		return nil, fmt.Errorf("BROWSER_RUNTIME: %w", err)
 	}
 	lc.Append(fx.Hook{OnStop: rt.Close})
-	log.Info("browsers run in Chromium", "path", path, "max", cfg.Browser.Max)
+	log.Debug("browsers run in Chromium", "path", path, "max", cfg.Browser.Max)
 	return rt, nil
 }
 

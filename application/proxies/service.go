@@ -348,7 +348,11 @@ func (s *Service) Check(ctx context.Context, actor team.Actor, id string) (proxy
 	if err != nil {
 		return proxy.Check{}, err
 	}
-	s.d.Log.Info("proxy checked", "proxy_id", p.ID, "team_id", p.TeamID, "ok", c.OK, "error", c.Error)
+	if c.OK {
+		s.d.Log.DebugContext(ctx, "proxy checked", "team_id", p.TeamID, "proxy_id", p.ID)
+	} else {
+		s.d.Log.WarnContext(ctx, "proxy check failed", "team_id", p.TeamID, "proxy_id", p.ID, "error", c.Error)
+	}
 	return c, nil
 }
 

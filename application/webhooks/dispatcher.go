@@ -510,7 +510,7 @@ func (s *Service) complete(ctx context.Context, batch []outcome) {
 	}
 	applied, err := s.d.Deliveries.Complete(ctx, s.owner, ds...)
 	for i, o := range batch {
-		log := s.d.Log.With("delivery_id", o.next.ID, "endpoint_id", o.next.EndpointID, "event_id", o.next.EventID)
+		log := s.d.Log.With("team_id", o.next.TeamID, "delivery_id", o.next.ID, "endpoint_id", o.next.EndpointID, "event_id", o.next.EventID)
 		if err != nil {
 			log.ErrorContext(ctx, "webhook attempt: record", "error", err.Error())
 			continue
@@ -527,6 +527,15 @@ func (s *Service) complete(ctx context.Context, batch []outcome) {
 			outcome = "failed"
 		}
 		s.d.Metrics.Attempt(outcome, o.latency)
+		if outcome != "succeeded" && len(o.next.Attempts) > 0 {
+			last := o.next.Attempts[len(o.next.Attempts)-1]
+			attrs := []any{"attempt", last.N, "status_code", last.StatusCode, "error", last.Error}
+			if outcome == "retry" {
+				log.WarnContext(ctx, "webhook attempt failed", append(attrs, "next_attempt_at", o.next.NextAttemptAt)...)
+			} else {
+				log.ErrorContext(ctx, "webhook delivery failed: no attempt left", attrs...)
+			}
+		}
 	}
 }
 

@@ -254,7 +254,8 @@ func TestDispatcherRecordsAnUnreadableSecret(t *testing.T) {
 		t.Fatalf("%d requests without a signature", n)
 	}
 	wantAttempts(t, f.stored(t, d.ID).Attempts, webhook.Attempt{N: 1, At: t0, Error: "endpoint secret cannot be read"})
-	wantStrings(t, "logs", f.logs.Lines(), "ERROR webhook attempt: open secret delivery_id=dlv_001 endpoint_id=whk_001 event_id=evt_001 error=key was rotated")
+	wantStrings(t, "logs", f.logs.Lines(), "ERROR webhook attempt: open secret delivery_id=dlv_001 endpoint_id=whk_001 event_id=evt_001 error=key was rotated",
+		"WARN webhook attempt failed team_id=team_1 delivery_id=dlv_001 endpoint_id=whk_001 event_id=evt_001 attempt=1 status_code=0 error=endpoint secret cannot be read next_attempt_at=2030-01-01 12:00:05 +0000 UTC")
 }
 
 func TestDispatcherWhenTheCompletionFails(t *testing.T) {
@@ -270,7 +271,7 @@ func TestDispatcherWhenTheCompletionFails(t *testing.T) {
 	if n := len(f.sender.Sent()); n != 1 {
 		t.Fatalf("%d requests", n)
 	}
-	wantStrings(t, "logs", f.logs.Lines(), "ERROR webhook attempt: record delivery_id=dlv_001 endpoint_id=whk_001 event_id=evt_001 error=write conflict")
+	wantStrings(t, "logs", f.logs.Lines(), "ERROR webhook attempt: record team_id=team_1 delivery_id=dlv_001 endpoint_id=whk_001 event_id=evt_001 error=write conflict")
 	wantStrings(t, "outcomes", f.metrics.Outcomes())
 	if got := f.stored(t, d.ID); got.Status != webhook.StatusPending || len(got.Attempts) != 0 {
 		t.Fatalf("delivery %s with %d attempts", got.Status, len(got.Attempts))
@@ -294,7 +295,7 @@ func TestDispatcherAttemptThatOutlivesItsLease(t *testing.T) {
 	close(gate)
 	disp.wg.Wait()
 
-	wantStrings(t, "logs", f.logs.Lines(), "WARN webhook attempt outlived its lease; another dispatcher took the delivery delivery_id=dlv_001 endpoint_id=whk_001 event_id=evt_001")
+	wantStrings(t, "logs", f.logs.Lines(), "WARN webhook attempt outlived its lease; another dispatcher took the delivery team_id=team_1 delivery_id=dlv_001 endpoint_id=whk_001 event_id=evt_001")
 	wantStrings(t, "outcomes", f.metrics.Outcomes())
 	// The other dispatcher's attempt is the one that records.
 	if got := f.stored(t, d.ID); got.Status != webhook.StatusPending || len(got.Attempts) != 0 {

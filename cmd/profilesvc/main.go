@@ -4,12 +4,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
+
+	"go.uber.org/dig"
+	"go.uber.org/fx"
+	"go.uber.org/zap"
 
 	"github.com/profilesvc/profilesvc/adapters/wiring"
 	"github.com/profilesvc/profilesvc/config"
@@ -100,17 +106,25 @@ func tuneGC(getenv func(string) string) {
 // serve runs the service until ctx ends or something in the app asks fx to
 // shut down, then stops it, which lets in-flight requests complete.
 func serve(ctx context.Context, cfg config.Config, getenv func(string) string, stderr io.Writer) int {
-	app := wiring.App(cfg)
+	var (
+		log     *zap.Logger
+		summary *wiring.Summary
+	)
+	app := wiring.App(cfg,
+		fx.Replace(wiring.LogOutput{Writer: stderr}, wiring.Build{Version: version, Commit: commit()}),
+		fx.Populate(&log, &summary),
+	)
 	if err := app.Err(); err != nil {
-		fmt.Fprintf(stderr, "profilesvc: %v\n", err)
+		fmt.Fprintf(stderr, "profilesvc: %s\n", startError(err))
 		return 1
 	}
 	startCtx, cancelStart := context.WithTimeout(ctx, app.StartTimeout())
 	defer cancelStart()
 	if err := app.Start(startCtx); err != nil {
-		fmt.Fprintf(stderr, "profilesvc: start: %v\n", err)
+		fmt.Fprintf(stderr, "profilesvc: %s\n", startError(err))
 		return 1
 	}
+	log.Info("profilesvc started", summary.Fields()...)
 	tuneGC(getenv)
 	// What starting allocated (migrations, the first connections) is
 	// garbage now: give it back, so the idle process is as small as it gets.
@@ -128,5 +142,39 @@ func serve(ctx context.Context, cfg config.Config, getenv func(string) string, s
 		fmt.Fprintf(stderr, "profilesvc: stop: %v\n", err)
 		return 1
 	}
+	log.Info("profilesvc stopped", zap.Int("exit_code", code))
 	return code
+}
+
+// startError is what stopped the app from being built or started, in one
+// line, without the dependency graph fx and dig wrap it in: the error of
+// the piece that failed, which names the variable it came from
+// (DATABASE_URL: ...).
+func startError(err error) string {
+	err = dig.RootCause(err)
+	for strings.HasPrefix(err.Error(), "OnStart hook added by") && errors.Unwrap(err) != nil {
+		err = errors.Unwrap(err)
+	}
+	return strings.Join(strings.Fields(err.Error()), " ")
+}
+
+// commit is the VCS revision the binary was built from, as Go records it.
+func commit() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	rev, dirty := "unknown", false
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if dirty {
+		rev += "-dirty"
+	}
+	return rev
 }

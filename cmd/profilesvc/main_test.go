@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -11,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -246,7 +249,7 @@ func TestRunRefusesASecondProcessOnTheSQLiteFile(t *testing.T) {
 	for _, c := range []struct {
 		cmd, want string
 	}{
-		{"serve", "profilesvc: start: " + held},
+		{"serve", "profilesvc: " + held},
 		{"migrate", "profilesvc: migrate: " + held},
 	} {
 		var stdout, stderr bytes.Buffer
@@ -285,5 +288,162 @@ func TestTuneGCKeepsTheOperatorsSettings(t *testing.T) {
 	}
 	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
 		t.Fatalf("memory limit changed to %d with GOMEMLIMIT set", got)
+	}
+}
+
+// logLine is one line of the JSON log, with the fields the tests read.
+type logLine map[string]any
+
+func logLines(t *testing.T, out string) []logLine {
+	t.Helper()
+	var lines []logLine
+	for _, raw := range strings.Split(strings.TrimSpace(out), "\n") {
+		var l logLine
+		if err := json.Unmarshal([]byte(raw), &l); err != nil {
+			t.Fatalf("a log line that is not JSON: %q", raw)
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
+
+// syncBuffer is a bytes.Buffer that the service's goroutines write while
+// the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// A normal start logs at most five lines at info, the last of them the one
+// that says what runs where, and one line when it stops; fx's own events
+// are below info, and no line carries a secret.
+func TestServeLogsItsStartInOneLine(t *testing.T) {
+	addr := freeAddr(t)
+	env := withSecrets(map[string]string{
+		"HTTP_ADDR":       addr,
+		"DATA_DIR":        t.TempDir(),
+		"LOG_LEVEL":       "info",
+		"BROWSER_RUNTIME": "none",
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout bytes.Buffer
+	var stderr syncBuffer
+	code := -1
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		code = run(ctx, nil, lookup(env), &stdout, &stderr)
+	}()
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stderr.String(), "profilesvc started"); {
+		select {
+		case <-done:
+			t.Fatalf("serve = %d before it started\n%s", code, stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no start line within 30 s\n%s", stderr.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if code != 0 {
+		t.Fatalf("serve = %d\n%s", code, stderr.String())
+	}
+	out := stderr.String()
+	for _, secret := range secrets {
+		if strings.Contains(out, secret) {
+			t.Fatalf("the log holds a secret:\n%s", out)
+		}
+	}
+	lines := logLines(t, out)
+	var startInfo, warn []logLine
+	started := -1
+	for i, l := range lines {
+		if l["logger"] == "fx" {
+			t.Errorf("fx's event at %s: %v", l["level"], l["msg"])
+		}
+		if started >= 0 {
+			continue
+		}
+		switch l["level"] {
+		case "info":
+			startInfo = append(startInfo, l)
+		case "warn":
+			warn = append(warn, l)
+		}
+		if l["msg"] == "profilesvc started" {
+			started = i
+		}
+	}
+	if started < 0 || len(startInfo) > 5 {
+		t.Fatalf("%d lines at info up to the start line (at %d), want at most 5 ending with it:\n%s", len(startInfo), started, out)
+	}
+	want := logLine{"version": "dev", "address": addr, "store": "sqlite",
+		"cache": "local", "browser_runtime": "none (leases only)", "mail_transport": "log"}
+	for k, v := range want {
+		if lines[started][k] != v {
+			t.Errorf("start line %s = %v, want %v", k, lines[started][k], v)
+		}
+	}
+	if c, _ := lines[started]["commit"].(string); c == "" {
+		t.Errorf("start line without a commit: %v", lines[started])
+	}
+	if last := lines[len(lines)-1]; last["msg"] != "profilesvc stopped" || last["level"] != "info" {
+		t.Errorf("last line %v, want the stop's", last)
+	}
+	if len(warn) != 1 || !strings.Contains(fmt.Sprint(warn[0]["msg"]), "MAIL_TRANSPORT=log") {
+		t.Errorf("warnings %v, want the one that says mail goes to the log", warn)
+	}
+}
+
+// A configuration that cannot start is one line naming the variable and
+// the cause, and a non-zero exit.
+func TestServeReportsWhatStopsItsStartInOneLine(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	closed := freeAddr(t)
+	for name, c := range map[string]struct {
+		env  map[string]string
+		want string
+	}{
+		"database down": {map[string]string{"DATABASE_URL": "postgres://svc:db-password-42@" + closed + "/svc"}, "profilesvc: DATABASE_URL: connect to postgres database: "},
+		"address taken": {map[string]string{"HTTP_ADDR": busy.Addr().String()}, "profilesvc: HTTP_ADDR: "},
+		"no chromium":   {map[string]string{"BROWSER_RUNTIME": "chromium", "CHROMIUM_PATH": filepath.Join(t.TempDir(), "none")}, "profilesvc: CHROMIUM_PATH: "},
+	} {
+		env := withSecrets(map[string]string{"HTTP_ADDR": freeAddr(t), "DATA_DIR": t.TempDir(), "LOG_LEVEL": "info"})
+		for k, v := range c.env {
+			env[k] = v
+		}
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), nil, lookup(env), &stdout, &stderr)
+		var report []string
+		for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+			if !strings.HasPrefix(line, "{") {
+				report = append(report, line)
+			}
+		}
+		if code == 0 || len(report) != 1 || !strings.HasPrefix(report[0], c.want) {
+			t.Errorf("%s: exit %d, report %q, want one line starting %q\n%s", name, code, report, c.want, stderr.String())
+		}
+		if strings.Contains(stderr.String(), "db-password-42") || strings.Contains(stderr.String(), "could not build") {
+			t.Errorf("%s: the report holds the password or fx's graph: %s", name, stderr.String())
+		}
 	}
 }

@@ -22,7 +22,7 @@ func TestOneProcessPerSQLiteFile(t *testing.T) {
 	held := "DATABASE_URL: another process holds sqlite://data/profilesvc.db (its lock data/profilesvc.db.lock is taken)"
 
 	for _, c := range []struct{ cmd, line string }{
-		{"serve", "profilesvc: start: " + held},
+		{"serve", "profilesvc: " + held},
 		{"migrate", "profilesvc: migrate: " + held},
 	} {
 		cmd := exec.Command(binary, c.cmd)
