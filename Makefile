@@ -9,11 +9,17 @@ FUZZ        := ./adapters/http:FuzzDecodeJSON ./application/paging:FuzzCheckCurs
                ./adapters/prober:FuzzParseAnswer \
                ./domain/browserdata:FuzzSanitize ./domain/browserdata:FuzzParseNetscape
 
+# The version and commit the binary reports (profilesvc version, the start
+# line, profilesvc_build_info), from the checkout; dev/unknown outside one.
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT      ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS     := -X main.version=$(VERSION) -X main.commitID=$(COMMIT)
+
 .PHONY: run test fuzz lint migrate bench bench-go build
 
 ## run: the service on its embedded default (SQLite and keys in ./data), no setup
 run:
-	$(GO) run ./cmd/profilesvc serve
+	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/profilesvc serve
 
 ## test: every suite with the race detector; the PostgreSQL and Redis suites
 ## run when TEST_DATABASE_URL / TEST_REDIS_URL are set; then a short fuzz run
@@ -59,4 +65,4 @@ bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./tests/bench
 
 build:
-	$(GO) build -o bin/profilesvc ./cmd/profilesvc
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/profilesvc ./cmd/profilesvc

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"strings"
@@ -40,6 +41,7 @@ func Idempotent(svc *idempotency.Service) Middleware {
 				return err
 			}
 			if begun.Replay != nil {
+				markReplayed(ctx)
 				replay(w, begun.Replay.Status, begun.Replay.Headers, begun.Replay.Body)
 				return nil
 			}
@@ -60,6 +62,7 @@ func Idempotent(svc *idempotency.Service) Middleware {
 				return err
 			}
 			if first != nil {
+				markReplayed(ctx)
 				replay(w, first.Status, first.Headers, first.Body)
 				return nil
 			}
@@ -111,4 +114,11 @@ func (b *bufferedResponse) statusCode() int {
 		return http.StatusOK
 	}
 	return b.status
+}
+
+// markReplayed tells the metrics the answer is a kept one.
+func markReplayed(ctx context.Context) {
+	if info := infoFrom(ctx); info != nil {
+		info.replayed = true
+	}
 }

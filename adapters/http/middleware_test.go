@@ -166,11 +166,11 @@ func TestMetricsCountByRouteTemplate(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]string{
-		`http_requests_total{method="GET",route="/profiles/{id}",status="200"}`:               "3",
-		`http_requests_total{method="GET",route="unmatched",status="404"}`:                    "1",
-		`http_requests_total{method="OTHER",route="unmatched",status="405"}`:                  "1",
-		`http_request_duration_seconds_count{method="GET",route="/profiles/{id}"}`:            "3",
-		`http_request_duration_seconds_bucket{method="GET",route="/profiles/{id}",le="+Inf"}`: "3",
+		`profilesvc_http_requests_total{method="GET",route="/profiles/{id}",status="200"}`:               "3",
+		`profilesvc_http_requests_total{method="GET",route="unmatched",status="404"}`:                    "1",
+		`profilesvc_http_requests_total{method="OTHER",route="unmatched",status="405"}`:                  "1",
+		`profilesvc_http_request_duration_seconds_count{method="GET",route="/profiles/{id}"}`:            "3",
+		`profilesvc_http_request_duration_seconds_bucket{method="GET",route="/profiles/{id}",le="+Inf"}`: "3",
 	} {
 		if got := series[name]; got != want {
 			t.Errorf("%s = %q, want %s", name, got, want)

@@ -41,19 +41,19 @@ type Guard struct {
 }
 
 // New returns a guard that believes Redis answers until a call fails, and
-// then tries it again every retry. It registers on reg the gauge redis_up
-// and the counter redis_fallbacks_total, by component.
+// then tries it again every retry. It registers on reg the gauge profilesvc_redis_up
+// and the counter profilesvc_redis_fallbacks_total, by component.
 func New(c ports.Clock, retry time.Duration, log *zap.Logger, reg prometheus.Registerer) *Guard {
 	g := &Guard{
 		clock: c,
 		retry: retry,
 		log:   log,
 		up: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "redis_up",
+			Name: "profilesvc_redis_up",
 			Help: "1 while Redis answers, 0 while the cache is bypassed and rate limits are counted in process.",
 		}),
 		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "redis_fallbacks_total",
+			Name: "profilesvc_redis_fallbacks_total",
 			Help: "Calls served without Redis because it did not answer, by component (cache, ratelimit).",
 		}, []string{"component"}),
 	}

@@ -81,7 +81,7 @@ func TestGuardCountsFallbacksAndUp(t *testing.T) {
 	_ = f.guard.Do(ctx, "cache", func(context.Context) error { return nil })
 	_ = f.guard.Do(ctx, "ratelimit", func(context.Context) error { return nil })
 	got := metrics(t, f.reg)
-	want := map[string]float64{"redis_fallbacks_total{cache}": 2, "redis_fallbacks_total{ratelimit}": 1, "redis_up": 0}
+	want := map[string]float64{"profilesvc_redis_fallbacks_total{cache}": 2, "profilesvc_redis_fallbacks_total{ratelimit}": 1, "profilesvc_redis_up": 0}
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("%s = %v, want %v (all: %v)", k, got[k], v, got)

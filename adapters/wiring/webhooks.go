@@ -101,11 +101,11 @@ var Webhooks = fx.Options(
 	// the outbox every module sees wake the dispatcher on commit.
 	fx.Provide(webhooks.NewWaker, newCommitBroadcast),
 	fx.Decorate(
-		func(u ports.UnitOfWork, b *commitBroadcast, log *slog.Logger) ports.UnitOfWork {
-			return notifyingUnit{inner: u, wake: b.committed, tell: sessionLog(log)}
+		func(u ports.UnitOfWork, b *commitBroadcast, log *slog.Logger, m *sessionMetrics) ports.UnitOfWork {
+			return notifyingUnit{inner: u, wake: b.committed, tell: sessionLog(log, m)}
 		},
-		func(o ports.Outbox, b *commitBroadcast, log *slog.Logger) ports.Outbox {
-			return notifyingOutbox{inner: o, wake: b.committed, tell: sessionLog(log)}
+		func(o ports.Outbox, b *commitBroadcast, log *slog.Logger, m *sessionMetrics) ports.Outbox {
+			return notifyingOutbox{inner: o, wake: b.committed, tell: sessionLog(log, m)}
 		},
 	),
 )
@@ -284,7 +284,7 @@ func appended(ctx context.Context, wake func()) {
 // the request that made it (if any), its team, profile and session: a
 // launch, and a stop with its reason (released, expired, failed, crashed).
 // Other events are not logged.
-func sessionLog(log *slog.Logger) func(context.Context, event.Event) {
+func sessionLog(log *slog.Logger, m *sessionMetrics) func(context.Context, event.Event) {
 	return func(ctx context.Context, e event.Event) {
 		var msg string
 		switch e.Type {
@@ -313,6 +313,9 @@ func sessionLog(log *slog.Logger) func(context.Context, event.Event) {
 			"launched_by", data.Session.LaunchedBy, "event_id", e.ID}
 		if e.Type == event.ProfileStopped {
 			attrs = append(attrs, "reason", data.Reason)
+			m.stops.WithLabelValues(data.Reason).Inc()
+		} else {
+			m.launches.Inc()
 		}
 		log.InfoContext(ctx, msg, attrs...)
 	}

@@ -25,7 +25,7 @@ func App(cfg config.Config, extra ...fx.Option) *fx.App {
 // (fxtest.New in tests).
 func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 	return fx.Options(
-		fx.Supply(cfg, Build{Version: "dev"}),
+		fx.Supply(cfg, Build{Version: "dev", Commit: "unknown"}),
 		fx.WithLogger(fxLogger),
 		fx.StopTimeout(cfg.ShutdownTimeout+5e9),
 		Logging,
@@ -44,6 +44,7 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		Prober,
 		Proxies,
 		HTTP,
+		Metrics,
 		fx.Provide(newSummary),
 		fx.Options(extra...),
 	)

@@ -409,3 +409,10 @@ func (s *Service) putBlob(ctx context.Context, put func(context.Context) (ports.
 	}
 	return info, nil
 }
+
+// BrowsersRunning is how many browsers this instance runs.
+func (s *Service) BrowsersRunning() int {
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	return len(s.b.local)
+}

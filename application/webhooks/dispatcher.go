@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/webhook"
 	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/ports/webhookstore"
@@ -160,11 +161,15 @@ func (s *Service) fanOut(ctx context.Context) (n, made int, err error) {
 	err = s.d.Tx.Do(ctx, func(ctx context.Context) error {
 		n, made = 0, 0
 		events, err := s.d.Outbox.ClaimUndispatched(ctx, s.d.Policy.FanOutBatch)
-		if err != nil || len(events) == 0 {
+		if err != nil {
 			return err
 		}
-		n = len(events)
 		now := s.d.Clock.Now().UTC()
+		s.d.Metrics.OutboxLag(outboxLag(events, now))
+		if len(events) == 0 {
+			return nil
+		}
+		n = len(events)
 		endpoints := map[string][]webhook.Endpoint{}
 		ids := make([]string, 0, len(events))
 		var batch []webhook.Delivery
@@ -205,6 +210,15 @@ func (s *Service) fanOut(ctx context.Context) (n, made int, err error) {
 		return s.d.Outbox.MarkDispatched(ctx, ids)
 	})
 	return n, made, err
+}
+
+// outboxLag is how long the oldest of events has waited to be fanned out.
+func outboxLag(events []event.Event, now time.Time) time.Duration {
+	var lag time.Duration
+	for _, e := range events {
+		lag = max(lag, now.Sub(e.OccurredAt))
+	}
+	return lag
 }
 
 // createBatch bounds the deliveries one INSERT writes, so that a team with

@@ -130,6 +130,7 @@ type fakeMetrics struct {
 	mu       sync.Mutex
 	outcomes []string
 	oldest   []time.Duration
+	lags     []time.Duration
 }
 
 func (m *fakeMetrics) Attempt(outcome string, _ time.Duration) {
@@ -142,6 +143,18 @@ func (m *fakeMetrics) OldestPending(age time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.oldest = append(m.oldest, age)
+}
+
+func (m *fakeMetrics) OutboxLag(age time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.lags = append(m.lags, age)
+}
+
+func (m *fakeMetrics) Lags() []time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]time.Duration(nil), m.lags...)
 }
 
 func (m *fakeMetrics) Outcomes() []string {

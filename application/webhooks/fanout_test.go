@@ -77,6 +77,24 @@ func TestFanOutToSubscribedEndpointsOnly(t *testing.T) {
 	}
 }
 
+// A fan-out reports how long the oldest event it found has waited, and 0
+// when it found none.
+func TestFanOutReportsTheOutboxLag(t *testing.T) {
+	f := newFixture(t)
+	f.commit(t, "evt_a", "team_1", event.ProfileCreated)
+	f.clock.Advance(90 * time.Second)
+	f.commit(t, "evt_b", "team_1", event.ProfileCreated)
+	if _, err := f.svc.FanOut(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.FanOut(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.metrics.Lags(); !slices.Equal(got, []time.Duration{90 * time.Second, 0}) {
+		t.Fatalf("lags %v, want [1m30s 0s]", got)
+	}
+}
+
 func TestFanOutRollsBackWhenAnEndpointListFails(t *testing.T) {
 	f := newFixture(t)
 	f.endpoint(t, "https://a.example.com", "*")

@@ -21,8 +21,13 @@ import (
 	"github.com/profilesvc/profilesvc/config"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version and commitID are set at build time (make run and make build do):
+// -ldflags "-X main.version=... -X main.commitID=...". Without commitID,
+// the commit is the one Go records in a binary built in a checkout.
+var (
+	version  = "dev"
+	commitID = ""
+)
 
 const usage = `usage: profilesvc [serve | migrate | version]
 
@@ -51,7 +56,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	switch cmd {
 	case "version", "--version", "-v":
-		fmt.Fprintln(stdout, "profilesvc", version)
+		fmt.Fprintf(stdout, "profilesvc %s (commit %s)\n", version, commit())
 		return 0
 	case "help", "--help", "-h":
 		fmt.Fprint(stdout, usage)
@@ -158,8 +163,12 @@ func startError(err error) string {
 	return strings.Join(strings.Fields(err.Error()), " ")
 }
 
-// commit is the VCS revision the binary was built from, as Go records it.
+// commit is the VCS revision the binary was built from: commitID, else
+// as Go records it.
 func commit() string {
+	if commitID != "" {
+		return commitID
+	}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "unknown"

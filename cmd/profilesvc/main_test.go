@@ -43,8 +43,8 @@ func TestRunAnswersWithoutConfiguration(t *testing.T) {
 		code           int
 		stdout, stderr string
 	}{
-		{[]string{"version"}, 0, "profilesvc dev\n", ""},
-		{[]string{"--version"}, 0, "profilesvc dev\n", ""},
+		{[]string{"version"}, 0, "profilesvc dev (commit unknown)\n", ""},
+		{[]string{"--version"}, 0, "profilesvc dev (commit unknown)\n", ""},
 		{[]string{"help"}, 0, usage, ""},
 		{[]string{"frobnicate"}, 2, "", "profilesvc: unknown command \"frobnicate\"\n\n" + usage},
 	} {

@@ -31,7 +31,7 @@ func TestOperationalEndpoints(t *testing.T) {
 		h.register(t)
 		m := h.get("/metrics")
 		expect(t, m, http.StatusOK)
-		for _, want := range []string{`route="/api/v1/auth/register"`, "http_request_duration_seconds_bucket"} {
+		for _, want := range []string{`route="/api/v1/auth/register"`, "profilesvc_http_request_duration_seconds_bucket"} {
 			if !strings.Contains(string(m.raw), want) {
 				t.Errorf("metrics lack %s", want)
 			}

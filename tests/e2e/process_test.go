@@ -231,7 +231,7 @@ func TestSIGTERMLetsTheInFlightRequestFinish(t *testing.T) {
 	}
 }
 
-// inFlight reads http_requests_in_flight from the process's /metrics.
+// inFlight reads profilesvc_http_requests_in_flight from the process's /metrics.
 func inFlight(t *testing.T, addr string) int {
 	t.Helper()
 	resp, err := http.Get("http://" + addr + "/metrics")
@@ -241,15 +241,15 @@ func inFlight(t *testing.T, addr string) int {
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "http_requests_in_flight "); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), "profilesvc_http_requests_in_flight "); ok {
 			n, err := strconv.ParseFloat(v, 64)
 			if err != nil {
-				t.Fatalf("http_requests_in_flight %q: %v", v, err)
+				t.Fatalf("profilesvc_http_requests_in_flight %q: %v", v, err)
 			}
 			return int(n)
 		}
 	}
-	t.Fatal("/metrics has no http_requests_in_flight")
+	t.Fatal("/metrics has no profilesvc_http_requests_in_flight")
 	return 0
 }
 

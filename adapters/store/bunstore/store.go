@@ -287,3 +287,23 @@ func conn(ctx context.Context, db *bun.DB) bun.IDB {
 	}
 	return db
 }
+
+// PoolStats are the store's connections: most it may open, open now, in
+// use, idle, and how many times and how long callers waited for one.
+type PoolStats struct {
+	Max, Open, InUse, Idle int
+	Waits                  int64
+	Waited                 time.Duration
+}
+
+// PoolStats reads the pool's counts: pgx's on PostgreSQL, database/sql's
+// on SQLite.
+func (s *Store) PoolStats() PoolStats {
+	if s.pool != nil {
+		st := s.pool.Stat()
+		return PoolStats{Max: int(st.MaxConns()), Open: int(st.TotalConns()), InUse: int(st.AcquiredConns()), Idle: int(st.IdleConns()),
+			Waits: st.EmptyAcquireCount(), Waited: st.EmptyAcquireWaitTime()}
+	}
+	st := s.db.DB.Stats()
+	return PoolStats{Max: st.MaxOpenConnections, Open: st.OpenConnections, InUse: st.InUse, Idle: st.Idle, Waits: st.WaitCount, Waited: st.WaitDuration}
+}

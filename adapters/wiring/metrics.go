@@ -1,0 +1,71 @@
+package wiring
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/fx"
+
+	"github.com/profilesvc/profilesvc/adapters/store/bunstore"
+	"github.com/profilesvc/profilesvc/application/profiles"
+	"github.com/profilesvc/profilesvc/ports/storage"
+)
+
+// Metrics registers what /metrics shows besides the HTTP, webhook and
+// Redis families: the build, the database pool, the browsers of this
+// instance, and the sessions launched and stopped.
+var Metrics = fx.Options(
+	fx.Provide(newSessionMetrics),
+	fx.Invoke(registerServiceMetrics),
+)
+
+// sessionMetrics count the launches, and the stops by reason (released,
+// expired, failed, crashed), as their events commit (sessionLog).
+type sessionMetrics struct {
+	launches prometheus.Counter
+	stops    *prometheus.CounterVec
+}
+
+func newSessionMetrics(reg *prometheus.Registry) *sessionMetrics {
+	m := &sessionMetrics{
+		launches: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "profilesvc_session_launches_total",
+			Help: "Sessions launched through this instance (profile.launched committed).",
+		}),
+		stops: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "profilesvc_session_stops_total",
+			Help: "Sessions ended (profile.stopped committed) by this instance, by reason: released, expired, failed, crashed.",
+		}, []string{"reason"}),
+	}
+	reg.MustRegister(m.launches, m.stops)
+	return m
+}
+
+func registerServiceMetrics(reg *prometheus.Registry, b Build, store storage.Store, svc *profiles.Service) {
+	info := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "profilesvc_build_info",
+		Help:        "Always 1; the labels name the running build.",
+		ConstLabels: prometheus.Labels{"version": b.Version, "commit": b.Commit},
+	})
+	info.Set(1)
+	reg.MustRegister(info, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "profilesvc_browsers_running",
+		Help: "Browsers this instance runs, one per session it serves.",
+	}, func() float64 { return float64(svc.BrowsersRunning()) }))
+	s, ok := store.(*bunstore.Store)
+	if !ok {
+		return
+	}
+	gauge := func(name, help string, read func(bunstore.PoolStats) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "profilesvc_db_pool_" + name, Help: help},
+			func() float64 { return read(s.PoolStats()) })
+	}
+	reg.MustRegister(
+		gauge("max_connections", "Most connections the database pool opens (0: no bound).", func(p bunstore.PoolStats) float64 { return float64(p.Max) }),
+		gauge("open_connections", "Connections the database pool holds.", func(p bunstore.PoolStats) float64 { return float64(p.Open) }),
+		gauge("in_use_connections", "Connections in use.", func(p bunstore.PoolStats) float64 { return float64(p.InUse) }),
+		gauge("idle_connections", "Connections idle in the pool.", func(p bunstore.PoolStats) float64 { return float64(p.Idle) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "profilesvc_db_pool_waits_total", Help: "Times a caller waited for a connection."},
+			func() float64 { return float64(s.PoolStats().Waits) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "profilesvc_db_pool_wait_seconds_total", Help: "Time callers waited for a connection."},
+			func() float64 { return s.PoolStats().Waited.Seconds() }),
+	)
+}
