@@ -15,7 +15,7 @@ VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 
 COMMIT      ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS     := -X main.version=$(VERSION) -X main.commitID=$(COMMIT)
 
-.PHONY: run test fuzz lint migrate bench bench-go build
+.PHONY: run test fuzz lint migrate bench bench-go build docs-bundle
 
 ## run: the service on its embedded default (SQLite and keys in ./data), no setup
 run:
@@ -63,6 +63,19 @@ bench:
 ## bench-go: the in-process go benchmarks (whole fx app, no processes)
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./tests/bench
+
+# Redoc's standalone bundle, embedded in the binary to render /docs.
+REDOC_VERSION := 2.5.4
+REDOC_SHA256  := dcaf76612bc4a3fbcc923a8966dee2f6146a5f32e5ce1b6f02dd60cbbf89500b
+
+## docs-bundle: fetch Redoc's bundle from npm again, check its sha256, and
+## put it where /docs embeds it (adapters/http/redoc)
+docs-bundle:
+	dir=$$(mktemp -d) && cd $$dir && npm pack redoc@$(REDOC_VERSION) --silent >/dev/null && \
+		tar xzf redoc-$(REDOC_VERSION).tgz && \
+		echo "$(REDOC_SHA256)  package/bundles/redoc.standalone.js" | sha256sum -c - && \
+		cp package/bundles/redoc.standalone.js package/bundles/redoc.standalone.js.LICENSE.txt $(CURDIR)/adapters/http/redoc/ && \
+		cp package/LICENSE $(CURDIR)/adapters/http/redoc/LICENSE && rm -rf $$dir
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/profilesvc ./cmd/profilesvc

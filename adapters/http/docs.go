@@ -13,13 +13,21 @@ import (
 //go:embed openapi.yaml
 var openAPIDocument []byte
 
+// redocBundle is Redoc's standalone bundle (redoc 2.5.4 from npm, MIT: see
+// redoc/LICENSE and redoc/redoc.standalone.js.LICENSE.txt), which renders
+// /docs from the document in the browser, with nothing fetched from
+// elsewhere. make docs-bundle fetches it again and checks its sha256.
+//
+//go:embed redoc/redoc.standalone.js
+var redocBundle []byte
+
 // OpenAPIDocument returns the embedded OpenAPI 3.1 document that describes
 // every endpoint; tests validate responses against it.
 func OpenAPIDocument() []byte { return openAPIDocument }
 
-// DocsRoutes serves the document and a page that renders it. The page is
-// rendered on the server from the same bytes, so it needs no script or asset
-// from elsewhere and works offline.
+// DocsRoutes serves the document and a page that renders it: Redoc, served
+// by the service itself, so the page works offline; without scripts, the
+// page shows a plain reference rendered on the server from the same bytes.
 func DocsRoutes() ([]Route, error) {
 	page, err := renderDocs(openAPIDocument)
 	if err != nil {
@@ -33,11 +41,24 @@ func DocsRoutes() ([]Route, error) {
 		}},
 		{Method: http.MethodGet, Path: "/docs", Public: true, Name: "docs", Handler: func(w http.ResponseWriter, _ *http.Request) error {
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.Header().Set("Content-Security-Policy", docsPolicy)
 			_, _ = w.Write(page)
+			return nil
+		}},
+		{Method: http.MethodGet, Path: "/docs/redoc.standalone.js", Public: true, Name: "docs.renderer", Handler: func(w http.ResponseWriter, _ *http.Request) error {
+			w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+			w.Header().Set("Cache-Control", "public, max-age=86400")
+			_, _ = w.Write(redocBundle)
 			return nil
 		}},
 	}, nil
 }
+
+// docsPolicy keeps the page to the service: its script and document from
+// here, Redoc's styles inline, its search worker from a blob, and its
+// badge's logo (an image on Redocly's CDN) not loaded at all.
+const docsPolicy = "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self' 'unsafe-inline'; " +
+	"img-src 'self' data:; font-src 'self' data:; worker-src 'self' blob:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 type docNode = map[string]any
 
@@ -165,14 +186,17 @@ var docsTemplate = template.Must(template.New("docs").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{.Title}} API {{.Version}}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>
-body{font:15px/1.5 system-ui,sans-serif;max-width:980px;margin:2em auto;padding:0 1em;color:#1d2330}
-h1{margin-bottom:0}h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em;text-transform:capitalize}
-.op{border:1px solid #e3e6ec;border-radius:6px;margin:1em 0;padding:.6em 1em}
-.m{display:inline-block;min-width:4.5em;font-weight:700;font-family:monospace}
-.GET{color:#0a7}.POST{color:#06c}.PATCH{color:#b70}.DELETE{color:#c22}
-code,pre{font-family:ui-monospace,monospace;font-size:13px}pre{background:#f6f8fa;padding:.6em;overflow:auto}
-table{border-collapse:collapse}td{padding:.1em .8em .1em 0;vertical-align:top}.pub{color:#777;font-size:12px}
+body{margin:0}
+.plain{font:15px/1.5 system-ui,sans-serif;max-width:980px;margin:2em auto;padding:0 1em;color:#1d2330}
+.plain h1{margin-bottom:0}.plain h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em;text-transform:capitalize}
+.plain .op{border:1px solid #e3e6ec;border-radius:6px;margin:1em 0;padding:.6em 1em}
+.plain .m{display:inline-block;min-width:4.5em;font-weight:700;font-family:monospace}
+.plain .GET{color:#0a7}.plain .POST{color:#06c}.plain .PATCH{color:#b70}.plain .DELETE{color:#c22}
+.plain code,.plain pre{font-family:ui-monospace,monospace;font-size:13px}.plain pre{background:#f6f8fa;padding:.6em;overflow:auto}
+.plain table{border-collapse:collapse}.plain td{padding:.1em .8em .1em 0;vertical-align:top}.plain .pub{color:#777;font-size:12px}
 </style></head><body>
+<redoc spec-url="/openapi.yaml" path-in-middle-panel="true" required-props-first="true"></redoc>
+<noscript><div class="plain">
 <h1>{{.Title}}</h1><p>Version {{.Version}} · <a href="/openapi.yaml">openapi.yaml</a></p>
 <pre>{{.Description}}</pre>
 {{range .Tags}}<h2 id="{{.Name}}">{{.Name}}</h2>
@@ -184,5 +208,7 @@ table{border-collapse:collapse}td{padding:.1em .8em .1em 0;vertical-align:top}.p
 </div>{{end}}{{end}}
 <h2>Schemas</h2>
 {{range .Schemas}}<h3 id="schema-{{.Name}}">{{.Name}}</h3><pre>{{.Body}}</pre>{{end}}
+</div></noscript>
+<script src="/docs/redoc.standalone.js"></script>
 </body></html>
 `))
