@@ -57,7 +57,7 @@ func NewAuthHandlers(svc *auth.Service) *AuthHandlers { return &AuthHandlers{svc
 func (h *AuthHandlers) Routes() []Route {
 	return []Route{
 		{Method: http.MethodPost, Path: "/api/v1/auth/register", Handler: h.register, Public: true, Name: "auth.register"},
-		{Method: http.MethodPost, Path: "/api/v1/auth/login", Handler: h.login, Public: true, Name: "auth.login"},
+		{Method: http.MethodPost, Path: loginRoute, Handler: h.login, Public: true, Name: "auth.login"},
 		{Method: http.MethodPost, Path: "/api/v1/auth/refresh", Handler: h.refresh, Public: true, Name: "auth.refresh"},
 		{Method: http.MethodPost, Path: "/api/v1/auth/forgot-password", Handler: h.forgotPassword, Public: true, Name: "auth.forgot_password"},
 		{Method: http.MethodPost, Path: "/api/v1/auth/reset-password", Handler: h.resetPassword, Public: true, Name: "auth.reset_password"},

@@ -327,7 +327,8 @@ func (m *Metrics) observe(route, method string, status int, elapsed time.Duratio
 	}
 }
 
-// loginRoute is the sign-in's route template.
+// loginRoute is the sign-in's route template, which the metrics count
+// failures of.
 const loginRoute = "/api/v1/auth/login"
 
 // methodLabel folds methods nobody serves into one label, so a client

@@ -921,7 +921,8 @@ const pgLockShardsSQL = `SELECT shard, profiles FROM team_profile_counts WHERE t
 // profile was counted (and so inserted).
 func (r profileRepository) pgCreate(ctx context.Context, tx *bun.Tx, row *profileRow, tags []string, evs pgEvents, max int) (bool, error) {
 	var inserted []int
-	if err := r.pgPreparedOn(ctx, tx, &inserted, r.pgCreateSQL(max > 0, len(tags) > 0), r.pgCreateArgs(nil, row, tags, evs, max)...); err != nil {
+	sql, _ := r.pgCreateSQL(max > 0, len(tags) > 0)
+	if err := r.pgPreparedOn(ctx, tx, &inserted, sql, r.pgCreateArgs(nil, row, tags, evs, max)...); err != nil {
 		return false, writeErr(err, "profile", "profile already exists")
 	}
 	return len(inserted) == 1, nil
@@ -931,10 +932,9 @@ func (r profileRepository) pgCreate(ctx context.Context, tx *bun.Tx, row *profil
 // connection of the pool, committed on its own or in a batch of the
 // team's creates that queued meanwhile (createBatcher).
 func (r profileRepository) pgCreateAlone(ctx context.Context, row *profileRow, tags []string, evs pgEvents, max int) (bool, error) {
-	sql := r.pgCreateSQL(max > 0, len(tags) > 0)
+	sql, name := r.pgCreateSQL(max > 0, len(tags) > 0)
 	args := r.pgCreateArgs([]any{pgx.QueryExecModeCacheStatement}, row, tags, evs, max)
 	if r.creates != nil {
-		name := fmt.Sprintf("profilesvc_create_%d%d", b2i(max > 0), b2i(len(tags) > 0))
 		if res := r.creates.do(ctx, row.TeamID, max, name, sql, args); !res.alone {
 			return res.counted, res.err
 		}
@@ -1039,14 +1039,16 @@ func newPGEvents(events []event.Event) pgEvents {
 // shard of the team carries a bound any more. The profile, its tags and
 // its events (listed as pending fan-out) are inserted only if it counted,
 // and the statement then returns one row.
+// Each also has the name the batches' connections prepare it by.
 var pgCreateStatements [2][2]struct {
-	once sync.Once
-	sql  string
+	once      sync.Once
+	sql, name string
 }
 
-func (r profileRepository) pgCreateSQL(bounded, tagged bool) string {
+func (r profileRepository) pgCreateSQL(bounded, tagged bool) (sql, name string) {
 	st := &pgCreateStatements[b2i(bounded)][b2i(tagged)]
 	st.once.Do(func() {
+		st.name = fmt.Sprintf("profilesvc_create_%d%d", b2i(bounded), b2i(tagged))
 		count := `t.bound = $2::integer AND t.profiles < ` + pgShareSQL("t")
 		if !bounded {
 			count = `$2::integer <= 0
@@ -1075,7 +1077,7 @@ ins AS (INSERT INTO profiles (` + strings.Join(cols, ", ") + `) SELECT ` + strin
 pending AS (INSERT INTO outbox_pending (id) SELECT id FROM ev)
 SELECT 1 FROM ins`
 	})
-	return st.sql
+	return st.sql, st.name
 }
 
 func b2i(b bool) int {
