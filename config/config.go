@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -88,6 +89,13 @@ type Config struct {
 	DatabaseQueryTimeout time.Duration
 	// RateLimit bounds the requests of each API key and of each user.
 	RateLimit RateLimit
+	// AuthRateLimit is AUTH_RATE_LIMIT: it bounds the requests of each
+	// client address to the account endpoints that need no credentials
+	// (/api/v1/auth/*).
+	AuthRateLimit RateLimit
+	// CORSOrigins is CORS_ORIGINS: the origins whose scripts may call the
+	// API from a browser ("*" for any). Empty, the default, CORS is off.
+	CORSOrigins []string
 
 	// proxy checks: ProxyCheckURL is the IP echo service a proxy test or
 	// check reaches through the proxy (the operator's, trusted);
@@ -149,6 +157,8 @@ func Load(getenv func(string) string) (Config, error) {
 	c.Database = l.database("DATABASE_URL", Database{Kind: DatabaseSQLite, Path: filepath.Join(c.DataDir, "profilesvc.db")})
 	c.DatabaseQueryTimeout = l.duration("DATABASE_QUERY_TIMEOUT", 5*time.Second)
 	c.RateLimit = l.rateLimit("RATE_LIMIT", "600/1m")
+	c.AuthRateLimit = l.rateLimit("AUTH_RATE_LIMIT", "60/1m")
+	c.CORSOrigins = l.origins("CORS_ORIGINS")
 	if c.MailTransport == "smtp" {
 		c.SMTP = l.smtp("SMTP_URL")
 	}
@@ -321,6 +331,34 @@ func (l *loader) prefixes(name string) []netip.Prefix {
 			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
 		}
 		out = append(out, p.Masked())
+	}
+	return out
+}
+
+// origins reads a comma-separated list of origins as browsers send them in
+// Origin (scheme://host[:port], nothing after it), or "*" alone.
+func (l *loader) origins(name string) []string {
+	var out []string
+	for _, part := range strings.Split(l.str(name, ""), ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if part != "*" {
+			u, err := url.Parse(part)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+				u.Path != "" || u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(part, "?") || strings.HasSuffix(part, "#") {
+				l.fail(name, fmt.Sprintf("%q is not an origin such as https://app.example.com or *", part))
+				continue
+			}
+			part = strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host)
+		}
+		if !slices.Contains(out, part) {
+			out = append(out, part)
+		}
+	}
+	if len(out) > 1 && slices.Contains(out, "*") {
+		l.fail(name, `"*" allows every origin and cannot be listed with others`)
 	}
 	return out
 }

@@ -350,9 +350,7 @@ func LimitRequests(svc *ratelimit.Service) Middleware {
 	return func(next http.Handler) http.Handler {
 		return HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 			q, err := svc.Take(r.Context(), actorFrom(r.Context()))
-			h := w.Header()
-			h.Set("RateLimit-Policy", fmt.Sprintf(`"default";q=%d;w=%d`, q.Limit, int(q.Window/time.Second)))
-			h.Set("RateLimit", fmt.Sprintf(`"default";r=%d;t=%d`, q.Remaining, retryAfterSeconds(q.Reset)))
+			setRateLimitHeaders(w.Header(), q)
 			if err != nil {
 				return err
 			}
@@ -360,4 +358,25 @@ func LimitRequests(svc *ratelimit.Service) Middleware {
 			return nil
 		})
 	}
+}
+
+// LimitAddresses applies svc's limit to each client address, for the
+// endpoints that serve callers not yet known (signing up, signing in), with
+// the same headers as LimitRequests.
+func LimitAddresses(svc *ratelimit.Service) func(HandlerFunc) HandlerFunc {
+	return func(next HandlerFunc) HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) error {
+			q, err := svc.TakeAddress(r.Context(), clientAddr(r))
+			setRateLimitHeaders(w.Header(), q)
+			if err != nil {
+				return err
+			}
+			return next(w, r)
+		}
+	}
+}
+
+func setRateLimitHeaders(h http.Header, q ratelimit.Quota) {
+	h.Set("RateLimit-Policy", fmt.Sprintf(`"%s";q=%d;w=%d`, q.Policy, q.Limit, int(q.Window/time.Second)))
+	h.Set("RateLimit", fmt.Sprintf(`"%s";r=%d;t=%d`, q.Policy, q.Remaining, retryAfterSeconds(q.Reset)))
 }

@@ -54,10 +54,13 @@ type registered struct {
 // pass authenticate first. Unknown paths answer 404 and known paths with
 // another method 405 with an Allow header, both in the error envelope.
 //
+// inner middleware runs after the request id, the access log and metrics,
+// before routing, outermost first (CORS, which answers preflights itself).
+//
 // A malformed table (missing method, path or handler, a duplicate method and
 // path or name, a non-public route without authenticate) is a programming
 // error and panics, as http.ServeMux.Handle does, so it cannot ship.
-func NewRouter(routes []Route, authenticate Middleware, log *zap.Logger, metrics *Metrics) http.Handler {
+func NewRouter(routes []Route, authenticate Middleware, log *zap.Logger, metrics *Metrics, inner ...Middleware) http.Handler {
 	routers := newGroupedRouter(routes)
 	r := routers.all
 	var table []registered
@@ -117,7 +120,11 @@ func NewRouter(routes []Route, authenticate Middleware, log *zap.Logger, metrics
 	for _, g := range routers.groups {
 		g.NotFoundHandler = r
 	}
-	return instrument(routers, log, metrics)
+	var h http.Handler = routers
+	for _, m := range slices.Backward(inner) {
+		h = m(h)
+	}
+	return instrument(h, log, metrics)
 }
 
 // groupedRouter finds a request's route among the few of its method and

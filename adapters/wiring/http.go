@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,8 +42,11 @@ var HTTP = fx.Module("http",
 		fx.Annotate(newHandler, fx.ParamTags(`group:"routes"`)),
 		newServer,
 		func() *ListenAddr { return &ListenAddr{} },
-		func(limiter ports.RateLimiter, cfg config.Config, log *slog.Logger) *ratelimit.Service {
-			return ratelimit.New(limiter, cfg.RateLimit.Requests, cfg.RateLimit.Window, log)
+		func(limiter ports.RateLimiter, cfg config.Config, log *slog.Logger) requestLimits {
+			return requestLimits{
+				callers:   ratelimit.New(limiter, "default", cfg.RateLimit.Requests, cfg.RateLimit.Window, log),
+				addresses: ratelimit.New(limiter, "auth", cfg.AuthRateLimit.Requests, cfg.AuthRateLimit.Window, log),
+			}
 		},
 	),
 	// The server is invoked so that fx builds it even though nothing else
@@ -54,10 +58,28 @@ var HTTP = fx.Module("http",
 // tests that walk the table.
 type RouteTable []httpapi.Route
 
-func newHandler(groups []Routes, svc *auth.Service, idem *idempotency.Service, limits *ratelimit.Service, cfg config.Config, log *zap.Logger, metrics *httpapi.Metrics) (RouteTable, http.Handler) {
+// requestLimits are the general rate limits: RATE_LIMIT per authenticated
+// caller, AUTH_RATE_LIMIT per client address on the account endpoints that
+// need no credentials.
+type requestLimits struct {
+	callers, addresses *ratelimit.Service
+}
+
+// authPrefix begins the paths of the endpoints that AUTH_RATE_LIMIT counts.
+const authPrefix = "/api/v1/auth/"
+
+func newHandler(groups []Routes, svc *auth.Service, idem *idempotency.Service, limits requestLimits, cfg config.Config, log *zap.Logger, metrics *httpapi.Metrics) (RouteTable, http.Handler) {
 	var table RouteTable
 	for _, g := range groups {
 		table = append(table, g...)
+	}
+	if cfg.AuthRateLimit.On() {
+		limitAddr := httpapi.LimitAddresses(limits.addresses)
+		for i, rt := range table {
+			if rt.Public && strings.HasPrefix(rt.Path, authPrefix) {
+				table[i].Handler = limitAddr(rt.Handler)
+			}
+		}
 	}
 	authenticate, idempotent := httpapi.Authenticate(svc), httpapi.Idempotent(idem)
 	// Idempotency keys and rate limits belong to the authenticated caller,
@@ -65,10 +87,14 @@ func newHandler(groups []Routes, svc *auth.Service, idem *idempotency.Service, l
 	// does not touch the idempotency store.
 	limit := func(h http.Handler) http.Handler { return h }
 	if cfg.RateLimit.On() {
-		limit = httpapi.LimitRequests(limits)
+		limit = httpapi.LimitRequests(limits.callers)
 	}
 	protect := func(h http.Handler) http.Handler { return authenticate(limit(idempotent(h))) }
-	return table, httpapi.TrustProxies(cfg.TrustedProxies)(httpapi.NewRouter(table, protect, log, metrics))
+	var inner []httpapi.Middleware
+	if len(cfg.CORSOrigins) > 0 {
+		inner = append(inner, httpapi.CORS(cfg.CORSOrigins))
+	}
+	return table, httpapi.TrustProxies(cfg.TrustedProxies)(httpapi.NewRouter(table, protect, log, metrics, inner...))
 }
 
 func newServer(lc fx.Lifecycle, cfg config.Config, h http.Handler, log *zap.Logger, listen *ListenAddr) *httpapi.Server {

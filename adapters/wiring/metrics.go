@@ -1,8 +1,12 @@
 package wiring
 
 import (
+	"context"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
+	"go.uber.org/zap"
 
 	"github.com/profilesvc/profilesvc/adapters/store/bunstore"
 	"github.com/profilesvc/profilesvc/application/profiles"
@@ -39,7 +43,34 @@ func newSessionMetrics(reg *prometheus.Registry) *sessionMetrics {
 	return m
 }
 
-func registerServiceMetrics(reg *prometheus.Registry, b Build, store storage.Store, svc *profiles.Service) {
+// sessionsRunning is profilesvc_sessions_running, counted in the database
+// at each scrape, so every instance reports the whole service's count. A
+// count that fails or takes longer than sessionsCountTimeout leaves the
+// family out of that scrape rather than failing it.
+type sessionsRunning struct {
+	svc *profiles.Service
+	log *zap.Logger
+}
+
+const sessionsCountTimeout = 2 * time.Second
+
+var sessionsRunningDesc = prometheus.NewDesc("profilesvc_sessions_running",
+	"Sessions not expired on the whole service (every team, every instance), counted in the database at each scrape.", nil, nil)
+
+func (c *sessionsRunning) Describe(ch chan<- *prometheus.Desc) { ch <- sessionsRunningDesc }
+
+func (c *sessionsRunning) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), sessionsCountTimeout)
+	defer cancel()
+	n, err := c.svc.SessionsRunning(ctx)
+	if err != nil {
+		c.log.Warn("counting the running sessions for /metrics failed", zap.Error(err))
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(sessionsRunningDesc, prometheus.GaugeValue, float64(n))
+}
+
+func registerServiceMetrics(reg *prometheus.Registry, b Build, store storage.Store, svc *profiles.Service, log *zap.Logger) {
 	info := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "profilesvc_build_info",
 		Help:        "Always 1; the labels name the running build.",
@@ -49,7 +80,7 @@ func registerServiceMetrics(reg *prometheus.Registry, b Build, store storage.Sto
 	reg.MustRegister(info, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "profilesvc_browsers_running",
 		Help: "Browsers this instance runs, one per session it serves.",
-	}, func() float64 { return float64(svc.BrowsersRunning()) }))
+	}, func() float64 { return float64(svc.BrowsersRunning()) }), &sessionsRunning{svc: svc, log: log})
 	s, ok := store.(*bunstore.Store)
 	if !ok {
 		return

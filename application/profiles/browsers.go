@@ -410,6 +410,12 @@ func (s *Service) putBlob(ctx context.Context, put func(context.Context) (ports.
 	return info, nil
 }
 
+// SessionsRunning is how many sessions of every team, on every instance,
+// have not expired: the profiles running on the whole service.
+func (s *Service) SessionsRunning(ctx context.Context) (int, error) {
+	return s.d.Profiles.CountSessions(ctx, s.d.Clock.Now())
+}
+
 // BrowsersRunning is how many browsers this instance runs.
 func (s *Service) BrowsersRunning() int {
 	s.b.mu.Lock()

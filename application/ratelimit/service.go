@@ -1,7 +1,8 @@
-// Package ratelimit owns the general rate limit of the API: each API key,
+// Package ratelimit owns the general rate limits of the API: each API key,
 // and each user signed in with a token, may make so many requests per
-// window, counted wherever the ports.RateLimiter counts (shared by every
-// instance on Redis).
+// window, and each client address so many requests to the unauthenticated
+// account endpoints, counted wherever the ports.RateLimiter counts (shared
+// by every instance on Redis).
 package ratelimit
 
 import (
@@ -16,6 +17,9 @@ import (
 
 // Quota is where a caller stands in the current window.
 type Quota struct {
+	// Policy names the limit ("default", "auth"), as the RateLimit headers
+	// name it.
+	Policy string
 	// Limit and Window are the policy: Limit requests per Window.
 	Limit  int
 	Window time.Duration
@@ -25,17 +29,19 @@ type Quota struct {
 	Reset time.Duration
 }
 
-// Service applies one limit to every authenticated caller.
+// Service applies one limit, its policy, to every caller it is asked about.
 type Service struct {
 	limiter ports.RateLimiter
+	policy  string
 	limit   int
 	window  time.Duration
 	log     *slog.Logger
 }
 
-// New returns the service: limit requests per window for each caller.
-func New(limiter ports.RateLimiter, limit int, window time.Duration, log *slog.Logger) *Service {
-	return &Service{limiter: limiter, limit: limit, window: window, log: log}
+// New returns the service of the policy named policy: limit requests per
+// window for each caller.
+func New(limiter ports.RateLimiter, policy string, limit int, window time.Duration, log *slog.Logger) *Service {
+	return &Service{limiter: limiter, policy: policy, limit: limit, window: window, log: log}
 }
 
 // Take counts one request of actor. Past the budget it returns the quota
@@ -47,10 +53,20 @@ func (s *Service) Take(ctx context.Context, actor team.Actor) (Quota, error) {
 	if actor.APIKeyID != "" {
 		key = "req:key:" + actor.APIKeyID
 	}
-	q := Quota{Limit: s.limit, Window: s.window, Remaining: s.limit, Reset: s.window}
+	return s.take(ctx, key)
+}
+
+// TakeAddress counts one request from the client address addr, as Take
+// counts one of a caller.
+func (s *Service) TakeAddress(ctx context.Context, addr string) (Quota, error) {
+	return s.take(ctx, "req:"+s.policy+":addr:"+addr)
+}
+
+func (s *Service) take(ctx context.Context, key string) (Quota, error) {
+	q := Quota{Policy: s.policy, Limit: s.limit, Window: s.window, Remaining: s.limit, Reset: s.window}
 	d, err := s.limiter.Hit(ctx, key, s.limit, s.window)
 	if err != nil {
-		s.log.ErrorContext(ctx, "counting a request against the rate limit failed; letting it through", "error", err.Error())
+		s.log.ErrorContext(ctx, "counting a request against the rate limit failed; letting it through", "policy", s.policy, "error", err.Error())
 		return q, nil
 	}
 	q.Remaining, q.Reset = d.Remaining, d.Reset

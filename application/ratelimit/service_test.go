@@ -36,14 +36,14 @@ func (c *countingLimiter) Reset(context.Context, string, time.Duration) error { 
 
 func TestEachKeyAndEachUserHasItsOwnBudget(t *testing.T) {
 	l := &countingLimiter{hits: map[string]int{}}
-	svc := ratelimit.New(l, 2, time.Minute, slog.New(slog.DiscardHandler))
+	svc := ratelimit.New(l, "default", 2, time.Minute, slog.New(slog.DiscardHandler))
 	ctx := context.Background()
 	user := team.Actor{UserID: "usr_1", TeamID: "team_1"}
 	key := team.Actor{UserID: "usr_1", TeamID: "team_1", APIKeyID: "key_1"}
 	other := team.Actor{UserID: "usr_2", TeamID: "team_1"}
 	for i, want := range []int{1, 0} {
 		q, err := svc.Take(ctx, user)
-		if err != nil || q.Remaining != want || q.Limit != 2 || q.Window != time.Minute || q.Reset != 42*time.Second {
+		if err != nil || q.Remaining != want || q.Policy != "default" || q.Limit != 2 || q.Window != time.Minute || q.Reset != 42*time.Second {
 			t.Fatalf("request %d: %+v, %v", i+1, q, err)
 		}
 	}
@@ -61,9 +61,29 @@ func TestEachKeyAndEachUserHasItsOwnBudget(t *testing.T) {
 }
 
 func TestAFailingLimiterLetsRequestsThrough(t *testing.T) {
-	svc := ratelimit.New(&countingLimiter{err: errors.New("boom")}, 2, time.Minute, slog.New(slog.DiscardHandler))
+	svc := ratelimit.New(&countingLimiter{err: errors.New("boom")}, "default", 2, time.Minute, slog.New(slog.DiscardHandler))
 	q, err := svc.Take(context.Background(), team.Actor{UserID: "usr_1"})
 	if err != nil || q.Remaining != 2 || q.Reset != time.Minute {
 		t.Fatalf("%+v, %v", q, err)
+	}
+}
+
+func TestEachAddressHasItsOwnBudgetApartFromCallers(t *testing.T) {
+	l := &countingLimiter{hits: map[string]int{}}
+	svc := ratelimit.New(l, "auth", 1, time.Minute, slog.New(slog.DiscardHandler))
+	ctx := context.Background()
+	q, err := svc.TakeAddress(ctx, "127.0.0.1")
+	if err != nil || q.Policy != "auth" || q.Limit != 1 || q.Remaining != 0 {
+		t.Fatalf("first request: %+v, %v", q, err)
+	}
+	var de *domain.Error
+	if _, err := svc.TakeAddress(ctx, "127.0.0.1"); !errors.As(err, &de) || de.Kind != domain.KindRateLimited || de.RetryAfter != 42*time.Second {
+		t.Fatalf("second request from the address: %v; want rate limited for 42s", err)
+	}
+	if _, err := svc.TakeAddress(ctx, "::1"); err != nil {
+		t.Fatalf("another address shares the first one's budget: %v", err)
+	}
+	if _, err := svc.Take(ctx, team.Actor{UserID: "127.0.0.1"}); err != nil {
+		t.Fatalf("a caller whose id is an address shares that address's budget: %v", err)
 	}
 }

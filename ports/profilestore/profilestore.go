@@ -44,8 +44,8 @@ type SessionSwap struct {
 }
 
 // Profiles stores profiles, each with its session lease. Every
-// call but ListExpiredSessions is scoped to one team: another team's profile
-// is not found.
+// call but BySession, ListExpiredSessions and CountSessions is scoped to
+// one team: another team's profile is not found.
 type Profiles interface {
 	// Create stores p (with its tags): CreateWithin without a bound.
 	Create(ctx context.Context, p profile.Profile) error
@@ -84,6 +84,10 @@ type Profiles interface {
 	// ListExpiredSessions returns up to limit profiles of any team whose
 	// session expired at or before now, earliest expiry first.
 	ListExpiredSessions(ctx context.Context, now time.Time, limit int) ([]profile.Profile, error)
+	// CountSessions returns how many profiles, of every team, hold a
+	// session that has not expired by now: the sessions running on the
+	// whole service.
+	CountSessions(ctx context.Context, now time.Time) (int, error)
 	// ListVersion is a version of the team's list of profiles: a write of
 	// one of its profiles (create, change, session swap, delete) or of a
 	// proxy of the team (its type, host or port, which profiles show)

@@ -111,7 +111,8 @@ func start(t *testing.T, o options) *harness {
 		"LOG_LEVEL":    "debug",
 		// The suites make more requests in one minute of the fake clock
 		// than the default limit allows; tests of the limit set their own.
-		"RATE_LIMIT": "1000000/1m",
+		"RATE_LIMIT":      "1000000/1m",
+		"AUTH_RATE_LIMIT": "1000000/1m",
 		// Sessions are leases here; the browser suites run Chromium.
 		"BROWSER_RUNTIME": "none",
 	}

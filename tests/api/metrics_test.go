@@ -34,6 +34,8 @@ func TestMetricsAfterAScenario(t *testing.T) {
 		id := str(first.data()["id"])
 		expect(t, h.post("/api/v1/profiles/"+id+"/launch", nil, auth...), http.StatusOK)
 		expect(t, h.post("/api/v1/profiles/"+id+"/release", nil, auth...), http.StatusOK)
+		// Launched again and left running: the service runs one session.
+		expect(t, h.post("/api/v1/profiles/"+id+"/launch", nil, auth...), http.StatusOK)
 		throttled := false
 		for range 10 {
 			if h.get("/api/v1/profiles", auth...).status == http.StatusTooManyRequests {
@@ -56,7 +58,8 @@ func TestMetricsAfterAScenario(t *testing.T) {
 		counts := map[string]string{
 			"profilesvc_login_failures_total":                               "1",
 			"profilesvc_idempotency_replays_total":                          "1",
-			"profilesvc_session_launches_total":                             "1",
+			"profilesvc_session_launches_total":                             "2",
+			"profilesvc_sessions_running":                                   "1",
 			`profilesvc_session_stops_total{reason="released"}`:             "1",
 			`profilesvc_throttled_requests_total{route="/api/v1/profiles"}`: "1",
 			"profilesvc_browsers_running":                                   "0",

@@ -77,3 +77,52 @@ func TestRateLimitPerKeyAndUserOnRedis(t *testing.T) {
 		env: map[string]string{"RATE_LIMIT": "3/1m", "REDIS_KEY_PREFIX": prefix}})
 	rateLimitChecks(t, h)
 }
+
+// authLimitChecks: with AUTH_RATE_LIMIT=3/1m, the account endpoints that
+// need no credentials share one budget per client address, told in the
+// RateLimit headers of the "auth" policy whatever the answer; past it they
+// answer 429 with Retry-After, other addresses and signed-in callers are
+// not held back, and the next window starts afresh.
+func authLimitChecks(t *testing.T, h *harness) {
+	policy := `"auth";q=3;w=60`
+	check := func(r response, status, left int) {
+		t.Helper()
+		expect(t, r, status)
+		if got := r.header.Get("RateLimit-Policy"); got != policy {
+			t.Fatalf("RateLimit-Policy %q, want %q", got, policy)
+		}
+		if got, want := r.header.Get("RateLimit"), fmt.Sprintf(`"auth";r=%d;t=%d`, left, secondsLeft(h)); got != want {
+			t.Fatalf("RateLimit %q, want %q", got, want)
+		}
+	}
+	a := h.register(t)
+	check(h.post("/api/v1/auth/login", map[string]any{"email": a.email, "password": "not the password"}), http.StatusUnauthorized, 1)
+	check(h.post("/api/v1/auth/forgot-password", map[string]any{"email": a.email}), http.StatusAccepted, 0)
+	r := h.post("/api/v1/auth/refresh", map[string]any{"refreshToken": a.refresh})
+	check(r, http.StatusTooManyRequests, 0)
+	if r.errCode() != "rate_limited" || r.header.Get("Retry-After") != fmt.Sprint(secondsLeft(h)) {
+		t.Fatalf("429: Retry-After %q, body %s", r.header.Get("Retry-After"), r.raw)
+	}
+	// The refusal came first: the refresh token was not spent.
+	expect(t, h.get("/api/v1/me", bearer(a.access)...), http.StatusOK)
+	// Another client address, as the trusted proxy forwards it, has its own.
+	other := h.post("/api/v1/auth/login", map[string]any{"email": a.email, "password": a.password}, "X-Forwarded-For", "127.0.0.9")
+	check(other, http.StatusOK, 2)
+	h.clock.Advance(time.Minute)
+	check(h.post("/api/v1/auth/refresh", map[string]any{"refreshToken": a.refresh}), http.StatusOK, 2)
+}
+
+func TestAuthLimitPerAddress(t *testing.T) {
+	h := start(t, options{databaseURL: "memory://", env: map[string]string{"AUTH_RATE_LIMIT": "3/1m", "TRUSTED_PROXIES": "127.0.0.1"}})
+	authLimitChecks(t, h)
+}
+
+func TestAuthLimitPerAddressOnRedis(t *testing.T) {
+	if os.Getenv(testenv.RedisURLVariable) == "" {
+		t.Skip(testenv.RedisURLVariable + " is not set")
+	}
+	prefix := testenv.RedisKeyPrefix(t, testenv.RedisClient(t), "authlimit")
+	h := start(t, options{databaseURL: "memory://", redisURL: os.Getenv(testenv.RedisURLVariable),
+		env: map[string]string{"AUTH_RATE_LIMIT": "3/1m", "TRUSTED_PROXIES": "127.0.0.1", "REDIS_KEY_PREFIX": prefix}})
+	authLimitChecks(t, h)
+}

@@ -947,6 +947,37 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		f.must("ListExpiredSessions a millisecond later", err)
 		checkIDs(t, "sessions expired a millisecond later", profileIDs(got), []string{long.ID, tied.ID, atNow.ID, later.ID})
 	})
+
+	t.Run("CountSessions counts the sessions of every team not expired by now", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		now := storeAt(24 * time.Hour)
+		teamA, teamB := storeID("tm"), storeID("tm")
+		expired := f.profile(teamA, "Expired")
+		atNow := f.profile(teamB, "Expires now")
+		later := f.profile(teamA, "Expires a millisecond later")
+		other := f.profile(teamB, "Expires in an hour")
+		idle := f.profile(teamB, "Idle")
+		f.createProfiles(expired, atNow, later, other, idle)
+		f.start(expired, f.session(now.Add(-3*time.Hour), time.Hour))
+		f.start(atNow, f.session(now.Add(-time.Hour), time.Hour))
+		f.start(later, f.session(now.Add(-time.Hour), time.Hour+time.Millisecond))
+		f.start(other, f.session(now, time.Hour))
+		for _, c := range []struct {
+			at   time.Time
+			want int
+		}{
+			{now.Add(-4 * time.Hour), 4},
+			{now.In(storeZone), 2},
+			{now.Add(time.Millisecond), 1},
+			{now.Add(time.Hour), 0},
+		} {
+			n, err := f.s.Profiles().CountSessions(f.ctx, c.at)
+			f.must("CountSessions", err)
+			if n != c.want {
+				t.Errorf("sessions running at %v: %d, want %d", c.at.Sub(now), n, c.want)
+			}
+		}
+	})
 }
 
 // raceCreates runs n creates in the team at once under bound and returns

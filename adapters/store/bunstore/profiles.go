@@ -1436,6 +1436,18 @@ func (r profileRepository) ListExpiredSessions(ctx context.Context, now time.Tim
 	return many(rows)
 }
 
+// CountSessions reads the partial index on session_expires_at.
+func (r profileRepository) CountSessions(ctx context.Context, now time.Time) (int, error) {
+	n, err := conn(ctx, r.db).NewSelect().Model((*profileRow)(nil)).
+		Where("session_id IS NOT NULL").
+		Where("session_expires_at > ?", utc(now)).
+		Count(ctx)
+	if err != nil {
+		return 0, readErr(err, "profiles")
+	}
+	return int(n), nil
+}
+
 // profileExists returns nil when the team has the profile, and a not-found
 // error when it has not.
 func profileExists(ctx context.Context, db bun.IDB, teamID, id string) error {

@@ -212,6 +212,19 @@ func (r profiles) ListExpiredSessions(ctx context.Context, now time.Time, limit 
 	})
 }
 
+// CountSessions counts the sessions held that expire after now.
+func (r profiles) CountSessions(ctx context.Context, now time.Time) (int, error) {
+	return readValue(ctx, r.s, func(st *state) (int, error) {
+		n := 0
+		for _, p := range st.profiles.rows {
+			if p.Session != nil && p.Session.ExpiresAt.After(now) {
+				n++
+			}
+		}
+		return n, nil
+	})
+}
+
 // ListVersion is the count of every write of profiles and proxies: it
 // moves with the team's (and with any other team's).
 func (r profiles) ListVersion(ctx context.Context, _ string) (string, error) {
