@@ -34,12 +34,29 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) "$${t%%:*}"; \
 	done
 
-## lint: gofmt, go vet and staticcheck
+# Spectral (pinned in tests/spectral/package-lock.json) lints the OpenAPI
+# document with the rules of tests/spectral/.spectral.yaml.
+SPECTRAL_DIR := tests/spectral
+OPENAPI      := adapters/http/openapi.yaml
+
+## lint: gofmt, go vet, staticcheck, and Spectral's OpenAPI and OWASP rules
+## on openapi.yaml (needs Node.js 20.17 or later; skipped without npm unless CI
+## is set)
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)
+	@if ! command -v npm >/dev/null 2>&1 || ! command -v npx >/dev/null 2>&1; then \
+		echo "lint: Spectral needs Node.js 20.17 or later with npm and npx (https://nodejs.org, or apt-get install nodejs npm)"; \
+		if [ -n "$$CI" ]; then exit 1; fi; \
+		echo "lint: skipping the OpenAPI lint"; \
+	else \
+		set -e; \
+		if [ ! -d $(SPECTRAL_DIR)/node_modules ]; then npm ci --no-audit --no-fund --prefix $(SPECTRAL_DIR); fi; \
+		echo "spectral lint $(OPENAPI)"; \
+		cd $(SPECTRAL_DIR) && npx --no spectral lint -r .spectral.yaml --fail-severity error --display-only-failures $(CURDIR)/$(OPENAPI); \
+	fi
 
 ## migrate: apply pending migrations of DATABASE_URL and exit
 migrate:

@@ -33,13 +33,18 @@ func (l *loader) browser() Browser {
 
 // baseURL reads an optional http(s) URL without query or fragment; a
 // trailing slash is dropped.
+// maxURLBytes bounds a base URL or an origin, so that what the service
+// builds from one (a cdpUrl, Access-Control-Allow-Origin) has a bound the
+// API document can state.
+const maxURLBytes = 2048
+
 func (l *loader) baseURL(name string) string {
 	v := strings.TrimSuffix(l.str(name, ""), "/")
 	if v == "" {
 		return ""
 	}
 	u, err := url.Parse(v)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+	if err != nil || len(v) > maxURLBytes || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		l.fail(name, fmt.Sprintf("%q is not an http or https base URL such as https://profiles.example.com", v))
 		return ""
 	}

@@ -346,7 +346,7 @@ func (l *loader) origins(name string) []string {
 		}
 		if part != "*" {
 			u, err := url.Parse(part)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+			if err != nil || len(part) > maxURLBytes || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
 				u.Path != "" || u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(part, "?") || strings.HasSuffix(part, "#") {
 				l.fail(name, fmt.Sprintf("%q is not an origin such as https://app.example.com or *", part))
 				continue

@@ -245,6 +245,31 @@ func TestLoginRefusesPasswordsLongerThanTheHasherTakes(t *testing.T) {
 	}
 }
 
+// An email longer than any account's is refused before it is counted: it
+// never becomes a throttling key, nor reaches a lookup or the hasher.
+func TestLoginRefusesEmailsLongerThanAnyAccountHas(t *testing.T) {
+	e := newEnv()
+	svc := e.service(t)
+	at := "@example.com"
+	longest := strings.Repeat("a", account.MaxEmailBytes-len(at)) + at
+	_, err := svc.Login(ctx, auth.LoginInput{Email: longest, Password: password, ClientAddr: "a"})
+	apptest.WantKind(t, err, domain.KindUnauthorized)
+
+	before := e.hasher.verifies.Load()
+	tooLong := "a" + longest
+	_, err = svc.Login(ctx, auth.LoginInput{Email: tooLong, Password: password, ClientAddr: "a"})
+	apptest.WantKind(t, err, domain.KindValidation)
+	if f := asDomain(t, err).Fields; len(f) != 1 || f[0].Field != "email" {
+		t.Fatalf("fields %v, want email alone", f)
+	}
+	if n := e.limiter.count("login:email:" + tooLong); n != 0 {
+		t.Fatalf("the over-long email was counted %d times", n)
+	}
+	if e.hasher.verifies.Load() != before {
+		t.Fatal("a login with an over-long email reached the hasher")
+	}
+}
+
 // failingLimiterHit fails Hit, which counts an attempt before anything else.
 type failingLimiterHit struct{ ports.RateLimiter }
 

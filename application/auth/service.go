@@ -246,8 +246,17 @@ var errBadCredentials = domain.Unauthorized("invalid email or password")
 // 429 without the password being verified.
 func (s *Service) Login(ctx context.Context, in LoginInput) (SignIn, error) {
 	email := account.NormalizeEmail(in.Email)
+	// Both are bounded before the email becomes a throttling key or the
+	// password reaches the hasher; no account has a longer email.
+	var v domain.Validation
+	if len(email) > account.MaxEmailBytes {
+		v.Add("email", "must be at most "+strconv.Itoa(account.MaxEmailBytes)+" bytes")
+	}
 	if len(in.Password) > s.d.Hasher.MaxBytes() {
-		return SignIn{}, domain.Invalid("password", "must be at most "+strconv.Itoa(s.d.Hasher.MaxBytes())+" bytes")
+		v.Add("password", "must be at most "+strconv.Itoa(s.d.Hasher.MaxBytes())+" bytes")
+	}
+	if err := v.Err(); err != nil {
+		return SignIn{}, err
 	}
 	emailKey := "login:email:" + email
 	if err := s.throttle(ctx, "too many login attempts; try again later", s.d.Policy.LoginWindow,

@@ -35,13 +35,17 @@ type User struct {
 // that takes an email calls it.
 func NormalizeEmail(email string) string { return NFC(strings.ToLower(strings.TrimSpace(email))) }
 
+// MaxEmailBytes bounds an email address (RFC 5321's path limit, less its
+// brackets).
+const MaxEmailBytes = 254
+
 // ValidateEmail checks that email is a bare address.
 func ValidateEmail(email string) error {
 	if email == "" {
 		return domain.Invalid("email", "is required")
 	}
 	a, err := mail.ParseAddress(email)
-	if err != nil || a.Address != email || len(email) > 254 {
+	if err != nil || a.Address != email || len(email) > MaxEmailBytes {
 		return domain.Invalid("email", "must be a valid email address")
 	}
 	return nil

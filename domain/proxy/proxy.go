@@ -20,6 +20,9 @@ const (
 	MaxHostLength    = 253
 	MaxUsernameBytes = 255
 	MaxPasswordBytes = 255
+	// MaxURLBytes bounds the short form as sent: room for its longest
+	// parts, the credentials percent-encoded.
+	MaxURLBytes = 2048
 )
 
 // Type is how the service speaks to a proxy.
@@ -172,6 +175,9 @@ func CheckCredentials(v *domain.Validation, username, password string) {
 // checked; every problem is reported on the field "url".
 func ParseURL(raw string) (Spec, error) {
 	bad := func(issue string) (Spec, error) { return Spec{}, domain.Invalid("url", issue) }
+	if len(raw) > MaxURLBytes {
+		return bad("must be at most " + strconv.Itoa(MaxURLBytes) + " bytes")
+	}
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		return bad("must look like socks5://user:password@host:port")

@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,6 +70,32 @@ func TestParseURL(t *testing.T) {
 		} else if f := fieldsOf(t, err); len(f) == 0 || f[0] != "url" {
 			t.Errorf("%q: fields %v, want url", bad, f)
 		}
+	}
+}
+
+// The short form is bounded as sent, whatever its parts: the longest parts,
+// credentials percent-encoded, fit; a port padded with zeros does not make
+// the URL longer than the bound.
+func TestParseURLLength(t *testing.T) {
+	enc := strings.Repeat("%40", proxy.MaxUsernameBytes)
+	longest := "socks5://" + enc + ":" + enc + "@" + strings.Repeat("h", proxy.MaxHostLength) + ":65535"
+	s, err := proxy.ParseURL(longest)
+	if err != nil {
+		t.Fatalf("the longest parts (%d bytes): %v", len(longest), err)
+	}
+	if len(s.Username) != proxy.MaxUsernameBytes || len(s.Password) != proxy.MaxPasswordBytes {
+		t.Fatalf("credentials of %d and %d bytes", len(s.Username), len(s.Password))
+	}
+	padded := func(n int) string {
+		const head, tail = "http://h.example:", "8080"
+		return head + strings.Repeat("0", n-len(head)-len(tail)) + tail
+	}
+	if _, err := proxy.ParseURL(padded(proxy.MaxURLBytes)); err != nil {
+		t.Fatalf("%d bytes: %v", proxy.MaxURLBytes, err)
+	}
+	_, err = proxy.ParseURL(padded(proxy.MaxURLBytes + 1))
+	if f := fieldsOf(t, err); len(f) != 1 || f[0] != "url" {
+		t.Fatalf("%d bytes: fields %v, want url", proxy.MaxURLBytes+1, f)
 	}
 }
 

@@ -7,6 +7,7 @@ package webhook
 import (
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -29,6 +30,9 @@ const (
 	MaxMaxInFlight     = 256
 	// MaxRateLimit bounds an endpoint's attempts per second; 0 is no limit.
 	MaxRateLimit = 100000
+	// MaxEvents bounds a subscription as sent: more names than there are
+	// event types, so that every type, repeated or not, fits.
+	MaxEvents = 32
 )
 
 // Endpoint is a customer's URL that receives a team's events. The secret
@@ -130,10 +134,15 @@ func CheckURL(v *domain.Validation, raw string, allowHTTP bool) string {
 }
 
 // CheckEvents validates a subscription: known event types or "*", at least
-// one, no duplicates kept.
+// one and at most MaxEvents as sent (counted before any other work), no
+// duplicates kept.
 func CheckEvents(v *domain.Validation, events []string) []string {
-	if len(events) == 0 {
+	switch {
+	case len(events) == 0:
 		v.Add("events", `must name at least one event type, or "*" for all`)
+		return nil
+	case len(events) > MaxEvents:
+		v.Add("events", "must name at most "+strconv.Itoa(MaxEvents)+" event types")
 		return nil
 	}
 	out := make([]string, 0, len(events))

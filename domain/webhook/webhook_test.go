@@ -150,6 +150,30 @@ func TestEndpointChange(t *testing.T) {
 	}
 }
 
+// A subscription is counted as sent, before its names are looked at: every
+// type and "*" fit, repeated up to the bound; one name more is refused.
+func TestCheckEventsCount(t *testing.T) {
+	if n := len(event.Types) + 1; n > webhook.MaxEvents {
+		t.Fatalf("%d distinct names do not fit in %d", n, webhook.MaxEvents)
+	}
+	names := make([]string, 0, webhook.MaxEvents+1)
+	for len(names) < webhook.MaxEvents {
+		names = append(names, string(event.Types[len(names)%len(event.Types)]))
+	}
+	v := &domain.Validation{}
+	if got := webhook.CheckEvents(v, names); v.Err() != nil || len(got) != len(event.Types) {
+		t.Fatalf("%d names: %v %v", len(names), got, v.Err())
+	}
+	v = &domain.Validation{}
+	if got := webhook.CheckEvents(v, append(names, "nope")); got != nil {
+		t.Fatalf("%d names kept %v", len(names)+1, got)
+	}
+	var de *domain.Error
+	if !errors.As(v.Err(), &de) || len(de.Fields) != 1 || de.Fields[0].Field != "events" || de.Fields[0].Issue != "must name at most 32 event types" {
+		t.Fatalf("%d names: %v, want one issue naming the count", len(names)+1, v.Err())
+	}
+}
+
 func TestCheckLimits(t *testing.T) {
 	for _, c := range []struct {
 		maxInFlight, rateLimit int
