@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"testing"
@@ -63,19 +64,25 @@ func secondsLeft(h *harness) int {
 	return int((end.Sub(now) + time.Second - 1) / time.Second)
 }
 
-func TestRateLimitPerKeyAndUser(t *testing.T) {
-	h := start(t, options{databaseURL: "memory://", env: map[string]string{"RATE_LIMIT": "3/1m"}})
-	rateLimitChecks(t, h)
+// withLimiters runs checks on a service that counts limits in process and
+// on one that counts them in Redis (when TEST_REDIS_URL is set), each
+// configured by env.
+func withLimiters(t *testing.T, env map[string]string, checks func(*testing.T, *harness)) {
+	t.Run("local", func(t *testing.T) {
+		checks(t, start(t, options{databaseURL: "memory://", env: env}))
+	})
+	t.Run("redis", func(t *testing.T) {
+		if os.Getenv(testenv.RedisURLVariable) == "" {
+			t.Skip(testenv.RedisURLVariable + " is not set")
+		}
+		withPrefix := maps.Clone(env)
+		withPrefix["REDIS_KEY_PREFIX"] = testenv.RedisKeyPrefix(t, testenv.RedisClient(t), "ratelimit")
+		checks(t, start(t, options{databaseURL: "memory://", redisURL: os.Getenv(testenv.RedisURLVariable), env: withPrefix}))
+	})
 }
 
-func TestRateLimitPerKeyAndUserOnRedis(t *testing.T) {
-	if os.Getenv(testenv.RedisURLVariable) == "" {
-		t.Skip(testenv.RedisURLVariable + " is not set")
-	}
-	prefix := testenv.RedisKeyPrefix(t, testenv.RedisClient(t), "ratelimit")
-	h := start(t, options{databaseURL: "memory://", redisURL: os.Getenv(testenv.RedisURLVariable),
-		env: map[string]string{"RATE_LIMIT": "3/1m", "REDIS_KEY_PREFIX": prefix}})
-	rateLimitChecks(t, h)
+func TestRateLimitPerKeyAndUser(t *testing.T) {
+	withLimiters(t, map[string]string{"RATE_LIMIT": "3/1m"}, rateLimitChecks)
 }
 
 // authLimitChecks: with AUTH_RATE_LIMIT=3/1m, the account endpoints that
@@ -113,16 +120,5 @@ func authLimitChecks(t *testing.T, h *harness) {
 }
 
 func TestAuthLimitPerAddress(t *testing.T) {
-	h := start(t, options{databaseURL: "memory://", env: map[string]string{"AUTH_RATE_LIMIT": "3/1m", "TRUSTED_PROXIES": "127.0.0.1"}})
-	authLimitChecks(t, h)
-}
-
-func TestAuthLimitPerAddressOnRedis(t *testing.T) {
-	if os.Getenv(testenv.RedisURLVariable) == "" {
-		t.Skip(testenv.RedisURLVariable + " is not set")
-	}
-	prefix := testenv.RedisKeyPrefix(t, testenv.RedisClient(t), "authlimit")
-	h := start(t, options{databaseURL: "memory://", redisURL: os.Getenv(testenv.RedisURLVariable),
-		env: map[string]string{"AUTH_RATE_LIMIT": "3/1m", "TRUSTED_PROXIES": "127.0.0.1", "REDIS_KEY_PREFIX": prefix}})
-	authLimitChecks(t, h)
+	withLimiters(t, map[string]string{"AUTH_RATE_LIMIT": "3/1m", "TRUSTED_PROXIES": "127.0.0.1"}, authLimitChecks)
 }

@@ -115,19 +115,7 @@ func TestBrowserJourney(t *testing.T) {
 		"HTTP_ADDR="+addr, "DATA_DIR="+dataDir, "TMPDIR="+tmpDir, "LOG_LEVEL=warn",
 		"BROWSER_RUNTIME=chromium", "CHROMIUM_PATH="+chromium, "ALLOW_PRIVATE_TARGETS=true",
 	), addr)
-	t.Cleanup(func() {
-		// A graceful shutdown closes a browser that a failed step left
-		// running; none may outlive the service.
-		if p.cmd.ProcessState == nil {
-			if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-				t.Error(err)
-			}
-			if code := p.wait(t); code != 0 {
-				t.Errorf("exit code %d after SIGTERM\n%s", code, p.output)
-			}
-		}
-		waitNoProcessMentions(t, dataDir)
-	})
+	stopAtCleanup(t, p, dataDir)
 
 	var signIn struct {
 		AccessToken string `json:"accessToken"`
@@ -423,6 +411,24 @@ func checkSite(t *testing.T, site *journeySite, proxy *journeyProxy, siteHost st
 }
 
 // waitNoProcessMentions waits until no process has s in its command line.
+// stopAtCleanup stops the service p with SIGTERM when the test ends, if a
+// failed step left it running, and checks it exits 0: a graceful shutdown
+// closes the browsers it runs, and none may outlive it (none mentions
+// dataDir afterwards).
+func stopAtCleanup(t *testing.T, p *process, dataDir string) {
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Error(err)
+			}
+			if code := p.wait(t); code != 0 {
+				t.Errorf("exit code %d after SIGTERM\n%s", code, p.output)
+			}
+		}
+		waitNoProcessMentions(t, dataDir)
+	})
+}
+
 func waitNoProcessMentions(t *testing.T, s string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)

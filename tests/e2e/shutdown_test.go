@@ -225,16 +225,7 @@ func newStoppedReceiver(t *testing.T) *stoppedReceiver {
 	t.Helper()
 	rc := &stoppedReceiver{got: map[string]bool{}}
 	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var ev struct {
-			ID   string `json:"id"`
-			Type string `json:"type"`
-			Data struct {
-				Reason  string `json:"reason"`
-				Profile struct {
-					ID string `json:"id"`
-				} `json:"profile"`
-			} `json:"data"`
-		}
+		var ev receivedEvent
 		if err := json.NewDecoder(r.Body).Decode(&ev); err != nil || ev.Type != "profile.stopped" {
 			w.WriteHeader(http.StatusBadRequest)
 			return

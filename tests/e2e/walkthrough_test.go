@@ -52,8 +52,9 @@ type clientView struct {
 	Visits    string `json:"visits"`
 }
 
-// receivedEvent is a JSON line of the example receiver: an event whose
-// signature it verified.
+// receivedEvent is what the tests read of a webhook event: a JSON line of
+// the example receiver (an event whose signature it verified), or a
+// delivery's body.
 type receivedEvent struct {
 	ID   string `json:"id"`
 	Type string `json:"type"`
@@ -95,17 +96,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 		"HTTP_ADDR="+addr, "DATA_DIR="+dataDir, "TMPDIR="+tmpDir, "LOG_LEVEL=warn",
 		"BROWSER_RUNTIME=chromium", "CHROMIUM_PATH="+chromium,
 	)...), addr)
-	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-				t.Error(err)
-			}
-			if code := p.wait(t); code != 0 {
-				t.Errorf("exit code %d after SIGTERM\n%s", code, p.output)
-			}
-		}
-		waitNoProcessMentions(t, dataDir)
-	})
+	stopAtCleanup(t, p, dataDir)
 
 	out := runWalkthrough(t, root, w.script, append(os.Environ(),
 		"BASE="+base, "PROXY_ADDR="+freeAddr(t), "RECEIVER_ADDR="+freeAddr(t), "TMPDIR="+tmpDir,
