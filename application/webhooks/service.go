@@ -276,14 +276,21 @@ func sampleData(t event.Type, teamID string, now time.Time) map[string]any {
 	switch {
 	case strings.HasPrefix(string(t), "profile."):
 		d := map[string]any{"profile": profile}
+		if t == event.ProfileLaunched || t == event.ProfileStopped {
+			d["session"] = map[string]any{"id": "ses_sample", "launched_by": "usr_sample",
+				"started_at": now.Format(time.RFC3339Nano), "expires_at": now.Add(time.Hour).Format(time.RFC3339Nano)}
+		}
 		if t == event.ProfileStopped {
 			d["reason"] = "released"
 		}
 		return d
 	case strings.HasPrefix(string(t), "proxy."):
 		d := map[string]any{"proxy": map[string]any{"id": "prx_sample", "name": "Sample proxy", "type": "http", "host": "proxy.example.com", "port": 8080}}
-		if t == event.ProxyAssigned {
+		switch t {
+		case event.ProxyAssigned:
 			d["profile"] = profile
+		case event.ProxyFailed:
+			d["error"] = "proxy authentication failed"
 		}
 		return d
 	}

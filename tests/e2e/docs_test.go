@@ -22,7 +22,9 @@ import (
 
 // /docs renders the API reference in headless Chromium from the service
 // alone: every operation of /openapi.yaml has its section in the DOM, the
-// summaries show, and the page fetches nothing from another host. The
+// summaries show, every request body has its samples, the outgoing
+// webhook event has its section with each event's example offered, and
+// the page fetches nothing from another host. The
 // screenshot is kept in DOCS_SCREENSHOT when set (CI keeps it).
 func TestDocsPageRendersEveryOperation(t *testing.T) {
 	chromium, _ := browserTools(t)
@@ -41,15 +43,35 @@ func TestDocsPageRendersEveryOperation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	type example struct {
+		Summary string `yaml:"summary"`
+	}
+	type operation struct {
+		Summary     string `yaml:"summary"`
+		RequestBody struct {
+			Content map[string]any `yaml:"content"`
+		} `yaml:"requestBody"`
+	}
 	var doc struct {
-		Paths map[string]map[string]struct {
-			Summary string `yaml:"summary"`
-		} `yaml:"paths"`
+		Paths    map[string]map[string]operation `yaml:"paths"`
+		Webhooks struct {
+			Event struct {
+				Post struct {
+					RequestBody struct {
+						Content struct {
+							JSON struct {
+								Examples map[string]example `yaml:"examples"`
+							} `yaml:"application/json"`
+						} `yaml:"content"`
+					} `yaml:"requestBody"`
+				} `yaml:"post"`
+			} `yaml:"event"`
+		} `yaml:"webhooks"`
 	}
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
 		t.Fatal(err)
 	}
-	operations := 0
+	operations, withBody := 0, 1 // the webhook event's body
 	var summaries []string
 	for _, ops := range doc.Paths {
 		for method, op := range ops {
@@ -59,11 +81,19 @@ func TestDocsPageRendersEveryOperation(t *testing.T) {
 				if op.Summary != "" {
 					summaries = append(summaries, op.Summary)
 				}
+				// A body of bytes alone (browser data) has no sample to show.
+				if len(op.RequestBody.Content) > 0 && op.RequestBody.Content["application/gzip"] == nil {
+					withBody++
+				}
 			}
 		}
 	}
 	if operations < 50 || len(summaries) == 0 {
 		t.Fatalf("the document has %d operations, %d with a summary", operations, len(summaries))
+	}
+	events := doc.Webhooks.Event.Post.RequestBody.Content.JSON.Examples
+	if len(events) < 10 {
+		t.Fatalf("the document shows %d webhook event examples, want one of each of the 10 types", len(events))
 	}
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
@@ -125,6 +155,23 @@ func TestDocsPageRendersEveryOperation(t *testing.T) {
 		if !strings.Contains(text, s) {
 			t.Errorf("the page does not show %q", s)
 		}
+	}
+	// Every request body has its samples, the webhook event's included, and
+	// the event's examples are offered by their summaries.
+	if n := strings.Count(text, "Request samples"); n < withBody {
+		t.Errorf("%d request samples shown, the document has %d request bodies", n, withBody)
+	}
+	if !strings.Contains(text, "Response samples") {
+		t.Error("the page shows no response samples")
+	}
+	for name, ex := range events {
+		if !strings.Contains(text, ex.Summary) {
+			t.Errorf("the page does not offer the webhook event example %s (%q)", name, ex.Summary)
+		}
+	}
+	webhook, err := chromedp.Run(tabCtx, chromedp.Evaluate[int](`document.querySelectorAll('[data-section-id$="/operation/receiveWebhookEvent"]').length`))
+	if err != nil || webhook == 0 {
+		t.Errorf("the webhook event has no section on the page (%v)", err)
 	}
 	mu.Lock()
 	var fetched []string
