@@ -115,6 +115,7 @@ func (s *Service) authenticateKey(ctx context.Context, c Credentials) (team.Acto
 	if c.TeamID != "" && c.TeamID != ac.TeamID {
 		return team.Actor{}, domain.NotFound("team")
 	}
+	s.recordKeyUse(ctx, ac.KeyID)
 	return team.Actor{UserID: ac.UserID, TeamID: ac.TeamID, MemberID: ac.MemberID, Role: ac.Role, APIKeyID: ac.KeyID}, nil
 }
 

@@ -96,6 +96,8 @@ type Service struct {
 	// default), which an idle process would otherwise hold from its start.
 	dummyMu   sync.Mutex
 	dummyHash string
+	// keyUses paces the writes of API keys' lastUsedAt.
+	keyUses keyUses
 }
 
 // New returns the service, listening for invalidations until Close.

@@ -36,6 +36,10 @@ type APIKeys interface {
 	ByID(ctx context.Context, id string) (account.APIKey, error)
 	// ListByUser returns the user's keys in the team, newest first.
 	ListByUser(ctx context.Context, teamID, userID string) ([]account.APIKey, error)
+	// Touch records that the key was used at at: its LastUsedAt becomes at
+	// unless it is already at or after it. A key that no longer exists is
+	// no error (it was deleted while in use).
+	Touch(ctx context.Context, id string, at time.Time) error
 	// Delete removes the key of the team; a key of another team is not found.
 	Delete(ctx context.Context, teamID, id string) error
 	// DeleteByUser removes every key of the user, in every team, and

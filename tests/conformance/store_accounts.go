@@ -441,6 +441,42 @@ func runAPIKeyRepository(t *testing.T, newStore NewStore) {
 		f.must("ByID of another user's key", err)
 	})
 
+	t.Run("Touch records the last use and never goes back", func(t *testing.T) {
+		f := newStoreFixture(t, newStore)
+		k := f.apiKey(storeID("tm"), storeID("usr"), storeAt(0))
+		other := f.apiKey(k.TeamID, k.UserID, storeAt(0))
+		f.must("Create", f.s.APIKeys().Create(f.ctx, k))
+		f.must("Create", f.s.APIKeys().Create(f.ctx, other))
+		lastUse := func() *time.Time {
+			t.Helper()
+			got, err := f.s.APIKeys().ByID(f.ctx, k.ID)
+			f.must("ByID", err)
+			return got.LastUsedAt
+		}
+		if got := lastUse(); got != nil {
+			t.Fatalf("a new key was used at %v", got)
+		}
+		for _, c := range []struct {
+			at, want time.Duration
+		}{
+			{2 * time.Minute, 2 * time.Minute},
+			{time.Minute + time.Millisecond, 2 * time.Minute},
+			{2*time.Minute + time.Millisecond, 2*time.Minute + time.Millisecond},
+		} {
+			f.must("Touch", f.s.APIKeys().Touch(f.ctx, k.ID, storeAt(c.at).In(storeZone)))
+			// Stores keep microseconds.
+			if got := lastUse(); got == nil || !got.Truncate(time.Microsecond).Equal(storeAt(c.want).Truncate(time.Microsecond)) {
+				t.Fatalf("after a use at %v: last used at %v, want %v", c.at, got, storeAt(c.want))
+			}
+		}
+		untouched, err := f.s.APIKeys().ByID(f.ctx, other.ID)
+		f.must("ByID", err)
+		if untouched.LastUsedAt != nil {
+			t.Fatalf("another key was marked used at %v", untouched.LastUsedAt)
+		}
+		f.must("Touch of a key that does not exist", f.s.APIKeys().Touch(f.ctx, storeID("key"), storeAt(time.Hour)))
+	})
+
 	t.Run("returned values are copies", func(t *testing.T) {
 		f := newStoreFixture(t, newStore)
 		k := f.apiKey(storeID("tm"), storeID("usr"), storeAt(0))

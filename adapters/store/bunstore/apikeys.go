@@ -87,6 +87,18 @@ func (r apiKeyRepository) ListByUser(ctx context.Context, teamID, userID string)
 	return keys, nil
 }
 
+func (r apiKeyRepository) Touch(ctx context.Context, id string, at time.Time) error {
+	_, err := conn(ctx, r.db).NewUpdate().Model((*apiKeyRow)(nil)).
+		Set("last_used_at = ?", at.UTC()).
+		Where("id = ?", id).
+		Where("last_used_at IS NULL OR last_used_at < ?", at.UTC()).
+		Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("bunstore: write api key use: %w", err)
+	}
+	return nil
+}
+
 func (r apiKeyRepository) Delete(ctx context.Context, teamID, id string) error {
 	res, err := conn(ctx, r.db).NewDelete().Model((*apiKeyRow)(nil)).
 		Where("id = ?", id).

@@ -90,6 +90,23 @@ func (r apiKeys) ListByUser(ctx context.Context, teamID, userID string) ([]accou
 	})
 }
 
+func (r apiKeys) Touch(ctx context.Context, id string, at time.Time) error {
+	return r.s.write(ctx, func(st *state, undo *undoLog) error {
+		k, err := st.apiKeys.get(id)
+		if err != nil {
+			if domain.IsKind(err, domain.KindNotFound) {
+				return nil
+			}
+			return err
+		}
+		if k.LastUsedAt == nil || k.LastUsedAt.Before(at) {
+			k.LastUsedAt = &at
+			st.apiKeys.put(undo, k)
+		}
+		return nil
+	})
+}
+
 func (r apiKeys) Delete(ctx context.Context, teamID, id string) error {
 	return r.s.write(ctx, func(st *state, undo *undoLog) error {
 		if _, err := st.apiKeys.inTeam(teamID, id); err != nil {
