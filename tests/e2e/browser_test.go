@@ -251,15 +251,7 @@ func TestBrowserJourney(t *testing.T) {
 // saying what is missing; with CI set, a missing piece fails it instead.
 func browserTools(t *testing.T) (chromium, nodeDir string) {
 	t.Helper()
-	missing := func(what string) {
-		t.Helper()
-		msg := "the browser journey needs " + what +
-			" (apt-get install chromium; npm ci --prefix tests/e2e/node)"
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg + "; CI is set, so the journey must run")
-		}
-		t.Skip(msg)
-	}
+	missing := missingTool(t, "the browser journey", "apt-get install chromium; npm ci --prefix tests/e2e/node")
 	chromium = os.Getenv("CHROMIUM_PATH")
 	if chromium == "" {
 		chromium = "chromium"
@@ -410,7 +402,6 @@ func checkSite(t *testing.T, site *journeySite, proxy *journeyProxy, siteHost st
 	}
 }
 
-// waitNoProcessMentions waits until no process has s in its command line.
 // stopAtCleanup stops the service p with SIGTERM when the test ends, if a
 // failed step left it running, and checks it exits 0: a graceful shutdown
 // closes the browsers it runs, and none may outlive it (none mentions
@@ -429,6 +420,20 @@ func stopAtCleanup(t *testing.T, p *process, dataDir string) {
 	})
 }
 
+// missingTool is what a test calls when a tool it needs is missing: it
+// skips the test saying what to install, or fails it when CI is set.
+func missingTool(t *testing.T, test, install string) func(what string) {
+	return func(what string) {
+		t.Helper()
+		msg := test + " needs " + what + " (" + install + ")"
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg + "; CI is set, so it must run")
+		}
+		t.Skip(msg)
+	}
+}
+
+// waitNoProcessMentions waits until no process has s in its command line.
 func waitNoProcessMentions(t *testing.T, s string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)

@@ -121,16 +121,7 @@ func TestSIGTERMSavesEveryRunningBrowser(t *testing.T) {
 
 	addr = freeAddr(t)
 	p = startProcess(t, dir, env(addr), addr)
-	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-				t.Error(err)
-			}
-			if code := p.wait(t); code != 0 {
-				t.Errorf("exit code %d after SIGTERM\n%s", code, p.output)
-			}
-		}
-	})
+	stopAtCleanup(t, p, dataDir)
 	base = "http://" + addr
 	for _, id := range ids {
 		var prof struct {
