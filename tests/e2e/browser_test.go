@@ -103,12 +103,7 @@ func TestBrowserJourney(t *testing.T) {
 	pageURL := "http://" + siteHost + "/"
 	proxy := newJourneyProxy(t, map[string]string{siteHost: site.srv.Listener.Addr().String()})
 
-	dir := t.TempDir()
-	dataDir := filepath.Join(dir, "data")
-	tmpDir := filepath.Join(dir, "tmp")
-	if err := os.Mkdir(tmpDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	dir, dataDir, tmpDir := browserDirs(t)
 	addr := freeAddr(t)
 	base := "http://" + addr
 	p := startProcess(t, dir, minimalEnv(
@@ -418,6 +413,19 @@ func stopAtCleanup(t *testing.T, p *process, dataDir string) {
 		}
 		waitNoProcessMentions(t, dataDir)
 	})
+}
+
+// browserDirs makes a directory for a service that runs browsers: dir
+// itself, dataDir (DATA_DIR, not made: the service makes it) and tmpDir
+// (TMPDIR, made, so the browsers' temporary files stay inside dir).
+func browserDirs(t *testing.T) (dir, dataDir, tmpDir string) {
+	dir = t.TempDir()
+	dataDir = filepath.Join(dir, "data")
+	tmpDir = filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmpDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return dir, dataDir, tmpDir
 }
 
 // missingTool is what a test calls when a tool it needs is missing: it

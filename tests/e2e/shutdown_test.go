@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -40,12 +39,7 @@ func TestSIGTERMSavesEveryRunningBrowser(t *testing.T) {
 	t.Cleanup(page.Close)
 	hooks := newStoppedReceiver(t)
 
-	dir := t.TempDir()
-	dataDir := filepath.Join(dir, "data")
-	tmpDir := filepath.Join(dir, "tmp")
-	if err := os.Mkdir(tmpDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	dir, dataDir, tmpDir := browserDirs(t)
 	env := func(addr string) []string {
 		return minimalEnv(
 			"HTTP_ADDR="+addr, "DATA_DIR="+dataDir, "TMPDIR="+tmpDir, "LOG_LEVEL=warn",

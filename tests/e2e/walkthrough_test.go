@@ -84,12 +84,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 	}
 	w := readWalkthrough(t, filepath.Join(root, "README.md"))
 
-	dir := t.TempDir()
-	dataDir := filepath.Join(dir, "data")
-	tmpDir := filepath.Join(dir, "tmp")
-	if err := os.Mkdir(tmpDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	dir, dataDir, tmpDir := browserDirs(t)
 	addr := freeAddr(t)
 	base := "http://" + addr
 	p := startProcess(t, dir, minimalEnv(append(w.serviceEnv,
