@@ -15,11 +15,16 @@ import (
 	"github.com/profilesvc/profilesvc/ports"
 )
 
-// Bounds of an archive's contents besides its size: a user-data directory
-// has thousands of files, never millions, and paths far below this length.
+// Bounds of an archive's contents besides its size. A profile's data are
+// a few thousand files at most, while 200,000 entries let a 1.2 MB upload
+// cost every launch half a minute and as many inodes: the bound is
+// browserdata.MaxEntries (20,000), which a profile's data, caches left
+// out, do not reach, and an archive past it is refused at the first entry
+// over, the rest unread. Names are bounded by what a filesystem stores
+// (browserdata.MaxNameLen).
 const (
-	dataMaxEntries = 200_000
-	dataMaxPathLen = 1024
+	dataMaxEntries = browserdata.MaxEntries
+	dataMaxPathLen = browserdata.MaxNameLen
 	// DataUnpackedFactor bounds the files an archive unpacks to, as a
 	// multiple of the archive size limit: profile data compress a few
 	// times, a gzip bomb by far more.
@@ -75,10 +80,13 @@ type PutDataInput struct {
 }
 
 // PutData stores an archive as the profile's browser data. The archive is
-// checked and cleaned (unsafe entries refused, caches dropped) while it
-// streams into the blob store; the profile points at it only once it is
-// completely stored, so a failed or interrupted upload leaves the previous
-// data as they were. Refused while the profile runs.
+// checked and cleaned while it streams into the blob store: unsafe entries,
+// names no filesystem holds and entries that clash are refused; only what
+// browserdata.Kept keeps is stored (no caches, extensions, Local State),
+// with Default/Preferences rewritten by browserdata.CleanPreferences. The
+// profile points at it only once it is completely stored, so a failed or
+// interrupted upload leaves the previous data as they were. Refused while
+// the profile runs.
 func (s *Service) PutData(ctx context.Context, actor team.Actor, id string, in PutDataInput) (profile.Data, error) {
 	if err := actor.Require(team.ActWrite); err != nil {
 		return profile.Data{}, err

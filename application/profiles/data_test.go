@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"io"
 	"testing"
 	"time"
@@ -71,12 +72,12 @@ func (g *gatedReader) Read(p []byte) (int, error) {
 func TestCollectorWaitsForUploadsInProgress(t *testing.T) {
 	f, p := newShop(t)
 	ctx := context.Background()
-	a := tarGz(t, "Default/Preferences", "state A")
+	a := tarGz(t, "Default/Preferences", `{"profile":{"name":"A"}}`)
 	first, err := f.svc.PutData(ctx, alice, p.ID, profiles.PutDataInput{Body: bytes.NewReader(a)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.svc.PutData(ctx, alice, p.ID, profiles.PutDataInput{Body: bytes.NewReader(tarGz(t, "Default/Preferences", "state B"))}); err != nil {
+	if _, err := f.svc.PutData(ctx, alice, p.ID, profiles.PutDataInput{Body: bytes.NewReader(tarGz(t, "Default/Preferences", `{"profile":{"name":"B"}}`))}); err != nil {
 		t.Fatal(err)
 	}
 	// A is unreferenced now. An upload of A again starts and stalls.
@@ -117,7 +118,7 @@ func TestCollectorWaitsForUploadsInProgress(t *testing.T) {
 func TestDataRolesAndTeams(t *testing.T) {
 	f, p := newShop(t)
 	ctx := context.Background()
-	archive := tarGz(t, "Default/Preferences", "x")
+	archive := tarGz(t, "Default/Preferences", `{"profile":{"name":"x"}}`)
 	if _, err := f.svc.PutData(ctx, viewer, p.ID, profiles.PutDataInput{Body: bytes.NewReader(archive)}); !domain.IsKind(err, domain.KindForbidden) {
 		t.Fatalf("viewer upload: %v, want forbidden", err)
 	}
@@ -187,7 +188,7 @@ func TestLaunchResolvesAutoFromTheProxyAndHandsOverDataAndCookies(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	archive := tarGz(t, "Default/Preferences", "state A")
+	archive := tarGz(t, "Default/Preferences", `{"profile":{"name":"A"}}`)
 	if _, err := f.svc.PutData(ctx, alice, p.ID, profiles.PutDataInput{Body: bytes.NewReader(archive)}); err != nil {
 		t.Fatal(err)
 	}
@@ -242,5 +243,100 @@ func untarNames(t *testing.T, archive []byte) []string {
 		if hdr.Typeflag == tar.TypeReg {
 			names = append(names, hdr.Name)
 		}
+	}
+}
+
+// tarGzEntries packs files (name, content) in the order given.
+func tarGzEntries(t *testing.T, files ...[2]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for _, f := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: f[0], Mode: 0o600, Size: int64(len(f[1])), Typeflag: tar.TypeReg, ModTime: time.Unix(1700000000, 0)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(f[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// untarFiles reads the regular files of a tar.gz: name to content.
+func untarFiles(t *testing.T, archive io.Reader) map[string]string {
+	t.Helper()
+	zr, err := gzip.NewReader(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	out := map[string]string{}
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[hdr.Name] = string(b)
+	}
+}
+
+// TestPutDataKeepsNoConfiguration: an upload is stored as the data a
+// profile keeps, without an extension, Local State or a proxy preference.
+func TestPutDataKeepsNoConfiguration(t *testing.T) {
+	f, p := newShop(t)
+	ctx := context.Background()
+	archive := tarGzEntries(t,
+		[2]string{"Local State", `{"browser":{"enabled_labs_experiments":["enable-quic@2"]}}`},
+		[2]string{"Default/Network/Cookies", "cookies"},
+		[2]string{"Default/Preferences", `{"extensions":{"settings":{"aapocclcgogkmnckokdopfmhonfmgoek":{}}},"proxy":{"mode":"direct"},"profile":{"name":"Shop"}}`},
+		[2]string{"Default/Extensions/aapocclcgogkmnckokdopfmhonfmgoek/1.0_0/manifest.json", `{"permissions":["proxy"]}`},
+	)
+	if _, err := f.svc.PutData(ctx, alice, p.ID, profiles.PutDataInput{Body: bytes.NewReader(archive)}); err != nil {
+		t.Fatal(err)
+	}
+	dl, err := f.svc.Data(ctx, alice, p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dl.Body.Close()
+	got := untarFiles(t, dl.Body)
+	want := map[string]string{"Default/Network/Cookies": "cookies", "Default/Preferences": `{"profile":{"name":"Shop"}}`}
+	if len(got) != len(want) || got["Default/Network/Cookies"] != want["Default/Network/Cookies"] || got["Default/Preferences"] != want["Default/Preferences"] {
+		t.Fatalf("stored %q, want %q", got, want)
+	}
+}
+
+// TestPutDataRefusesDataNoLaunchCouldUnpack: a file and a directory of one
+// name is a validation error naming the data; the previous data stay.
+func TestPutDataRefusesDataNoLaunchCouldUnpack(t *testing.T) {
+	f, p := newShop(t)
+	ctx := context.Background()
+	first, err := f.svc.PutData(ctx, alice, p.ID, profiles.PutDataInput{Body: bytes.NewReader(tarGz(t, "Default/Cookies", "cookies"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clash := tarGzEntries(t, [2]string{"Default/x", "file"}, [2]string{"Default/x/y", "file inside the file"})
+	_, err = f.svc.PutData(ctx, alice, p.ID, profiles.PutDataInput{Body: bytes.NewReader(clash)})
+	var de *domain.Error
+	if !errors.As(err, &de) || de.Kind != domain.KindValidation || len(de.Fields) != 1 || de.Fields[0].Field != "data" ||
+		de.Fields[0].Issue != `entry "Default/x/y": "Default/x" is a file in the archive and cannot hold it` {
+		t.Fatalf("err = %#v, want a validation error of field data naming the clash", err)
+	}
+	if got := f.stored(t, p.ID).Data; got == nil || got.SHA256 != first.SHA256 {
+		t.Fatalf("data after the refused upload: %+v, want %s", got, first.SHA256)
 	}
 }

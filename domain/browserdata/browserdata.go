@@ -1,24 +1,29 @@
 // Package browserdata holds the rules for a browser user-data archive (a
-// tar.gz of Chromium's user-data directory): which entries are safe to
-// store, which are caches to drop, and the limits that keep a hostile archive
-// from exhausting the service.
+// tar.gz of Chromium's user-data directory): browser data are data, not
+// configuration. It owns the allowlist of what a profile keeps (Kept), the
+// preferences that are configuration and are removed (CleanPreferences),
+// which entries are safe to store at all, and the limits that keep a
+// hostile archive from exhausting the service or the hosts that unpack it.
+// The upload (Sanitize) and the browser runtime apply the same rules.
 package browserdata
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/profilesvc/profilesvc/domain"
 )
 
-// ErrTooLarge is wrapped by every error that reports a limit of Limits being
-// passed; callers answer it with 413.
+// ErrTooLarge is wrapped by every error that reports a size in bytes being
+// passed (Limits.MaxUnpacked, or tar metadata beyond what the entries may
+// carry); callers answer it with 413. The other bounds (entries, names,
+// Preferences) are domain validation errors naming the cause.
 var ErrTooLarge = errors.New("browser data too large")
 
 // Limits bound what Sanitize accepts; each must be set, a zero limit refuses
@@ -29,9 +34,11 @@ type Limits struct {
 	// caches included, as their headers announce them, so that a gzip bomb
 	// is refused before it is expanded.
 	MaxUnpacked int64
-	// MaxEntries bounds the number of entries, dropped ones included.
+	// MaxEntries bounds the number of entries, dropped ones included: each
+	// must be read to be dropped.
 	MaxEntries int
-	// MaxPathLen bounds the length in bytes of an entry's name.
+	// MaxPathLen bounds the length in bytes of an entry's name; EntryName
+	// holds every name to MaxNameLen in any case.
 	MaxPathLen int
 }
 
@@ -42,7 +49,8 @@ type Summary struct {
 	Dirs  int
 	// BytesUnpacked is the total size of the files kept.
 	BytesUnpacked int64
-	// Dropped counts the entries left out as caches or lock files.
+	// Dropped counts the entries left out: caches, lock files, anything
+	// Kept does not keep, and Preferences that are not JSON.
 	Dropped int
 }
 
@@ -82,15 +90,20 @@ var lockFiles = map[string]bool{
 }
 
 // Sanitize reads a tar.gz from src and writes to dst a normalised tar.gz of
-// the same directory, streaming: no more than one block of the archive is
-// held in memory.
+// the same directory with only what a profile keeps, streaming: no more
+// than one block of the archive is held in memory, and Default/Preferences.
 //
-// Entries that are neither regular files nor directories, names that are
-// absolute, contain "..", a backslash or NUL, or are not UTF-8 are refused
-// with a domain validation error naming the entry; a body that is not a
-// tar.gz is refused the same way. Caches and lock files are dropped. Passing
-// a limit is an error wrapping ErrTooLarge. An error of src itself (such as
-// the caller's size bound) is returned as it is.
+// Entries that are neither regular files nor directories, names that
+// EntryName refuses, a name given twice or as a file and a directory, more
+// than Limits.MaxEntries entries, names longer than Limits.MaxPathLen and
+// Preferences over MaxPreferencesSize are refused with a domain validation
+// error naming field "data" and the cause; a body that is not a tar.gz is
+// refused the same way. Entries that Kept leaves out (caches, lock files,
+// extensions, anything off the allowlist) are dropped, and so are
+// Preferences that are not JSON: the browser would reset them.
+// Default/Preferences is rewritten by CleanPreferences. Passing
+// Limits.MaxUnpacked is an error wrapping ErrTooLarge. An error of src
+// itself (such as the caller's size bound) is returned as it is.
 //
 // The output keeps the order of the input and each entry's modification time
 // (to the second: the browser compares some of them), and nothing else of
@@ -110,6 +123,7 @@ func Sanitize(dst io.Writer, src io.Reader, limits Limits) (Summary, error) {
 	tr := tar.NewReader(&boundedReader{r: zr, left: streamBound(limits)})
 	var entries int
 	var unpacked int64
+	var tree Tree
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
@@ -119,13 +133,15 @@ func Sanitize(dst io.Writer, src io.Reader, limits Limits) (Summary, error) {
 			return sum, readFailure(rec, err)
 		}
 		entries++
+		// Refused at the first entry past the bound: the rest of an
+		// archive of a million entries is never read.
 		if entries > limits.MaxEntries {
-			return sum, fmt.Errorf("%w: more than %d entries", ErrTooLarge, limits.MaxEntries)
+			return sum, domain.Invalid("data", fmt.Sprintf("the archive has more than %d entries; a profile's data have far fewer (leave caches out)", limits.MaxEntries))
 		}
 		if len(hdr.Name) > limits.MaxPathLen {
-			return sum, fmt.Errorf("%w: an entry name is longer than %d bytes", ErrTooLarge, limits.MaxPathLen)
+			return sum, domain.Invalid("data", fmt.Sprintf("entry %s: the name is longer than %d bytes", quoteEntry(hdr.Name), limits.MaxPathLen))
 		}
-		name, err := cleanName(hdr)
+		name, err := EntryName(hdr)
 		if err != nil {
 			return sum, err
 		}
@@ -138,26 +154,47 @@ func Sanitize(dst io.Writer, src io.Reader, limits Limits) (Summary, error) {
 		if name == "" {
 			continue
 		}
-		if dropped(name) {
+		dir := hdr.Typeflag == tar.TypeDir
+		// Every entry counts, kept or not: an archive that cannot be
+		// unpacked as it says is refused, not half taken.
+		if err := tree.Add(name, dir); err != nil {
+			return sum, err
+		}
+		key := name
+		if dir {
+			key += "/"
+		}
+		if !Kept(key) {
 			sum.Dropped++
 			continue
 		}
-		out := &tar.Header{Name: name, Typeflag: hdr.Typeflag, ModTime: hdr.ModTime.Truncate(time.Second)}
-		if hdr.Typeflag == tar.TypeDir {
-			out.Name += "/"
+		out := &tar.Header{Name: key, Typeflag: hdr.Typeflag, ModTime: hdr.ModTime.Truncate(time.Second)}
+		var body io.Reader = tr
+		if dir {
 			out.Mode = 0o700
 			sum.Dirs++
 		} else {
 			out.Mode = 0o600
 			out.Size = hdr.Size
+			if name == PreferencesName {
+				prefs, err := readPreferences(tr, hdr.Size, rec)
+				if errors.Is(err, ErrUnreadablePreferences) {
+					sum.Dropped++
+					continue
+				}
+				if err != nil {
+					return sum, err
+				}
+				out.Size, body = int64(len(prefs)), bytes.NewReader(prefs)
+			}
 			sum.Files++
-			sum.BytesUnpacked += hdr.Size
+			sum.BytesUnpacked += out.Size
 		}
 		if err := tw.WriteHeader(out); err != nil {
 			return sum, fmt.Errorf("write entry: %w", err)
 		}
 		if out.Size > 0 {
-			if _, err := io.CopyN(tw, tr, out.Size); err != nil {
+			if _, err := io.CopyN(tw, body, out.Size); err != nil {
 				if wrec.err != nil {
 					return sum, fmt.Errorf("write entry: %w", wrec.err)
 				}
@@ -174,56 +211,24 @@ func Sanitize(dst io.Writer, src io.Reader, limits Limits) (Summary, error) {
 	return sum, nil
 }
 
-// cleanName checks an entry's type and name and returns the name cleaned and
-// without a trailing slash; "" is the archive's root, which is left out.
-func cleanName(hdr *tar.Header) (string, error) {
-	raw := hdr.Name
-	refuse := func(why string) error {
-		return domain.Invalid("data", fmt.Sprintf("entry %q: %s", raw, why))
+// readPreferences reads the Preferences entry of size bytes and cleans it;
+// its size is checked before anything is read.
+func readPreferences(r io.Reader, size int64, rec *errRecorder) ([]byte, error) {
+	if size > MaxPreferencesSize {
+		return nil, preferencesTooLarge()
 	}
-	switch hdr.Typeflag {
-	case tar.TypeReg, tar.TypeDir:
-	case tar.TypeSymlink:
-		return "", refuse("symbolic links are not allowed")
-	case tar.TypeLink:
-		return "", refuse("hard links are not allowed")
-	case tar.TypeChar, tar.TypeBlock:
-		return "", refuse("devices are not allowed")
-	case tar.TypeFifo:
-		return "", refuse("named pipes are not allowed")
-	default:
-		return "", refuse(fmt.Sprintf("entry type %q is not allowed: only files and directories", hdr.Typeflag))
+	raw := make([]byte, size)
+	if _, err := io.ReadFull(r, raw); err != nil {
+		return nil, readFailure(rec, err)
 	}
-	switch {
-	case !utf8.ValidString(raw):
-		return "", refuse("the name is not UTF-8")
-	case strings.ContainsRune(raw, 0):
-		return "", refuse("the name contains NUL")
-	case strings.ContainsRune(raw, '\\'):
-		return "", refuse("the name contains a backslash")
-	case strings.HasPrefix(raw, "/"):
-		return "", refuse("absolute paths are not allowed")
-	}
-	var parts []string
-	for _, p := range strings.Split(raw, "/") {
-		switch p {
-		case "", ".":
-		case "..":
-			return "", refuse(`".." is not allowed in a path`)
-		default:
-			parts = append(parts, p)
-		}
-	}
-	if len(parts) == 0 && hdr.Typeflag != tar.TypeDir {
-		return "", refuse("a file needs a name")
-	}
-	return strings.Join(parts, "/"), nil
+	return CleanPreferences(raw)
 }
 
-// dropped reports whether a cleaned name is a cache or a lock file.
-func dropped(name string) bool {
+// dropped reports whether a cleaned name is a cache, or in one, or a lock
+// file (a directory of that name is not one).
+func dropped(name string, dir bool) bool {
 	parts := strings.Split(name, "/")
-	if lockFiles[parts[len(parts)-1]] {
+	if !dir && lockFiles[parts[len(parts)-1]] {
 		return true
 	}
 	for i, p := range parts {

@@ -2,6 +2,7 @@ package browserdata
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"slices"
@@ -39,6 +40,47 @@ func FuzzSanitize(f *testing.F) {
 		}
 		if _, err := io.Copy(io.Discard, &again); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// FuzzCleanPreferences feeds arbitrary text to CleanPreferences: it must
+// refuse it as unreadable or too large, or return an object without any
+// key that is configuration, which it keeps exactly as it is.
+func FuzzCleanPreferences(f *testing.F) {
+	f.Add(`{"extensions":{"settings":{}},"proxy":{"mode":"direct"},"profile":{"name":"A"}}`)
+	f.Add(`{"browser":{"enabled_labs_experiments":["x@1"],"a":1},"browser.enabled_labs_experiments":[]}`)
+	f.Add(`{"a":1,"a":{"proxy":2},"n":1e400}`)
+	f.Add(`[]`)
+	f.Fuzz(func(t *testing.T, in string) {
+		out, err := CleanPreferences([]byte(in))
+		if err != nil {
+			if !errors.Is(err, ErrUnreadablePreferences) && !domain.IsKind(err, domain.KindValidation) {
+				t.Fatalf("err = %v, want ErrUnreadablePreferences or a validation error", err)
+			}
+			return
+		}
+		var prefs map[string]any
+		dec := json.NewDecoder(bytes.NewReader(out))
+		dec.UseNumber()
+		if err := dec.Decode(&prefs); err != nil {
+			t.Fatalf("the output is not JSON: %v\n%s", err, out)
+		}
+		var walk func(m map[string]any, prefix string)
+		walk = func(m map[string]any, prefix string) {
+			for k, v := range m {
+				if isConfiguration(prefix + k) {
+					t.Fatalf("the output keeps %q: %s", prefix+k, out)
+				}
+				if sub, ok := v.(map[string]any); ok {
+					walk(sub, prefix+k+".")
+				}
+			}
+		}
+		walk(prefs, "")
+		again, err := CleanPreferences(out)
+		if err != nil || !bytes.Equal(again, out) {
+			t.Fatalf("cleaning the output again = %s, %v; want the same bytes %s", again, err, out)
 		}
 	})
 }

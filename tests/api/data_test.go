@@ -8,11 +8,15 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -47,7 +51,8 @@ var (
 	}
 )
 
-// kept is what the service keeps of files: everything but the caches.
+// kept is what the service keeps of archiveA and archiveB: all but their
+// caches (every other file of theirs is on the allowlist).
 func kept(files archiveFiles) archiveFiles {
 	out := archiveFiles{}
 	for name, content := range files {
@@ -239,7 +244,7 @@ func gzipBomb(t *testing.T, size int64) []byte {
 		t.Fatal(err)
 	}
 	tw := tar.NewWriter(zw)
-	if err := tw.WriteHeader(&tar.Header{Name: "Default/zeros", Mode: 0o644, Size: size, Typeflag: tar.TypeReg}); err != nil {
+	if err := tw.WriteHeader(&tar.Header{Name: "Default/Local Storage/zeros", Mode: 0o644, Size: size, Typeflag: tar.TypeReg}); err != nil {
 		t.Fatal(err)
 	}
 	zero := make([]byte, 1<<20)
@@ -296,7 +301,7 @@ func TestUnsafeArchivesLeaveTheDataIntact(t *testing.T) {
 			// 64 MiB of zeros: some 64 KiB on the wire, far past what an
 			// archive may unpack to.
 			{"gzip bomb", gzipBomb(t, 64<<20), http.StatusRequestEntityTooLarge},
-			{"over PROFILE_DATA_MAX as sent", testArchive(t, archiveFiles{"Default/big": randomBytes(t, 1<<20+1)}), http.StatusRequestEntityTooLarge},
+			{"over PROFILE_DATA_MAX as sent", testArchive(t, archiveFiles{"Default/Local Storage/big": randomBytes(t, 1<<20+1)}), http.StatusRequestEntityTooLarge},
 		}
 		for _, c := range cases {
 			r := h.do(archiveReq(id, c.archive, auth))
@@ -314,6 +319,205 @@ func TestUnsafeArchivesLeaveTheDataIntact(t *testing.T) {
 		// Another content type is 415.
 		r := h.do(archiveReq(id, testArchive(t, archiveB), append(auth, "Content-Type", "application/json")))
 		expect(t, r, http.StatusUnsupportedMediaType)
+	})
+}
+
+// extensionID names the extension of extensionArchive.
+const extensionID = "aapocclcgogkmnckokdopfmhonfmgoek"
+
+// extensionArchive is a profile an extension took over: the extension and
+// its storage, its settings in Preferences and Secure Preferences, the
+// proxy set to direct, a chrome://flags experiment in Local State and a
+// second profile; beside them, the cookies and local storage that are the
+// profile's data.
+var extensionArchive = archiveFiles{
+	"Local State":                              `{"browser":{"enabled_labs_experiments":["enable-quic@2"]},"profile":{"last_used":"Profile 1"}}`,
+	"Default/Network/Cookies":                  "cookie database",
+	"Default/Local Storage/leveldb/000003.log": "local storage",
+	"Default/Preferences": `{"extensions":{"settings":{"` + extensionID + `":{"path":"` + extensionID + `/1.0_0","location":4,"active_permissions":{"api":["proxy"]}}}},` +
+		`"proxy":{"mode":"direct"},"download":{"default_directory":"/etc"},"profile":{"name":"Shop"}}`,
+	"Default/Secure Preferences":                                      `{"extensions":{"settings":{"` + extensionID + `":{}}}}`,
+	"Default/Extensions/" + extensionID + "/1.0_0/manifest.json":      `{"manifest_version":3,"permissions":["proxy","<all_urls>"],"background":{"service_worker":"bg.js"}}`,
+	"Default/Extensions/" + extensionID + "/1.0_0/bg.js":              `chrome.proxy.settings.set({value:{mode:"direct"}})`,
+	"Default/Local Extension Settings/" + extensionID + "/000003.log": "extension storage",
+	"Default/Extension State/000003.log":                              "extension state",
+	"Default/Storage/ext/" + extensionID + "/def/Cookies":             "extension cookies",
+	"Profile 1/Preferences":                                           `{"proxy":{"mode":"direct"}}`,
+}
+
+func TestDataUploadKeepsNoExtensionNorConfiguration(t *testing.T) {
+	eachBackend(t, func(t *testing.T, h *harness) {
+		a := h.register(t)
+		auth := bearer(a.access)
+		id := h.createProfile(t, a, nil)
+		put := h.do(archiveReq(id, testArchive(t, extensionArchive), auth))
+		expect(t, put, http.StatusOK)
+		files, sum := h.download(t, id, auth)
+		want := archiveFiles{
+			"Default/Network/Cookies":                  "cookie database",
+			"Default/Local Storage/leveldb/000003.log": "local storage",
+			"Default/Preferences":                      `{"profile":{"name":"Shop"}}`,
+		}
+		if !reflect.DeepEqual(files, want) {
+			t.Fatalf("stored %q, want %q", files, want)
+		}
+		if str(put.data()["sha256"]) != sum {
+			t.Fatalf("PUT answered sha256 %v, the download has %s", put.data()["sha256"], sum)
+		}
+		// Stored data are a fixed point: uploading them again changes nothing.
+		again := h.get("/api/v1/profiles/"+id+"/data", auth...)
+		expect(t, again, http.StatusOK)
+		if r := h.do(archiveReq(id, again.raw, auth)); r.status != http.StatusOK || str(r.data()["sha256"]) != sum {
+			t.Fatalf("uploading the stored data again: %d %s, want 200 with sha256 %s", r.status, truncate(r.raw), sum)
+		}
+	})
+}
+
+// dataIssue is the issue a 422 names for field "data", or "".
+func dataIssue(r response) string {
+	e, _ := r.env["error"].(map[string]any)
+	for _, d := range asList(e["details"]) {
+		if m, _ := d.(map[string]any); m["field"] == "data" {
+			return str(m["issue"])
+		}
+	}
+	return ""
+}
+
+// manyEntries streams a tar.gz of n empty files under Default/IndexedDB,
+// where any number of files would be kept, made only as it is sent: the
+// service reads a tenth of it. It is stored, not compressed (the 1.2 MB
+// of such an archive compressed are 100 MB of tar), and its tar headers
+// are made from one template: compressing, or formatting with
+// archive/tar, 199,000 entries takes tens of seconds under the race
+// detector.
+func manyEntries(t *testing.T, n int) io.ReadCloser {
+	t.Helper()
+	// A ustar header of an empty regular file, mode 0600, its name and
+	// checksum left to fill in.
+	var template [512]byte
+	copy(template[100:], "0000600\x00")
+	copy(template[108:], "0000000\x00")
+	copy(template[116:], "0000000\x00")
+	copy(template[124:], "00000000000\x00")
+	copy(template[136:], "00000000000\x00")
+	copy(template[148:156], "        ") // the checksum counts itself as spaces
+	template[156] = tar.TypeReg
+	copy(template[257:], "ustar\x0000")
+	base := 0
+	for _, b := range template {
+		base += int(b)
+	}
+	pr, pw := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		zw, _ := gzip.NewWriterLevel(pw, gzip.NoCompression)
+		for i := range n {
+			block := template
+			name := "Default/IndexedDB/" + strconv.Itoa(i)
+			copy(block[:100], name)
+			sum := base
+			for j := range len(name) {
+				sum += int(name[j])
+			}
+			copy(block[148:156], fmt.Sprintf("%06o\x00 ", sum))
+			if _, err := zw.Write(block[:]); err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+		}
+		// Two zero blocks end a tar.
+		if _, err := zw.Write(make([]byte, 1024)); err != nil {
+			pw.CloseWithError(err)
+			return
+		}
+		pw.CloseWithError(zw.Close())
+	}()
+	t.Cleanup(func() {
+		_ = pr.CloseWithError(errors.New("the upload is over"))
+		<-done
+	})
+	return pr
+}
+
+// putStream uploads body, of unknown length, as profile id's data.
+func (h *harness) putStream(t *testing.T, id string, body io.Reader, auth []string) response {
+	t.Helper()
+	hr, err := http.NewRequest(http.MethodPut, h.base+"/api/v1/profiles/"+id+"/data", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hr.Header.Set("Content-Type", "application/gzip")
+	for k, v := range pairs(auth) {
+		hr.Header.Set(k, v)
+	}
+	resp, err := h.client.Do(hr)
+	if err != nil {
+		t.Fatalf("PUT data: %v", err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := response{status: resp.StatusCode, header: resp.Header, raw: raw}
+	if err := json.Unmarshal(raw, &out.env); err != nil {
+		t.Fatalf("PUT data answered %d, not JSON: %s", resp.StatusCode, truncate(raw))
+	}
+	return out
+}
+
+// TestDataUploadRefusesArchivesNoLaunchCouldUnpack: names no filesystem
+// holds, a file and a directory of one name, a name twice, Preferences
+// over their bound and more entries than a profile has are 422 naming the
+// cause, and the data stay as they were.
+func TestDataUploadRefusesArchivesNoLaunchCouldUnpack(t *testing.T) {
+	eachBackend(t, func(t *testing.T, h *harness) {
+		a := h.register(t)
+		auth := bearer(a.access)
+		id := h.createProfile(t, a, nil)
+		expect(t, h.do(archiveReq(id, testArchive(t, archiveA), auth)), http.StatusOK)
+		_, shaA := h.download(t, id, auth)
+
+		file := func(name string) *tar.Header {
+			return &tar.Header{Name: name, Mode: 0o644, Size: 3, Typeflag: tar.TypeReg}
+		}
+		long := "Default/Local Storage/" + strings.Repeat("a", 256)
+		cases := []struct {
+			name    string
+			archive []byte
+			issue   string
+		}{
+			{"a file and a directory of one name", rawArchive(t, file("Default/x"), file("Default/x/y")),
+				`entry "Default/x/y": "Default/x" is a file in the archive and cannot hold it`},
+			{"a directory and a file of one name", rawArchive(t, file("Default/IndexedDB/x/y"), file("Default/IndexedDB/x")),
+				`entry "Default/IndexedDB/x" is both a file and a directory in the archive`},
+			{"a name twice", rawArchive(t, file("Default/Cookies"), file("./Default/Cookies")),
+				`entry "Default/Cookies" appears twice in the archive`},
+			{"a component of 256 bytes", rawArchive(t, file(long)),
+				`entry "` + long + `": a component of the name is 256 bytes long, more than the 255 a file name may have`},
+			{"Preferences over 4 MiB", testArchive(t, archiveFiles{"Default/Preferences": `{"a":"` + strings.Repeat("x", 4<<20) + `"}`}),
+				`entry "Default/Preferences": larger than 4194304 bytes`},
+		}
+		for _, c := range cases {
+			r := h.do(archiveReq(id, c.archive, auth))
+			if r.status != http.StatusUnprocessableEntity || dataIssue(r) != c.issue {
+				t.Errorf("%s: %d %s; want 422 with data: %s", c.name, r.status, truncate(r.raw), c.issue)
+			}
+		}
+
+		// 199,000 empty files, which took every launch half a minute:
+		// refused at the 20,001st.
+		r := h.putStream(t, id, manyEntries(t, 199_000), auth)
+		want := "the archive has more than 20000 entries; a profile's data have far fewer (leave caches out)"
+		if r.status != http.StatusUnprocessableEntity || dataIssue(r) != want {
+			t.Errorf("199,000 entries: %d %s; want 422 with data: %s", r.status, truncate(r.raw), want)
+		}
+
+		if files, sum := h.download(t, id, auth); sum != shaA || !reflect.DeepEqual(files, kept(archiveA)) {
+			t.Fatalf("data changed to %s (%v)", sum, files)
+		}
 	})
 }
 
@@ -546,8 +750,8 @@ func TestReplacedDataIsCollectedOnlyWhenUnreferenced(t *testing.T) {
 			auth := bearer(a.access)
 			id := h.createProfile(t, a, nil)
 			base := h.blobBytes(t, dataDir)
-			bigA := archiveFiles{"Default/a": randomBytes(t, 1<<20)}
-			bigB := archiveFiles{"Default/b": randomBytes(t, 1<<20)}
+			bigA := archiveFiles{"Default/Local Storage/a": randomBytes(t, 1<<20)}
+			bigB := archiveFiles{"Default/Local Storage/b": randomBytes(t, 1<<20)}
 			expect(t, h.do(archiveReq(id, testArchive(t, bigA), auth)), http.StatusOK)
 			snap := h.post("/api/v1/time-machine/"+id+"/snapshots", nil, auth...)
 			expect(t, snap, http.StatusCreated)

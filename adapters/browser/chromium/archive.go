@@ -2,17 +2,19 @@ package chromium
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/browserdata"
 )
 
 // singletonFiles tie a user-data directory to the host and process that
@@ -20,23 +22,24 @@ import (
 // another one still runs the profile, and refuse to start on it.
 var singletonFiles = []string{"SingletonLock", "SingletonCookie", "SingletonSocket"}
 
-func isSingleton(name string) bool {
-	for _, s := range singletonFiles {
-		if name == s {
-			return true
-		}
-	}
-	return false
-}
-
 // unpack writes the tar.gz from src into dir. The service checked the
-// archive when it was stored; this is a second line: only regular files
-// and directories with clean relative names are written, so that nothing
-// lands outside dir whatever the archive says.
+// archive when it was stored; this is a second line, and holds data stored
+// under older rules to today's: only what browserdata.Kept keeps is written
+// (an extension or a Local State stored before is left out), Preferences
+// are cleaned by browserdata.CleanPreferences, and nothing lands outside
+// dir whatever the archive says.
+//
+// Data the launch cannot use (names no filesystem holds, a name that is a
+// file and a directory, a name twice, more entries than a profile has, an
+// archive that is not a tar.gz) are a domain conflict naming the data and
+// the cause: the profile's stored state, not the request, is at fault, and
+// new data (or none) mend it. A failure to read src or to write dir is
+// returned as it is.
 func unpack(dir string, src io.Reader) error {
-	zr, err := gzip.NewReader(src)
+	rec := &sourceReader{r: src}
+	zr, err := gzip.NewReader(rec)
 	if err != nil {
-		return fmt.Errorf("browser data: %w", err)
+		return rec.failure(err)
 	}
 	tr := tar.NewReader(zr)
 	type dirTime struct {
@@ -46,34 +49,50 @@ func unpack(dir string, src io.Reader) error {
 	// Directory times are set last: writing a file into a directory
 	// changes its modification time.
 	var dirTimes []dirTime
+	var tree browserdata.Tree
+	kept := 0
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("browser data: %w", err)
+			return rec.failure(err)
 		}
-		name, err := entryName(hdr.Name)
+		name, err := browserdata.EntryName(hdr)
 		if err != nil {
-			return err
+			return unusableData(err)
 		}
-		if name == "" {
+		isDir := hdr.Typeflag == tar.TypeDir
+		key := name
+		if isDir {
+			key += "/"
+		}
+		if name == "" || !browserdata.Kept(key) {
 			continue
 		}
+		// Only what is written can clash, and only it costs the host.
+		if err := tree.Add(name, isDir); err != nil {
+			return unusableData(err)
+		}
+		if kept++; kept > browserdata.MaxEntries {
+			return unusableData(fmt.Errorf("more than %d entries", browserdata.MaxEntries))
+		}
 		target := filepath.Join(dir, filepath.FromSlash(name))
-		switch hdr.Typeflag {
-		case tar.TypeDir:
+		switch {
+		case isDir:
 			if err := os.MkdirAll(target, 0o700); err != nil {
 				return err
 			}
 			dirTimes = append(dirTimes, dirTime{target, hdr.ModTime})
-		case tar.TypeReg:
-			if err := writeFile(target, tr, hdr.ModTime); err != nil {
+		case name == browserdata.PreferencesName:
+			if err := writePreferences(target, tr, hdr, rec); err != nil {
 				return err
 			}
 		default:
-			return fmt.Errorf("browser data: entry %q is neither a file nor a directory", hdr.Name)
+			if err := writeFile(target, tr, hdr.ModTime); err != nil {
+				return rec.failure(err)
+			}
 		}
 	}
 	for i := len(dirTimes) - 1; i >= 0; i-- {
@@ -82,27 +101,72 @@ func unpack(dir string, src io.Reader) error {
 	// Read the gzip trailer, so that a truncated archive is an error and
 	// the caller's reader is read to its end.
 	if _, err := io.Copy(io.Discard, zr); err != nil {
-		return fmt.Errorf("browser data: %w", err)
+		return rec.failure(err)
 	}
-	return zr.Close()
+	if err := zr.Close(); err != nil {
+		return rec.failure(err)
+	}
+	return nil
 }
 
-// entryName cleans an archive entry's name into a relative slash path,
-// "" for the root, or refuses it.
-func entryName(raw string) (string, error) {
-	if raw == "" || strings.HasPrefix(raw, "/") || strings.ContainsAny(raw, "\\\x00") {
-		return "", fmt.Errorf("browser data: entry name %q is not a relative path", raw)
+// writePreferences writes the Preferences entry cleaned; Preferences that
+// are not JSON are left out, as the browser would reset them.
+func writePreferences(target string, tr io.Reader, hdr *tar.Header, rec *sourceReader) error {
+	if hdr.Size > browserdata.MaxPreferencesSize {
+		return unusableData(fmt.Errorf("entry %q: larger than %d bytes", browserdata.PreferencesName, browserdata.MaxPreferencesSize))
 	}
-	for _, part := range strings.Split(raw, "/") {
-		if part == ".." {
-			return "", fmt.Errorf("browser data: entry name %q leaves the directory", raw)
-		}
+	raw := make([]byte, hdr.Size)
+	if _, err := io.ReadFull(tr, raw); err != nil {
+		return rec.failure(err)
 	}
-	name := path.Clean(raw)
-	if name == "." {
-		return "", nil
+	clean, err := browserdata.CleanPreferences(raw)
+	if errors.Is(err, browserdata.ErrUnreadablePreferences) {
+		return nil
 	}
-	return name, nil
+	if err != nil {
+		return unusableData(err)
+	}
+	return writeFile(target, bytes.NewReader(clean), hdr.ModTime)
+}
+
+// unusableData is the conflict of stored browser data the launch cannot
+// use, naming the cause.
+func unusableData(cause error) error {
+	issue := cause.Error()
+	var de *domain.Error
+	if errors.As(cause, &de) && len(de.Fields) > 0 {
+		issue = de.Fields[0].Issue
+	}
+	return domain.Conflict("the profile's browser data cannot be unpacked (" + issue + "); upload new browser data or delete them")
+}
+
+// sourceReader remembers the first failure of its reader other than
+// io.EOF, to tell the blob store's failure (returned as it is) from data
+// that are not a tar.gz (unusableData).
+type sourceReader struct {
+	r   io.Reader
+	err error
+}
+
+func (s *sourceReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil && err != io.EOF && s.err == nil {
+		s.err = err
+	}
+	return n, err
+}
+
+// failure classifies an error met while unpacking: the source's own
+// failure and the host's (a path error of the filesystem) are returned as
+// they are; anything else is the archive's.
+func (s *sourceReader) failure(err error) error {
+	if s.err != nil {
+		return fmt.Errorf("browser data: %w", s.err)
+	}
+	if pe := new(fs.PathError); errors.As(err, &pe) {
+		return err
+	}
+	return unusableData(fmt.Errorf("not a readable tar.gz: %w", err))
 }
 
 func writeFile(target string, src io.Reader, mod time.Time) error {
@@ -170,9 +234,13 @@ func (a *archive) Close() error {
 	return a.err
 }
 
-// writeArchive writes the regular files and directories under dir, with
-// names relative to it, leaving out the singleton files and anything else
-// (sockets, links) a browser leaves behind.
+// writeArchive writes the regular files and directories under dir that
+// browserdata.Kept keeps, with names relative to it. The rest of what a
+// browser leaves behind (caches, Local State, extensions, the singleton
+// files, sockets, links) is left out here rather than by the service: a
+// directory that is not kept is not even walked, and a session's archive
+// never carries the tens of thousands of cache files that would count
+// against the entries an archive may have.
 func writeArchive(w io.Writer, dir string) error {
 	zw := gzip.NewWriter(w)
 	tw := tar.NewWriter(zw)
@@ -188,7 +256,15 @@ func writeArchive(w io.Writer, dir string) error {
 			return err
 		}
 		name := filepath.ToSlash(rel)
-		if isSingleton(d.Name()) {
+		key := name
+		if d.IsDir() {
+			key += "/"
+		}
+		if !browserdata.Kept(key) {
+			// Nothing under a directory that is not kept is kept.
+			if d.IsDir() {
+				return fs.SkipDir
+			}
 			return nil
 		}
 		info, err := d.Info()

@@ -1,12 +1,16 @@
 package chromium
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/profilesvc/profilesvc/domain/browserdata"
 )
 
 // enforcedPreferences are set in the profile's Preferences before every
@@ -20,21 +24,34 @@ var enforcedPreferences = map[string]map[string]any{
 	},
 }
 
-// enforcePreferences merges enforcedPreferences into
-// <profileDir>/Default/Preferences, keeping every other preference.
+// enforcePreferences rewrites <profileDir>/Default/Preferences before a
+// start: without the keys that are configuration (the rules of
+// browserdata.CleanPreferences, which data stored before them may still
+// break: an extension, a proxy) and with enforcedPreferences merged in,
+// keeping every other preference as it was.
 func enforcePreferences(profileDir string) error {
-	path := filepath.Join(profileDir, "Default", "Preferences")
+	path := filepath.Join(profileDir, filepath.FromSlash(browserdata.PreferencesName))
 	prefs := map[string]any{}
-	raw, err := os.ReadFile(path)
+	raw, err := readPreferences(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return fmt.Errorf("read preferences: %w", err)
+		return err
 	default:
-		// Preferences a browser cannot read it would reset too: start
-		// afresh rather than refuse the launch.
-		if json.Unmarshal(raw, &prefs) != nil || prefs == nil {
-			prefs = map[string]any{}
+		clean, err := browserdata.CleanPreferences(raw)
+		switch {
+		case errors.Is(err, browserdata.ErrUnreadablePreferences):
+			// Preferences a browser cannot read it would reset too:
+			// start afresh rather than refuse the launch.
+		case err != nil:
+			return unusableData(err)
+		default:
+			dec := json.NewDecoder(bytes.NewReader(clean))
+			// Numbers keep their digits, as CleanPreferences keeps them.
+			dec.UseNumber()
+			if err := dec.Decode(&prefs); err != nil {
+				return fmt.Errorf("read preferences: %w", err)
+			}
 		}
 	}
 	for section, values := range enforcedPreferences {
@@ -47,15 +64,35 @@ func enforcePreferences(profileDir string) error {
 		}
 		prefs[section] = m
 	}
-	out, err := json.Marshal(prefs)
-	if err != nil {
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(prefs); err != nil {
 		return fmt.Errorf("write preferences: %w", err)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("write preferences: %w", err)
 	}
-	if err := os.WriteFile(path, out, 0o600); err != nil {
+	if err := os.WriteFile(path, bytes.TrimSuffix(out.Bytes(), []byte("\n")), 0o600); err != nil {
 		return fmt.Errorf("write preferences: %w", err)
 	}
 	return nil
+}
+
+// readPreferences reads the file, refusing one past
+// browserdata.MaxPreferencesSize before it is read whole.
+func readPreferences(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, browserdata.MaxPreferencesSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read preferences: %w", err)
+	}
+	if len(raw) > browserdata.MaxPreferencesSize {
+		return nil, unusableData(fmt.Errorf("entry %q: larger than %d bytes", browserdata.PreferencesName, browserdata.MaxPreferencesSize))
+	}
+	return raw, nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -58,4 +59,43 @@ func TestEnforcePreferencesKeepsTheRest(t *testing.T) {
 			t.Fatalf("fresh preferences %q: %s, %v", content, raw, err)
 		}
 	}
+}
+
+// TestEnforcePreferencesRemovesConfiguration: Preferences stored before
+// they were cleaned at upload lose what is configuration before the start.
+func TestEnforcePreferencesRemovesConfiguration(t *testing.T) {
+	dir := t.TempDir()
+	prefs := filepath.Join(dir, "Default", "Preferences")
+	if err := os.MkdirAll(filepath.Dir(prefs), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	in := `{"extensions":{"settings":{"aapocclcgogkmnckokdopfmhonfmgoek":{"location":4}}},"proxy":{"mode":"direct"},` +
+		`"download":{"default_directory":"/etc"},"profile":{"name":"<Shop>","created":13380000000000000123}}`
+	if err := os.WriteFile(prefs, []byte(in), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := enforcePreferences(dir); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(prefs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"profile":{"created":13380000000000000123,"name":"<Shop>"},` +
+		`"webrtc":{"ip_handling_policy":"disable_non_proxied_udp","multiple_routes_enabled":false,"nonproxied_udp_enabled":false}}`
+	if string(raw) != want {
+		t.Fatalf("preferences after enforcing:\n%s\nwant\n%s", raw, want)
+	}
+}
+
+func TestEnforcePreferencesRefusesPreferencesOverTheBound(t *testing.T) {
+	dir := t.TempDir()
+	prefs := filepath.Join(dir, "Default", "Preferences")
+	if err := os.MkdirAll(filepath.Dir(prefs), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(prefs, []byte(`{"a":"`+strings.Repeat("x", 4<<20)+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	assertUnusable(t, enforcePreferences(dir), `entry "Default/Preferences": larger than 4194304 bytes`)
 }
