@@ -2,21 +2,26 @@
 // browser at. Chromium cannot send credentials to a proxy by itself and
 // cannot authenticate to a SOCKS5 proxy at all, so the forwarder accepts
 // unauthenticated proxy requests on loopback and carries each one through
-// the profile's upstream proxy (HTTP CONNECT, over TLS for https proxies,
-// or SOCKS5), authenticating there. Without an upstream it dials targets
-// itself, through a guard.
+// the profile's upstream proxy, authenticating there: through an HTTP
+// proxy (over TLS for https proxies) a CONNECT becomes a CONNECT and a
+// plain http:// request is sent as it came, in absolute form, as a browser
+// would send it; through a SOCKS5 proxy both become tunnels. Without an
+// upstream it dials targets itself, through a guard.
 package forwarder
 
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -63,9 +68,13 @@ type Forwarder struct {
 	// upstream opens the tunnels when there is an upstream proxy; nil
 	// dials targets directly.
 	upstream *proxydial.Dialer
-	dialer   *net.Dialer
-	timeout  time.Duration
-	log      *slog.Logger
+	// proxyAuth is the Proxy-Authorization sent with plain requests to an
+	// upstream HTTP proxy; empty without credentials.
+	proxyAuth string
+	rootCAs   *x509.CertPool
+	dialer    *net.Dialer
+	timeout   time.Duration
+	log       *slog.Logger
 
 	// ctx ends with Close, and with it every dial and handshake under way.
 	ctx    context.Context
@@ -112,6 +121,7 @@ func Start(opts Options) (*Forwarder, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &Forwarder{
 		ln:      ln,
+		rootCAs: opts.RootCAs,
 		dialer:  dialer,
 		timeout: opts.DialTimeout,
 		log:     opts.Log,
@@ -119,8 +129,11 @@ func Start(opts Options) (*Forwarder, error) {
 		cancel:  cancel,
 		conns:   map[net.Conn]struct{}{},
 	}
-	if opts.Upstream != nil {
-		f.upstream = &proxydial.Dialer{Proxy: *opts.Upstream, DialProxy: f.dialProxy, RootCAs: opts.RootCAs}
+	if up := opts.Upstream; up != nil {
+		f.upstream = &proxydial.Dialer{Proxy: *up, DialProxy: f.dialProxy, RootCAs: opts.RootCAs}
+		if up.Username != "" || up.Password != "" {
+			f.proxyAuth = "Basic " + base64.StdEncoding.EncodeToString([]byte(up.Username+":"+up.Password))
+		}
 	}
 	f.wg.Add(1)
 	go f.serve()
@@ -199,7 +212,8 @@ func (f *Forwarder) serve() {
 
 // handle serves one browser connection: a CONNECT becomes a tunnel for
 // the rest of the connection; plain-HTTP requests are relayed one after
-// the other, reusing the tunnel while they go to the same host.
+// the other, reusing the connection to an upstream HTTP proxy for every
+// host, and a tunnel while they go to the same host.
 func (f *Forwarder) handle(client net.Conn) {
 	defer f.wg.Done()
 	defer f.release(client)
@@ -229,12 +243,17 @@ func (f *Forwarder) handle(client net.Conn) {
 			writeError(client, http.StatusBadRequest, err.Error())
 			return
 		}
-		if up != nil && up.addr != addr {
+		// An HTTP proxy takes requests for any host on one connection.
+		key := addr
+		if f.viaHTTPProxy() {
+			key = ""
+		}
+		if up != nil && up.addr != key {
 			f.release(up.conn)
 			up = nil
 		}
 		if up == nil {
-			conn, err := f.dial(addr)
+			conn, err := f.open(addr)
 			if err != nil {
 				_ = req.Body.Close()
 				f.refuse(client, addr, err)
@@ -244,15 +263,16 @@ func (f *Forwarder) handle(client net.Conn) {
 				_ = req.Body.Close()
 				return
 			}
-			up = &upstreamConn{addr: addr, conn: conn, r: bufio.NewReader(conn)}
+			up = &upstreamConn{addr: key, conn: conn, r: bufio.NewReader(conn)}
 		}
-		if !f.relay(client, up, req) {
+		if !f.relay(client, up, req, addr) {
 			return
 		}
 	}
 }
 
-// upstreamConn is an open tunnel to addr that plain-HTTP requests reuse.
+// upstreamConn is an open connection that plain-HTTP requests reuse: a
+// tunnel to addr, or, with addr empty, the upstream HTTP proxy itself.
 type upstreamConn struct {
 	addr string
 	conn net.Conn
@@ -261,35 +281,59 @@ type upstreamConn struct {
 	used bool
 }
 
-// relay sends req through up in origin form and the answer back to the
-// browser. It reports whether both connections may carry another request.
-func (f *Forwarder) relay(client net.Conn, up *upstreamConn, req *http.Request) bool {
+// relay sends req for target through up and the answer back to the
+// browser: in origin form through a tunnel, in absolute form with the
+// upstream's credentials to an HTTP proxy. It reports whether both
+// connections may carry another request.
+func (f *Forwarder) relay(client net.Conn, up *upstreamConn, req *http.Request, target string) bool {
+	// The browser's own Proxy-Authorization goes with the other hop-by-hop
+	// fields: it was meant for the forwarder.
 	removeHopHeaders(req.Header)
 	if _, ok := req.Header["User-Agent"]; !ok {
 		// Present and empty, so Write adds no Go User-Agent of its own.
 		req.Header["User-Agent"] = []string{""}
 	}
+	// The target URI's authority, not a Host field sent beside it, names
+	// the host of a request in absolute form (RFC 9112, section 3.2.2).
+	req.Host = req.URL.Host
 	req.RequestURI = ""
+	// No Via is added (RFC 9110, section 7.6.3, asks a proxy for one): the
+	// forwarder is the browser's own, and a Via would tell every site that
+	// the browser is proxied.
+	write, peer := req.Write, target
+	if up.addr == "" {
+		write, peer = req.WriteProxy, "the upstream proxy"
+		if f.proxyAuth != "" {
+			req.Header.Set("Proxy-Authorization", f.proxyAuth)
+		}
+	}
 	// A kept-alive connection that the server closed meanwhile fails
 	// without an answer, which is what browsers retry on a new connection;
 	// on a new connection it is the server's failure.
 	reused := up.used
 	up.used = true
-	if err := req.Write(up.conn); err != nil {
+	if err := write(up.conn); err != nil {
 		_ = req.Body.Close()
 		if !reused {
-			writeError(client, http.StatusBadGateway, "the connection to "+up.addr+" failed")
+			writeError(client, http.StatusBadGateway, "the connection to "+peer+" failed")
 		}
 		return false
 	}
 	resp, err := http.ReadResponse(up.r, req)
 	if err != nil {
 		if !reused {
-			writeError(client, http.StatusBadGateway, "no answer from "+up.addr)
+			writeError(client, http.StatusBadGateway, "no answer from "+peer)
 		}
 		return false
 	}
 	defer func() { _ = resp.Body.Close() }()
+	if up.addr == "" && resp.StatusCode == http.StatusProxyAuthRequired {
+		// The upstream's challenge is the forwarder's to answer, not the
+		// browser's: relayed, it would ask the user for credentials the
+		// forwarder holds.
+		f.refuse(client, target, errAuth)
+		return false
+	}
 	// An answer whose end is the end of the connection cannot share it.
 	keep := !req.Close && !resp.Close && (resp.ContentLength >= 0 || isChunked(resp.TransferEncoding) ||
 		!bodyAllowed(req.Method, resp.StatusCode))
@@ -358,6 +402,48 @@ func (f *Forwarder) refuse(client net.Conn, addr string, err error) {
 	f.log.Info("forwarder: tunnel refused", "target", addr, "status", status, "reason", reason, "err", msg)
 	writeError(client, status, reason)
 }
+
+// viaHTTPProxy reports whether the upstream is an HTTP proxy, which takes
+// plain requests as they are rather than through a tunnel.
+func (f *Forwarder) viaHTTPProxy() bool {
+	return f.upstream != nil && f.upstream.Proxy.Type != "socks5"
+}
+
+// open connects for plain requests to addr: to an upstream HTTP proxy
+// itself, since many refuse CONNECT to any port but 443 (Squid's default
+// configuration does), or else a tunnel to addr.
+func (f *Forwarder) open(addr string) (net.Conn, error) {
+	if !f.viaHTTPProxy() {
+		return f.dial(addr)
+	}
+	ctx, cancel := context.WithTimeout(f.ctx, f.timeout)
+	defer cancel()
+	up := f.upstream.Proxy
+	conn, err := f.dialProxy(ctx, "tcp", net.JoinHostPort(up.Host, strconv.Itoa(up.Port)))
+	if err != nil || up.Type != "https" {
+		return conn, err
+	}
+	// The TLS proxydial uses for its CONNECT to an https proxy.
+	tc := tls.Client(conn, &tls.Config{MinVersion: tls.VersionTLS12, ServerName: up.Host, RootCAs: f.rootCAs})
+	if err := tc.HandshakeContext(ctx); err != nil {
+		_ = conn.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &gatewayError{reason: "TLS to the upstream proxy failed", err: err}
+	}
+	return &tlsConn{Conn: tc, raw: conn}, nil
+}
+
+// tlsConn is a TLS connection to the upstream proxy whose Close cuts the
+// socket at once: a TLS close alert could wait on a write that Close means
+// to end.
+type tlsConn struct {
+	*tls.Conn
+	raw net.Conn
+}
+
+func (c *tlsConn) Close() error { return c.raw.Close() }
 
 // dial opens a connection to addr: through the upstream when there is one,
 // else directly.
@@ -483,8 +569,10 @@ func originAddr(req *http.Request) (string, error) {
 }
 
 // hopHeaders concern one connection only and are not forwarded (RFC 9110,
-// section 7.6.1), nor are the browser's Proxy-* headers, which are meant
-// for the forwarder.
+// section 7.6.1; Transfer-Encoding and the framing it implies, RFC 9112,
+// section 6.1, are the writer's own), nor are Proxy-* fields, which are
+// meant for the proxy they were sent to: the browser's credentials for
+// the forwarder, the upstream's challenge to the forwarder.
 var hopHeaders = []string{"Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
 func removeHopHeaders(h http.Header) {

@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,7 +27,6 @@ import (
 
 	"github.com/profilesvc/profilesvc/adapters/netguard"
 	"github.com/profilesvc/profilesvc/ports"
-	"github.com/profilesvc/profilesvc/tests/conformance"
 )
 
 const (
@@ -67,6 +67,8 @@ func startTarget(t *testing.T, tlsToo bool, body string) *target {
 	return tg
 }
 
+func (tg *target) addr() string { return tg.srv.Listener.Addr().String() }
+
 func (tg *target) lastRequest() *http.Request {
 	tg.mu.Lock()
 	defer tg.mu.Unlock()
@@ -76,43 +78,115 @@ func (tg *target) lastRequest() *http.Request {
 // upstream is a proxy on loopback that wants user and pass and records
 // what it was asked.
 type upstream struct {
-	host    string
-	port    int
-	mu      sync.Mutex
-	creds   []string
-	targets []string
+	host string
+	port int
+	mu   sync.Mutex
+	// creds are the credentials of each request: every Proxy-Authorization
+	// value, joined, for an HTTP proxy; user:pass for SOCKS5.
+	creds []string
+	// asked are an HTTP proxy's requests: "CONNECT secure.test:443",
+	// "GET http://plain.test/path".
+	asked []string
 	// tunnels is how many tunnels the upstream opened.
 	tunnels func() int
+	// conns is how many connections an HTTP proxy accepted.
+	conns atomic.Int32
 }
 
-func (u *upstream) saw(cred, target string) {
+func (u *upstream) saw(cred, asked string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.creds = append(u.creds, cred)
-	u.targets = append(u.targets, target)
+	if asked != "" {
+		u.asked = append(u.asked, asked)
+	}
 }
 
 func (u *upstream) seen() ([]string, []string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return append([]string(nil), u.creds...), append([]string(nil), u.targets...)
+	return append([]string(nil), u.creds...), append([]string(nil), u.asked...)
 }
 
 func (u *upstream) proxyTarget(typ, username, password string) *ports.ProxyTarget {
 	return &ports.ProxyTarget{Type: typ, Host: u.host, Port: u.port, Username: username, Password: password}
 }
 
-// connectHandler is conformance's HTTP CONNECT proxy wanting user and
-// pass, recording what it is asked.
-func (u *upstream) connectHandler() http.Handler {
-	tp := &conformance.TestProxy{}
-	u.tunnels = tp.Tunnels
-	proxy := conformance.ConnectHandler(tp, user, pass)
+// routes map the names tests ask for ("plain.test:80") to servers on
+// loopback: the test proxies resolve names only through them, so no test
+// looks a name up or dials anything but loopback.
+type routes map[string]string
+
+func (r routes) dial(ctx context.Context, _, addr string) (net.Conn, error) {
+	to, ok := r[addr]
+	if !ok {
+		return nil, fmt.Errorf("no route to %s", addr)
+	}
+	return (&net.Dialer{}).DialContext(ctx, "tcp", to)
+}
+
+// squidHandler is an HTTP proxy that behaves as Squid does in its default
+// configuration: it wants user and pass, opens CONNECT tunnels only to
+// port 443 ("http_access deny CONNECT !SSL_ports", answered 403), and
+// serves requests in absolute form by making them itself, without the
+// Proxy-Authorization meant for it.
+func (u *upstream) squidHandler(t *testing.T, via routes) http.Handler {
+	var tunnels atomic.Int32
+	u.tunnels = func() int { return int(tunnels.Load()) }
+	toOrigin := &http.Transport{DialContext: via.dial, DisableKeepAlives: true}
+	t.Cleanup(toOrigin.CloseIdleConnections)
+	want := basic(user, pass)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodConnect {
-			u.saw(r.Header.Get("Proxy-Authorization"), r.Host)
+		cred := strings.Join(r.Header.Values("Proxy-Authorization"), ", ")
+		u.saw(cred, r.Method+" "+r.RequestURI)
+		if cred != want {
+			w.Header().Set("Proxy-Authenticate", `Basic realm="squid"`)
+			w.WriteHeader(http.StatusProxyAuthRequired)
+			return
 		}
-		proxy.ServeHTTP(w, r)
+		if r.Method == http.MethodConnect {
+			if _, port, _ := net.SplitHostPort(r.Host); port != "443" {
+				http.Error(w, "CONNECT is allowed to port 443 only", http.StatusForbidden)
+				return
+			}
+			target, err := via.dial(r.Context(), "tcp", r.Host)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+			client, rw, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				_ = target.Close()
+				return
+			}
+			tunnels.Add(1)
+			_, _ = io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n")
+			go func() {
+				_, _ = io.Copy(target, rw.Reader)
+				_ = target.Close()
+			}()
+			_, _ = io.Copy(client, target)
+			_ = client.Close()
+			return
+		}
+		if r.URL.Scheme != "http" || r.URL.Host == "" {
+			http.Error(w, "not a proxy request", http.StatusBadRequest)
+			return
+		}
+		out := r.Clone(r.Context())
+		out.RequestURI = ""
+		out.Header.Del("Proxy-Authorization")
+		resp, err := toOrigin.RoundTrip(out)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		defer func() { _ = resp.Body.Close() }()
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
 	})
 }
 
@@ -120,14 +194,21 @@ func basic(u, p string) string {
 	return "Basic " + base64.StdEncoding.EncodeToString([]byte(u+":"+p))
 }
 
-func startHTTPUpstream(t *testing.T, overTLS bool) (*upstream, *x509.CertPool) {
+// startHTTPUpstream starts a Squid-style proxy, over TLS for overTLS,
+// reaching the servers of via.
+func startHTTPUpstream(t *testing.T, overTLS bool, via routes) (*upstream, *x509.CertPool) {
 	t.Helper()
 	u := &upstream{}
-	var srv *httptest.Server
+	srv := httptest.NewUnstartedServer(u.squidHandler(t, via))
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			u.conns.Add(1)
+		}
+	}
 	if overTLS {
-		srv = httptest.NewTLSServer(u.connectHandler())
+		srv.StartTLS()
 	} else {
-		srv = httptest.NewServer(u.connectHandler())
+		srv.Start()
 	}
 	t.Cleanup(srv.Close)
 	u.host, u.port = splitHostPort(t, srv.Listener.Addr().String())
@@ -147,13 +228,38 @@ func (c recordingCredentials) Valid(username, password string) bool {
 	return username == user && password == pass
 }
 
-func startSOCKS5Upstream(t *testing.T) *upstream {
+// socksRoutes resolve and rewrite the SOCKS5 proxy's targets through
+// routes; addresses pass as they are.
+type socksRoutes routes
+
+func (r socksRoutes) Resolve(ctx context.Context, name string) (context.Context, net.IP, error) {
+	for addr := range r {
+		if host, _, _ := net.SplitHostPort(addr); host == name {
+			return ctx, net.IPv4(127, 0, 0, 1), nil
+		}
+	}
+	return ctx, nil, fmt.Errorf("no route to %s", name)
+}
+
+func (r socksRoutes) Rewrite(ctx context.Context, req *socks5.Request) (context.Context, *socks5.AddrSpec) {
+	to, ok := r[net.JoinHostPort(req.DestAddr.FQDN, strconv.Itoa(req.DestAddr.Port))]
+	if req.DestAddr.FQDN == "" || !ok {
+		return ctx, req.DestAddr
+	}
+	host, port, _ := net.SplitHostPort(to)
+	n, _ := strconv.Atoi(port)
+	return ctx, &socks5.AddrSpec{IP: net.ParseIP(host), Port: n}
+}
+
+func startSOCKS5Upstream(t *testing.T, via routes) *upstream {
 	t.Helper()
 	u := &upstream{}
 	var accepted atomic.Int32
 	u.tunnels = func() int { return int(accepted.Load()) }
 	srv, err := socks5.New(&socks5.Config{
 		Credentials: recordingCredentials{u},
+		Resolver:    socksRoutes(via),
+		Rewriter:    socksRoutes(via),
 		Logger:      log.New(io.Discard, "", 0),
 		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
@@ -244,14 +350,40 @@ func waitNoForwarderGoroutines(t *testing.T) {
 	}
 }
 
+// browserAuth is what the test's browser sends the forwarder as its
+// Proxy-Authorization; it must go no further.
+var browserAuth = basic("browser", "not-for-upstream")
+
+// tracked is how many connections f holds to cut at Close.
+func tracked(f *Forwarder) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.conns)
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // client is an HTTP client that uses the forwarder as its proxy, with
-// credentials of its own that must not travel further, and trusts tlsTarget.
+// credentials of its own that must not travel further, and trusts tlsTarget
+// under its own address and under any name a test proxy routes to it.
 func client(t *testing.T, f *Forwarder, tlsTarget *target) *http.Client {
 	t.Helper()
 	proxyURL := &url.URL{Scheme: "http", Host: f.Addr(), User: url.UserPassword("browser", "not-for-upstream")}
 	tr := &http.Transport{Proxy: http.ProxyURL(proxyURL)}
 	if tlsTarget != nil {
 		tr.TLSClientConfig = tlsTarget.srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+		// httptest's certificate names 127.0.0.1 and example.com only.
+		tr.TLSClientConfig.ServerName = "example.com"
 	}
 	t.Cleanup(tr.CloseIdleConnections)
 	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
@@ -271,40 +403,53 @@ func get(t *testing.T, c *http.Client, u string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
+// TestThroughUpstream: through every kind of upstream, plain requests and
+// HTTPS reach their targets with the upstream's credentials only. An HTTP
+// upstream, which like Squid opens tunnels only to port 443, is asked for
+// plain pages in absolute form and for a tunnel for HTTPS.
 func TestThroughUpstream(t *testing.T) {
+	httpAsked := []string{"GET http://plain.test/path?q=1", "CONNECT secure.test:443", "GET http://plain.test/again", "POST http://plain.test/form"}
 	cases := []struct {
 		name  string
 		typ   string
-		start func(t *testing.T) (*upstream, *x509.CertPool)
+		start func(t *testing.T, via routes) (*upstream, *x509.CertPool)
 		// cred is what the upstream must have seen.
 		cred string
+		// asked is what an HTTP upstream must have been asked, in order.
+		asked []string
+		// tunnels is how many tunnels the upstream must have opened.
+		tunnels int
 	}{
-		{"http", "http", func(t *testing.T) (*upstream, *x509.CertPool) { return startHTTPUpstream(t, false) }, basic(user, pass)},
-		{"https", "https", func(t *testing.T) (*upstream, *x509.CertPool) { return startHTTPUpstream(t, true) }, basic(user, pass)},
-		{"socks5", "socks5", func(t *testing.T) (*upstream, *x509.CertPool) { return startSOCKS5Upstream(t), nil }, user + ":" + pass},
+		{"http", "http", func(t *testing.T, via routes) (*upstream, *x509.CertPool) { return startHTTPUpstream(t, false, via) },
+			basic(user, pass), httpAsked, 1},
+		{"https", "https", func(t *testing.T, via routes) (*upstream, *x509.CertPool) { return startHTTPUpstream(t, true, via) },
+			basic(user, pass), httpAsked, 1},
+		// Over SOCKS5 every request is a tunnel; the plain ones share one.
+		{"socks5", "socks5", func(t *testing.T, via routes) (*upstream, *x509.CertPool) { return startSOCKS5Upstream(t, via), nil },
+			user + ":" + pass, nil, 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			plain := startTarget(t, false, "plain")
 			secure := startTarget(t, true, "secure")
-			up, roots := tc.start(t)
+			up, roots := tc.start(t, routes{"plain.test:80": plain.addr(), "secure.test:443": secure.addr()})
 			f, logs := start(t, Options{Upstream: up.proxyTarget(tc.typ, user, pass), RootCAs: roots})
 			c := client(t, f, secure)
 
-			status, body := get(t, c, plain.srv.URL+"/path?q=1")
+			status, body := get(t, c, "http://plain.test/path?q=1")
 			if status != http.StatusOK || body != "plain /path?q=1" {
 				t.Fatalf("plain GET = %d %q", status, body)
 			}
-			status, body = get(t, c, secure.srv.URL+"/tls")
+			status, body = get(t, c, "https://secure.test/tls")
 			if status != http.StatusOK || body != "secure /tls" {
 				t.Fatalf("HTTPS GET = %d %q", status, body)
 			}
 			// A second plain request on the kept-alive connection.
-			status, body = get(t, c, plain.srv.URL+"/again")
+			status, body = get(t, c, "http://plain.test/again")
 			if status != http.StatusOK || body != "plain /again" {
 				t.Fatalf("second plain GET = %d %q", status, body)
 			}
-			resp, err := c.Post(plain.srv.URL+"/form", "text/plain", strings.NewReader("a=1&b=2"))
+			resp, err := c.Post("http://plain.test/form", "text/plain", strings.NewReader("a=1&b=2"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -316,7 +461,7 @@ func TestThroughUpstream(t *testing.T) {
 			if plain.hits.Load() != 3 || secure.hits.Load() != 1 {
 				t.Fatalf("target hits: plain %d, secure %d; want 3 and 1", plain.hits.Load(), secure.hits.Load())
 			}
-			creds, targets := up.seen()
+			creds, asked := up.seen()
 			if len(creds) == 0 {
 				t.Fatal("the upstream saw no request")
 			}
@@ -325,16 +470,11 @@ func TestThroughUpstream(t *testing.T) {
 					t.Fatalf("upstream saw credentials %q, want %q", c, tc.cred)
 				}
 			}
-			if tc.typ != "socks5" {
-				want := map[string]bool{plain.srv.Listener.Addr().String(): true, secure.srv.Listener.Addr().String(): true}
-				for _, tg := range targets {
-					if !want[tg] {
-						t.Fatalf("upstream was asked for %q, want one of %v", tg, want)
-					}
-				}
+			if tc.asked != nil && !slices.Equal(asked, tc.asked) {
+				t.Fatalf("upstream was asked %q, want %q", asked, tc.asked)
 			}
-			if got := up.tunnels(); got < 2 {
-				t.Fatalf("upstream opened %d tunnels, want at least 2", got)
+			if got := up.tunnels(); got != tc.tunnels {
+				t.Fatalf("upstream opened %d tunnels, want %d", got, tc.tunnels)
 			}
 
 			last := plain.lastRequest()
@@ -343,8 +483,8 @@ func TestThroughUpstream(t *testing.T) {
 					t.Fatalf("target received %s: %q", h, v)
 				}
 			}
-			if last.RequestURI != "/form" {
-				t.Fatalf("target's request URI = %q, want origin form /form", last.RequestURI)
+			if last.RequestURI != "/form" || last.Host != "plain.test" {
+				t.Fatalf("target's request = %q for host %q, want origin form /form for plain.test", last.RequestURI, last.Host)
 			}
 			if strings.Contains(logs.String(), pass) {
 				t.Fatalf("the logs name the password:\n%s", logs)
@@ -386,26 +526,26 @@ func TestWrongCredentials(t *testing.T) {
 	cases := []struct {
 		name  string
 		typ   string
-		start func(t *testing.T) *upstream
+		start func(t *testing.T, via routes) *upstream
 	}{
-		{"http", "http", func(t *testing.T) *upstream { u, _ := startHTTPUpstream(t, false); return u }},
+		{"http", "http", func(t *testing.T, via routes) *upstream { u, _ := startHTTPUpstream(t, false, via); return u }},
 		{"socks5", "socks5", startSOCKS5Upstream},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			plain := startTarget(t, false, "plain")
 			secure := startTarget(t, true, "secure")
-			up := tc.start(t)
+			up := tc.start(t, routes{"plain.test:80": plain.addr(), "secure.test:443": secure.addr()})
 			const wrong = "wrong-pa55word"
 			f, logs := start(t, Options{Upstream: up.proxyTarget(tc.typ, user, wrong)})
 
-			resp, body, _, _ := rawConnect(t, f, secure.srv.Listener.Addr().String())
+			resp, body, _, _ := rawConnect(t, f, "secure.test:443")
 			if resp.StatusCode != http.StatusBadGateway || body != "upstream proxy authentication failed\n" {
 				t.Fatalf("CONNECT with wrong upstream credentials = %d %q, want 502 naming the authentication", resp.StatusCode, body)
 			}
 
 			c := client(t, f, nil)
-			status, body := get(t, c, plain.srv.URL+"/")
+			status, body := get(t, c, "http://plain.test/")
 			if status != http.StatusBadGateway || body != "upstream proxy authentication failed\n" {
 				t.Fatalf("plain GET with wrong upstream credentials = %d %q", status, body)
 			}
@@ -446,7 +586,7 @@ func TestDirect(t *testing.T) {
 		secure := startTarget(t, true, "secure")
 		f, _ := start(t, Options{Guard: netguard.DialControl})
 
-		resp, body, _, _ := rawConnect(t, f, secure.srv.Listener.Addr().String())
+		resp, body, _, _ := rawConnect(t, f, secure.addr())
 		if resp.StatusCode != http.StatusForbidden || body != "the target's address is not allowed\n" {
 			t.Fatalf("CONNECT to loopback past the guard = %d %q", resp.StatusCode, body)
 		}
@@ -472,15 +612,29 @@ func TestDirect(t *testing.T) {
 	})
 }
 
+// TestGuardAppliesToUpstream: with an upstream the guard judges the
+// upstream's address, for tunnels and for plain requests alike.
 func TestGuardAppliesToUpstream(t *testing.T) {
-	up, _ := startHTTPUpstream(t, false)
-	f, _ := start(t, Options{Upstream: up.proxyTarget("http", user, pass), Guard: netguard.DialControl})
-	resp, body, _, _ := rawConnect(t, f, "127.0.0.1:443")
-	if resp.StatusCode != http.StatusBadGateway || body != "the upstream proxy's address is not allowed\n" {
-		t.Fatalf("CONNECT through an upstream on loopback past the guard = %d %q", resp.StatusCode, body)
-	}
-	if creds, _ := up.seen(); len(creds) != 0 {
-		t.Fatalf("the refused upstream was asked %d times", len(creds))
+	for _, typ := range []string{"http", "https"} {
+		t.Run(typ, func(t *testing.T) {
+			plain := startTarget(t, false, "plain")
+			up, roots := startHTTPUpstream(t, typ == "https", routes{"plain.test:80": plain.addr()})
+			f, _ := start(t, Options{Upstream: up.proxyTarget(typ, user, pass), Guard: netguard.DialControl, RootCAs: roots})
+			resp, body, _, _ := rawConnect(t, f, "secure.test:443")
+			if resp.StatusCode != http.StatusBadGateway || body != "the upstream proxy's address is not allowed\n" {
+				t.Fatalf("CONNECT through an upstream on loopback past the guard = %d %q", resp.StatusCode, body)
+			}
+			status, body := get(t, client(t, f, nil), "http://plain.test/")
+			if status != http.StatusBadGateway || body != "the upstream proxy's address is not allowed\n" {
+				t.Fatalf("plain GET through an upstream on loopback past the guard = %d %q", status, body)
+			}
+			if n := up.conns.Load(); n != 0 {
+				t.Fatalf("the refused upstream was connected to %d times", n)
+			}
+			if n := plain.hits.Load(); n != 0 {
+				t.Fatalf("the target was reached %d times", n)
+			}
+		})
 	}
 }
 
@@ -489,18 +643,23 @@ func TestCloseEndsTunnels(t *testing.T) {
 	for _, typ := range []string{"direct", "http", "socks5"} {
 		t.Run(typ, func(t *testing.T) {
 			var opts Options
+			// The upstreams tunnel to port 443 only, as Squid does.
+			via := routes{"echo.test:443": echo}
+			target := "echo.test:443"
 			switch typ {
+			case "direct":
+				target = echo
 			case "http":
-				up, _ := startHTTPUpstream(t, false)
+				up, _ := startHTTPUpstream(t, false, via)
 				opts.Upstream = up.proxyTarget("http", user, pass)
 			case "socks5":
-				opts.Upstream = startSOCKS5Upstream(t).proxyTarget("socks5", user, pass)
+				opts.Upstream = startSOCKS5Upstream(t, via).proxyTarget("socks5", user, pass)
 			}
 			f, err := Start(opts)
 			if err != nil {
 				t.Fatal(err)
 			}
-			resp, _, conn, br := rawConnect(t, f, echo)
+			resp, _, conn, br := rawConnect(t, f, target)
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("CONNECT = %d", resp.StatusCode)
 			}
@@ -511,11 +670,15 @@ func TestCloseEndsTunnels(t *testing.T) {
 				t.Fatalf("echo through the tunnel = %q, %v", line, err)
 			}
 			// An idle connection that has not asked anything yet.
+			before := tracked(f)
 			idle, err := net.Dial("tcp", f.Addr())
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer func() { _ = idle.Close() }()
+			// Accepted first: one still in the listener's backlog when Close
+			// shuts the listener is reset by the kernel, not ended.
+			waitFor(t, "the idle connection to be accepted", func() bool { return tracked(f) > before })
 
 			if err := f.Close(); err != nil {
 				t.Fatal(err)
