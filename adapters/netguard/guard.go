@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"syscall"
@@ -24,21 +25,47 @@ import (
 // here by hand. Receivers and proxies may listen on any port.
 var guardian = ssrf.New(ssrf.WithAnyPort())
 
-// ErrRefused is the one answer of the guard. It does not say which address
-// was refused nor why: for a name, that would tell a client what the name
-// resolves to inside the service's network, which makes the check a
-// scanner of that network.
+// ErrRefused is what DialControl answers for every address it refuses. It
+// does not say which address was refused nor why: for a name, that would
+// tell a client what the name resolves to inside the service's network,
+// which makes the check a scanner of that network.
 var ErrRefused = errors.New("refused: the address is not allowed")
 
-// RefusedHostError is a name that resolves to at least one refused
-// address. It names the host the client gave, and nothing it resolved to.
-type RefusedHostError struct{ Host string }
+// errNoAddress is a name that resolved to no address at all.
+var errNoAddress = errors.New("no address")
 
-func (e *RefusedHostError) Error() string {
-	return "refused: " + e.Host + " resolves to an address that is not allowed"
+// HostError is a host the service will not reach: an address literal that
+// is refused, a name that does not resolve, or one with a refused address
+// among those it resolves to. Its message, the only part a client is
+// shown, is the same for all three: if a name that does not exist read
+// differently from one that resolves to an internal address, the check
+// would tell a client which internal names exist. Cause keeps the reason
+// for the service's own logs.
+type HostError struct {
+	// Host is the name or address the client gave.
+	Host string
+	// Cause is why the host was refused: ErrRefused, or the failed
+	// lookup. Never shown to a client.
+	Cause error
 }
 
-func (e *RefusedHostError) Unwrap() error { return ErrRefused }
+func (e *HostError) Error() string { return RefusedHostMessage(e.Host) }
+
+func (e *HostError) Unwrap() error { return e.Cause }
+
+// LogValue gives a log line the cause that the message leaves out; it
+// names no address a name resolved to, so the log repeats nothing the
+// lookup did not.
+func (e *HostError) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("host", e.Host), slog.String("cause", e.Cause.Error()))
+}
+
+// RefusedHostMessage is the one message a client reads for a host the
+// service will not reach, whatever the reason; adapters that word their
+// own failures (the webhook sender's attempt log) use it too.
+func RefusedHostMessage(host string) string {
+	return "host " + host + " is not reachable or not allowed"
+}
 
 // AllowedAddr reports whether the service may connect to ip.
 func AllowedAddr(ip netip.Addr) bool {
@@ -60,14 +87,14 @@ func DialControl(_, address string, _ syscall.RawConn) error {
 
 // CheckHost refuses a host (a name or an address literal) that a guarded
 // dial would refuse, without connecting: an address literal that is not
-// allowed (ErrRefused), a name that does not resolve, or one with any
-// refused address among those it resolves to (*RefusedHostError: an
-// attacker controls which one a later dial picks). With allowPrivate only
-// the resolution is checked.
+// allowed, a name that does not resolve, or one with any refused address
+// among those it resolves to (an attacker controls which one a later dial
+// picks). Every refusal is a *HostError, with one message whatever the
+// reason. With allowPrivate only the resolution is checked.
 func CheckHost(ctx context.Context, resolver *net.Resolver, host string, allowPrivate bool) error {
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if !allowPrivate && !AllowedAddr(ip) {
-			return ErrRefused
+			return &HostError{Host: host, Cause: ErrRefused}
 		}
 		return nil
 	}
@@ -75,18 +102,21 @@ func CheckHost(ctx context.Context, resolver *net.Resolver, host string, allowPr
 		resolver = net.DefaultResolver
 	}
 	addrs, err := resolver.LookupNetIP(ctx, "ip", host)
-	if err != nil || len(addrs) == 0 {
+	if err == nil && len(addrs) == 0 {
+		err = errNoAddress
+	}
+	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("cannot resolve host %s: %w", host, ctx.Err())
+			err = fmt.Errorf("%w: %w", err, ctx.Err())
 		}
-		return fmt.Errorf("cannot resolve host %s", host)
+		return &HostError{Host: host, Cause: fmt.Errorf("lookup: %w", err)}
 	}
 	if allowPrivate {
 		return nil
 	}
 	for _, ip := range addrs {
 		if !AllowedAddr(ip) {
-			return &RefusedHostError{Host: host}
+			return &HostError{Host: host, Cause: fmt.Errorf("%w: a resolved address is refused", ErrRefused)}
 		}
 	}
 	return nil

@@ -114,7 +114,7 @@ func (p *Prober) Probe(ctx context.Context, target ports.ProxyTarget) ports.Prob
 	defer cancel()
 	res, err := p.probe(pctx, target)
 	if err != nil {
-		res = ports.ProbeResult{Error: describe(ctx, pctx, err, budget, target.Password)}
+		res = ports.ProbeResult{Error: describe(ctx, pctx, err, budget, target.Password, !p.allowPrivate)}
 	}
 	res.Latency = time.Since(start)
 	return res
@@ -254,21 +254,31 @@ func proxyError(err error) error {
 	return err
 }
 
+// refusedHost is the one answer, while the guard is on, for a proxy host
+// the guard refused and for one that did not resolve: the result is the
+// client's to read, and a difference would tell it which names exist on
+// the service's own network (a stored host whose name now leads there).
+const refusedHost = "proxy host not allowed"
+
 // describe turns a probe's error into words a person tells apart. ctx is
 // the caller's, pctx the probe's own, and budget the time it had: the
-// prober's time-out or the caller's shorter deadline.
-func describe(ctx, pctx context.Context, err error, budget time.Duration, password string) string {
+// prober's time-out or the caller's shorter deadline. guarded says the
+// guard was on; without it nothing is refused, so a name that does not
+// resolve may say so.
+func describe(ctx, pctx context.Context, err error, budget time.Duration, password string, guarded bool) string {
 	var f *failure
 	var dnsErr *net.DNSError
 	switch {
 	case errors.Is(err, netguard.ErrRefused):
-		return "proxy host not allowed"
+		return refusedHost
 	case errors.As(err, &f):
 		return f.msg
 	case errors.Is(ctx.Err(), context.Canceled):
 		return "the probe was cancelled"
 	case pctx.Err() != nil, isTimeout(err):
 		return "timed out after " + budget.String()
+	case errors.As(err, &dnsErr) && guarded:
+		return refusedHost
 	case errors.As(err, &dnsErr):
 		return "proxy host not found"
 	case errors.Is(err, syscall.ECONNREFUSED):

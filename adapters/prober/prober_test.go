@@ -98,15 +98,17 @@ func TestGuardResolvesProxyNamesAtDialTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, host := range []string{"proxy.example", "metadata.example"} {
+	// A name that does not resolve reads as one that resolves to an
+	// internal address: a difference would tell which internal names exist.
+	for _, host := range []string{"proxy.example", "metadata.example", "unknown.example"} {
 		err := guarded.CheckHost(context.Background(), host)
-		var refused *netguard.RefusedHostError
+		var refused *netguard.HostError
 		if !errors.As(err, &refused) || refused.Host != host {
 			t.Errorf("CheckHost(%s) = %v, want a refusal naming the host", host, err)
 		}
-	}
-	if err := guarded.CheckHost(context.Background(), "unknown.example"); err == nil {
-		t.Error("CheckHost accepted a name that does not resolve")
+		if want := "host " + host + " is not reachable or not allowed"; err == nil || err.Error() != want {
+			t.Errorf("CheckHost(%s) says %v, want %q", host, err, want)
+		}
 	}
 	if res := guarded.Probe(context.Background(), target); res.OK || res.Error != "proxy host not allowed" {
 		t.Fatalf("probe through a name resolving to loopback = %+v", res)
@@ -117,8 +119,8 @@ func TestGuardResolvesProxyNamesAtDialTime(t *testing.T) {
 	if res := guarded.Probe(context.Background(), ports.ProxyTarget{Type: "socks5", Host: "metadata.example", Port: 1080}); res.Error != "proxy host not allowed" {
 		t.Fatalf("socks5 probe through a name resolving to the metadata address = %+v", res)
 	}
-	if res := guarded.Probe(context.Background(), ports.ProxyTarget{Type: "http", Host: "unknown.example", Port: 3128}); res.Error != "proxy host not found" {
-		t.Fatalf("probe through a name that does not resolve = %+v", res)
+	if res := guarded.Probe(context.Background(), ports.ProxyTarget{Type: "http", Host: "unknown.example", Port: 3128}); res.Error != "proxy host not allowed" {
+		t.Fatalf("probe through a name that does not resolve = %+v, want the refusal's words", res)
 	}
 
 	open, err := prober.New(prober.Options{CheckURL: echo, Timeout: 5 * time.Second, Resolver: resolver, AllowPrivate: true})
@@ -127,6 +129,10 @@ func TestGuardResolvesProxyNamesAtDialTime(t *testing.T) {
 	}
 	if res := open.Probe(context.Background(), target); !res.OK || res.ExitIP != "127.0.0.1" {
 		t.Fatalf("probe with private targets allowed = %+v", res)
+	}
+	// Without the guard nothing is refused, so there is nothing to hide.
+	if res := open.Probe(context.Background(), ports.ProxyTarget{Type: "http", Host: "unknown.example", Port: 3128}); res.Error != "proxy host not found" {
+		t.Fatalf("probe through a name that does not resolve, private targets allowed = %+v", res)
 	}
 }
 

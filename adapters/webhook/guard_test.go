@@ -62,8 +62,8 @@ func TestGuardRefusesSpecialPurposeAddressLiterals(t *testing.T) {
 		// parsed, not only its canonical form [::7f00:1].
 		u := "https://" + hostPort(a) + "/hook"
 		err := s.CheckTarget(context.Background(), u)
-		if err == nil || err.Error() != "refused: the address is not allowed" {
-			t.Errorf("%s: CheckTarget(%s) = %v, want the generic refusal", name, u, err)
+		if want := "host " + a + " is not reachable or not allowed"; err == nil || err.Error() != want {
+			t.Errorf("%s: CheckTarget(%s) = %v, want %q", name, u, err, want)
 		}
 		// The dial-time check judges the address dialled after DNS.
 		if err := netguard.DialControl("tcp", netip.AddrPortFrom(addr, 443).String(), nil); err == nil || err.Error() != "refused: the address is not allowed" {
@@ -86,7 +86,7 @@ func TestGuardRefusesNamesResolvingToSpecialPurposeAddresses(t *testing.T) {
 		// The refusal names the host the client gave, never what it
 		// resolved to: that would turn the check into a DNS oracle for
 		// the service's own network.
-		if want := "refused: " + host + " resolves to an address that is not allowed"; err.Error() != want {
+		if want := "host " + host + " is not reachable or not allowed"; err.Error() != want {
 			t.Errorf("%s: CheckTarget(%s) = %q, want %q", name, host, err, want)
 		}
 		for _, leak := range []string{addr.String(), addr.Unmap().String(), "loopback", "private", "NAT64", "6to4"} {

@@ -135,7 +135,7 @@ func (s *Sender) Send(ctx context.Context, r ports.WebhookRequest) (ports.Webhoo
 	start := time.Now()
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return ports.WebhookResponse{}, s.describe(ctx, err)
+		return ports.WebhookResponse{}, s.describe(ctx, u.Hostname(), err)
 	}
 	// The status is the answer; a body cut short (time-out, reset) does
 	// not change it, so a read error is not an attempt error.
@@ -180,27 +180,26 @@ func (s *Sender) parseURL(rawURL string) (*url.URL, error) {
 	return u, nil
 }
 
-// describe turns a client error into a short message for the attempt log.
-// It never uses the url.Error text, which repeats the URL (and its query,
-// which may carry a token); net/http's own errors name neither header
-// values nor the body.
-func (s *Sender) describe(ctx context.Context, err error) error {
+// describe turns a client error for a receiver at host into a short
+// message for the attempt log. It never uses the url.Error text, which
+// repeats the URL (and its query, which may carry a token); net/http's own
+// errors name neither header values nor the body. A refused address and a
+// failed lookup read alike, as in CheckTarget: the attempt log is the
+// client's, and a difference would tell it which internal names exist.
+func (s *Sender) describe(ctx context.Context, host string, err error) error {
 	var dnsErr *net.DNSError
 	var certErr *tls.CertificateVerificationError
 	switch {
 	case errors.Is(err, netguard.ErrRefused):
-		return netguard.ErrRefused
+		return &netguard.HostError{Host: host, Cause: netguard.ErrRefused}
 	case ctx.Err() != nil:
 		// The caller gave up (shutdown, its own deadline): not the
 		// receiver's fault, and errors.Is still tells the caller why.
 		return fmt.Errorf("aborted: %w", ctx.Err())
+	case errors.As(err, &dnsErr):
+		return &netguard.HostError{Host: host, Cause: dnsErr}
 	case isTimeout(err):
 		return fmt.Errorf("timeout after %s", s.timeout)
-	case errors.As(err, &dnsErr):
-		if dnsErr.IsNotFound {
-			return fmt.Errorf("cannot resolve host %s", dnsErr.Name)
-		}
-		return fmt.Errorf("dns lookup of %s failed", dnsErr.Name)
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return errors.New("connection refused")
 	case errors.Is(err, syscall.ECONNRESET):

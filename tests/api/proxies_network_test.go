@@ -1,12 +1,22 @@
 package api_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
+	"go.uber.org/fx"
+
+	"github.com/profilesvc/profilesvc/adapters/netguard/netguardtest"
+	"github.com/profilesvc/profilesvc/adapters/prober"
 	"github.com/profilesvc/profilesvc/domain/event"
+	"github.com/profilesvc/profilesvc/domain/proxy"
+	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/tests/conformance"
 )
 
@@ -75,5 +85,79 @@ func TestRealGuardRefusesInternalProxyHosts(t *testing.T) {
 		if f := r.errFields(); len(f) != 1 || f[0] != "host" {
 			t.Errorf("%s: fields %v, want [host]", host, f)
 		}
+	}
+}
+
+// TestProxyHostRefusalsReadAlike runs the service's own prober and guard,
+// private targets refused, with a resolver of the test's own: one service
+// knows no proxy.internal.test, the other resolves it to loopback. Every
+// proxy endpoint answers both alike, byte for byte; a difference would tell
+// a client which names exist inside the service's network.
+func TestProxyHostRefusalsReadAlike(t *testing.T) {
+	t.Parallel()
+	const host = "proxy.internal.test"
+	answers := map[string][]string{}
+	for name, records := range map[string]map[string][]netip.Addr{
+		"does not resolve": {
+			"proxy.public.test": {netip.MustParseAddr("93.184.216.34")},
+		},
+		"resolves to loopback": {
+			"proxy.public.test": {netip.MustParseAddr("93.184.216.34")},
+			host:                {netip.MustParseAddr("127.0.0.1")},
+		},
+	} {
+		resolver := netguardtest.FakeResolver(t, records)
+		h := start(t, options{databaseURL: "memory://", extra: []fx.Option{fx.Decorate(func() (ports.ProxyProber, error) {
+			// The check URL is never reached: every probe here is refused
+			// before it leaves.
+			return prober.New(prober.Options{CheckURL: "http://check.invalid/json", Timeout: 5 * time.Second, Resolver: resolver})
+		})}})
+		a := h.register(t)
+		refused := map[string]any{"type": "http", "host": host, "port": 3128}
+		var got []string
+		errorOf := func(r response) {
+			t.Helper()
+			expect(t, r, http.StatusUnprocessableEntity)
+			e, err := json.Marshal(r.env["error"])
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, string(e))
+		}
+		errorOf(h.post("/api/v1/proxies", refused, bearer(a.access)...))
+		errorOf(h.post("/api/v1/proxies/test", refused, bearer(a.access)...))
+		// proxy.public.test resolves to a public address, given as data
+		// only: saving it connects nowhere.
+		id := str(h.addProxy(t, a, map[string]any{"type": "http", "host": "proxy.public.test", "port": 3128})["id"])
+		errorOf(h.patch("/api/v1/proxies/"+id, map[string]any{"host": host}, bearer(a.access)...))
+
+		// A saved name that leads somewhere else by the time it is checked.
+		ctx := context.Background()
+		saved, err := h.store.Proxies().ByID(ctx, a.teamID, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		moved := host
+		if err := h.store.Proxies().Update(ctx, saved.Change(proxy.Change{Host: &moved}, time.Now())); err != nil {
+			t.Fatal(err)
+		}
+		r := h.post("/api/v1/proxies/"+id+"/check", nil, bearer(a.access)...)
+		expect(t, r, http.StatusOK)
+		d := r.data()
+		got = append(got, fmt.Sprintf("ok=%v error=%v", d["ok"], d["error"]))
+		answers[name] = got
+	}
+	want := `"issue":"host proxy.internal.test is not reachable or not allowed"`
+	unknown, internal := answers["does not resolve"], answers["resolves to loopback"]
+	for i := range unknown {
+		if unknown[i] != internal[i] {
+			t.Errorf("answer %d differs:\n does not resolve:     %s\n resolves to loopback: %s", i, unknown[i], internal[i])
+		}
+		if i < 3 && !strings.Contains(unknown[i], want) {
+			t.Errorf("answer %d = %s, want it to say %s", i, unknown[i], want)
+		}
+	}
+	if last := unknown[len(unknown)-1]; last != "ok=false error=proxy host not allowed" {
+		t.Errorf("check = %s, want the guard's refusal", last)
 	}
 }

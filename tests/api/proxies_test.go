@@ -45,7 +45,7 @@ func (p *fakeProber) Probe(_ context.Context, t ports.ProxyTarget) ports.ProbeRe
 
 func (p *fakeProber) CheckHost(_ context.Context, host string) error {
 	if refusedProxyHosts[host] {
-		return errors.New("must not be a loopback, private, link-local or metadata address")
+		return errors.New("host " + host + " is not reachable or not allowed")
 	}
 	return nil
 }

@@ -49,9 +49,12 @@ type Options struct {
 	// connects itself, with the address actually dialled after DNS
 	// resolution: the upstream proxy, or each target when there is no
 	// upstream. netguard.DialControl keeps the browser off the service's
-	// own network; nil allows every address. A refused target is answered
-	// 403 Forbidden.
+	// own network; nil allows every address. A refused address is
+	// answered 502 in the same words as a name that does not resolve.
 	Guard func(network, address string, c syscall.RawConn) error
+	// Resolver resolves the names the forwarder dials itself; nil is the
+	// system's.
+	Resolver *net.Resolver
 	// DialTimeout bounds opening one tunnel, the upstream's handshake
 	// included. Zero means DefaultDialTimeout.
 	DialTimeout time.Duration
@@ -109,7 +112,7 @@ func Start(opts Options) (*Forwarder, error) {
 	if err != nil {
 		return nil, err
 	}
-	dialer := &net.Dialer{}
+	dialer := &net.Dialer{Resolver: opts.Resolver}
 	if guard := opts.Guard; guard != nil {
 		dialer.Control = func(network, address string, c syscall.RawConn) error {
 			if err := guard(network, address, c); err != nil {
@@ -522,17 +525,20 @@ func (e *refusedError) Error() string { return "refused by the guard: " + e.err.
 func (e *refusedError) Unwrap() error { return e.err }
 
 // explain gives the status and reason the browser is answered for a
-// failed dial.
+// failed dial. An address the guard refused and a name that does not
+// resolve read alike: whoever drives the browser reads the answer, and a
+// difference would tell them which names exist on the service's network.
 func explain(err error) (int, string) {
 	var refused *refusedError
 	var gateway *gatewayError
 	var unreachable *proxyUnreachableError
+	var dnsErr *net.DNSError
+	hidden := errors.As(err, &refused) || errors.As(err, &dnsErr)
 	switch {
-	case errors.As(err, &refused):
-		if errors.As(err, &unreachable) {
-			return http.StatusBadGateway, "the upstream proxy's address is not allowed"
-		}
-		return http.StatusForbidden, "the target's address is not allowed"
+	case hidden && errors.As(err, &unreachable):
+		return http.StatusBadGateway, "the upstream proxy is not reachable or not allowed"
+	case hidden:
+		return http.StatusBadGateway, "the target is not reachable or not allowed"
 	case errors.As(err, &gateway):
 		return http.StatusBadGateway, gateway.reason
 	case isTimeout(err):

@@ -587,11 +587,11 @@ func TestDirect(t *testing.T) {
 		f, _ := start(t, Options{Guard: netguard.DialControl})
 
 		resp, body, _, _ := rawConnect(t, f, secure.addr())
-		if resp.StatusCode != http.StatusForbidden || body != "the target's address is not allowed\n" {
+		if resp.StatusCode != http.StatusBadGateway || body != "the target is not reachable or not allowed\n" {
 			t.Fatalf("CONNECT to loopback past the guard = %d %q", resp.StatusCode, body)
 		}
 		status, body := get(t, client(t, f, nil), plain.srv.URL+"/")
-		if status != http.StatusForbidden {
+		if status != http.StatusBadGateway || body != "the target is not reachable or not allowed\n" {
 			t.Fatalf("plain GET to loopback past the guard = %d %q", status, body)
 		}
 		if plain.hits.Load() != 0 || secure.hits.Load() != 0 {
@@ -621,11 +621,11 @@ func TestGuardAppliesToUpstream(t *testing.T) {
 			up, roots := startHTTPUpstream(t, typ == "https", routes{"plain.test:80": plain.addr()})
 			f, _ := start(t, Options{Upstream: up.proxyTarget(typ, user, pass), Guard: netguard.DialControl, RootCAs: roots})
 			resp, body, _, _ := rawConnect(t, f, "secure.test:443")
-			if resp.StatusCode != http.StatusBadGateway || body != "the upstream proxy's address is not allowed\n" {
+			if resp.StatusCode != http.StatusBadGateway || body != "the upstream proxy is not reachable or not allowed\n" {
 				t.Fatalf("CONNECT through an upstream on loopback past the guard = %d %q", resp.StatusCode, body)
 			}
 			status, body := get(t, client(t, f, nil), "http://plain.test/")
-			if status != http.StatusBadGateway || body != "the upstream proxy's address is not allowed\n" {
+			if status != http.StatusBadGateway || body != "the upstream proxy is not reachable or not allowed\n" {
 				t.Fatalf("plain GET through an upstream on loopback past the guard = %d %q", status, body)
 			}
 			if n := up.conns.Load(); n != 0 {
