@@ -114,7 +114,7 @@ func (h *DataHandlers) putData(w http.ResponseWriter, r *http.Request) error {
 	if err != nil || !slices.Contains(archiveTypes, mt) {
 		return &transportError{kind: kindUnsupportedMediaType, message: "browser data must be sent as application/gzip (a tar.gz of the user-data directory)"}
 	}
-	match, err := dataIfMatch(r)
+	match, err := h.dataIfMatch(r)
 	if err != nil {
 		return err
 	}
@@ -135,22 +135,125 @@ func (h *DataHandlers) putData(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// dataIfMatch reads If-Match for browser data: the sha256 of the data the
-// client expects to replace, quoted as in the ETag or not; "*" requires
-// that the profile has data.
-func dataIfMatch(r *http.Request) (*string, error) {
-	v := strings.TrimSpace(r.Header.Get("If-Match"))
-	if v == "" {
+// noDataTag stands, in PutDataInput.IfMatch, for a list of which no tag
+// can match: it is neither "*" nor a sha256, so PutData answers 412 once it
+// has found the profile, after its 404 and 409, as RFC 9110 (section 13.2.1)
+// orders them.
+const noDataTag = "-"
+
+// dataIfMatch reads If-Match for browser data (RFC 9110, section 13.1.1)
+// as the one value PutData checks: "*", which requires that the profile
+// has data; the sha256 of a listed strong tag (quoted as in the ETag, or
+// bare as this API once asked); or noDataTag when no listed tag can match
+// (a weak tag never does: If-Match compares strongly). Only a field that is
+// neither "*" nor a list of entity tags is 400.
+func (h *DataHandlers) dataIfMatch(r *http.Request) (*string, error) {
+	field, err := parseIfMatch(r.Header.Values("If-Match"), isSHA256)
+	if err != nil {
+		return nil, domain.BadRequest(`If-Match must be "*" or entity tags such as the data's ETag ("<sha256>")`)
+	}
+	if !field.present {
 		return nil, nil
 	}
-	if v == "*" {
-		return &v, nil
+	if field.any {
+		star := "*"
+		return &star, nil
 	}
-	v = strings.Trim(v, `"`)
-	if len(v) != 64 || strings.Trim(v, "0123456789abcdef") != "" {
-		return nil, domain.BadRequest(`If-Match must be the data's ETag: "<sha256>"`)
+	var sums []string
+	for _, tag := range field.strong {
+		if isSHA256(tag) {
+			sums = append(sums, tag)
+		}
 	}
-	return &v, nil
+	switch len(sums) {
+	case 0:
+		none := noDataTag
+		return &none, nil
+	case 1:
+		return &sums[0], nil
+	}
+	// PutData checks one value, in the unit that stores the data; of a
+	// list, the one the data have now is the one that can match there.
+	p, err := h.svc.Get(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"])
+	if err != nil {
+		return nil, err
+	}
+	if p.Data != nil && slices.Contains(sums, p.Data.SHA256) {
+		return &p.Data.SHA256, nil
+	}
+	return &sums[0], nil
+}
+
+// isSHA256 reports whether s is a sha256 as the data's ETag carries it.
+func isSHA256(s string) bool {
+	return len(s) == 64 && strings.Trim(s, "0123456789abcdef") == ""
+}
+
+// ifMatchField is an If-Match field as RFC 9110 (section 13.1.1) reads it.
+type ifMatchField struct {
+	// present is false without the field, or with an empty list.
+	present bool
+	// any is "*": a current representation matches.
+	any bool
+	// strong are the opaque values of the listed strong tags. Weak tags
+	// are left out: If-Match compares strongly, so they never match.
+	strong []string
+}
+
+// errIfMatch is an If-Match that is neither "*" nor a list of entity tags.
+var errIfMatch = errors.New("malformed If-Match")
+
+// parseIfMatch reads the If-Match field lines: "*" or a comma-separated
+// list of entity tags (W/"..." or "..."), empty elements ignored (RFC 9110,
+// section 5.6.1). bare, when not nil, takes an element without quotes as
+// the strong tag it spells, for clients of the rule this API had before.
+func parseIfMatch(lines []string, bare func(string) bool) (ifMatchField, error) {
+	var f ifMatchField
+	s := strings.Join(lines, ",")
+	if strings.Trim(s, " \t") == "*" {
+		return ifMatchField{present: true, any: true}, nil
+	}
+	for {
+		s = strings.TrimLeft(s, " \t,")
+		if s == "" {
+			return f, nil
+		}
+		weak := strings.HasPrefix(s, "W/")
+		if weak {
+			s = s[2:]
+		}
+		var opaque string
+		if strings.HasPrefix(s, `"`) {
+			end := strings.IndexByte(s[1:], '"')
+			if end < 0 {
+				return ifMatchField{}, errIfMatch
+			}
+			opaque, s = s[1:1+end], s[2+end:]
+			for i := 0; i < len(opaque); i++ {
+				// etagc: VCHAR but DQUOTE, or obs-text.
+				if c := opaque[i]; c < 0x21 || c == 0x7f {
+					return ifMatchField{}, errIfMatch
+				}
+			}
+		} else {
+			end := strings.IndexAny(s, " \t,")
+			if end < 0 {
+				end = len(s)
+			}
+			opaque, s = s[:end], s[end:]
+			if weak || bare == nil || !bare(opaque) {
+				return ifMatchField{}, errIfMatch
+			}
+		}
+		f.present = true
+		if !weak {
+			f.strong = append(f.strong, opaque)
+		}
+		s = strings.TrimLeft(s, " \t")
+		if s != "" && s[0] != ',' {
+			return ifMatchField{}, errIfMatch
+		}
+	}
 }
 
 // dataError turns the size limits of an upload into 413.

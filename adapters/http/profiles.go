@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -294,23 +295,49 @@ type updateProfileRequest struct {
 
 func (updateProfileRequest) readOnlyFields() []string { return profileReadOnly }
 
-// ifMatch reads If-Match: a version number, quoted or not (a weak ETag
-// too); "*" or no header means any version.
-func ifMatch(r *http.Request) (*int, error) {
-	v := strings.TrimSpace(r.Header.Get("If-Match"))
-	if v == "" || v == "*" {
+// ifMatch reads If-Match (RFC 9110, section 13.1.1) as the version Update
+// checks: nil for no field or "*" (a profile that exists has a current
+// version), the version a listed strong tag names ("3", or a bare 3 as this
+// API once asked), or 0, which no profile has, when no listed tag can match
+// (a weak tag never does: If-Match compares strongly; nor does a tag that
+// is not a version). Only a field that is neither "*" nor a list of entity
+// tags is 400.
+func (h *ProfileHandlers) ifMatch(r *http.Request) (*int, error) {
+	field, err := parseIfMatch(r.Header.Values("If-Match"), func(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" })
+	if err != nil {
+		return nil, domain.BadRequest(`If-Match must be "*" or entity tags such as the profile's ETag ("3")`)
+	}
+	if !field.present || field.any {
 		return nil, nil
 	}
-	v = strings.Trim(strings.TrimPrefix(v, "W/"), `"`)
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		return nil, domain.BadRequest("If-Match must be the profile's version, as in its ETag")
+	var versions []int
+	for _, tag := range field.strong {
+		// Compared as opaque strings: "03" is not the ETag "3".
+		if n, err := strconv.Atoi(tag); err == nil && n >= 1 && strconv.Itoa(n) == tag {
+			versions = append(versions, n)
+		}
 	}
-	return &n, nil
+	switch len(versions) {
+	case 0:
+		none := 0
+		return &none, nil
+	case 1:
+		return &versions[0], nil
+	}
+	// Update checks one version, in the unit that writes; of a list, the
+	// current one is the one that can match there.
+	p, err := h.svc.Get(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"])
+	if err != nil {
+		return nil, err
+	}
+	if slices.Contains(versions, p.Version) {
+		return &p.Version, nil
+	}
+	return &versions[0], nil
 }
 
 func (h *ProfileHandlers) update(w http.ResponseWriter, r *http.Request) error {
-	version, err := ifMatch(r)
+	version, err := h.ifMatch(r)
 	if err != nil {
 		return err
 	}
