@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"sync"
 	"time"
@@ -100,7 +101,10 @@ var Profiles = fx.Module("profiles",
 			return httpapi.NewCDPHandlers(svc, publicURL(cfg, listen)).Routes()
 		}, fx.ResultTags(`group:"routes"`)),
 	),
-	fx.Invoke(startReaper, startCollector, runBrowsers),
+	// recoverBrowsers first: its hook ends the sessions a killed process
+	// left before the reaper could end them without their data, and before
+	// the server serves.
+	fx.Invoke(recoverBrowsers, startReaper, startCollector, runBrowsers),
 )
 
 // publicURL is PUBLIC_URL, or the address the server listens on.
@@ -111,12 +115,32 @@ func publicURL(cfg config.Config, listen *ListenAddr) func() string {
 	return listen.BaseURL
 }
 
-// nodeURL is NODE_URL, or PUBLIC_URL.
+// nodeURL is NODE_URL, or PUBLIC_URL. Without either, it is the address
+// the server listens on, and before the server has started (when
+// recoverBrowsers runs) the one it will listen on: HTTP_ADDR, unless that
+// names a host (whose address is known only once listening) or leaves the
+// port to the system, when it is "" and no session is known as this
+// instance's.
 func nodeURL(cfg config.Config, listen *ListenAddr) func() string {
 	if cfg.Browser.NodeURL != "" {
 		return func() string { return cfg.Browser.NodeURL }
 	}
-	return publicURL(cfg, listen)
+	public := publicURL(cfg, listen)
+	if cfg.Browser.PublicURL != "" {
+		return public
+	}
+	return func() string {
+		if listen.Addr() != "" {
+			return public()
+		}
+		host, port, err := net.SplitHostPort(cfg.HTTPAddr)
+		if err != nil || port == "" || port == "0" || (host != "" && net.ParseIP(host) == nil) {
+			return ""
+		}
+		var configured ListenAddr
+		configured.set(cfg.HTTPAddr)
+		return configured.BaseURL()
+	}
 }
 
 // browsersMax is BROWSERS_MAX for a runtime that runs browsers, else 0.
@@ -173,6 +197,24 @@ func runBrowsers(lc fx.Lifecycle, svc *profiles.Service, rt ports.BrowserRuntime
 			return nil
 		},
 	})
+}
+
+// recoverBrowsers ends, at start, the sessions a killed process of this
+// instance left (profiles.Service.RecoverBrowsers), storing what their
+// browsers wrote. It runs before the instance serves: a launch of one of
+// those profiles finds it idle. A failure is logged and the instance
+// starts all the same: the sessions that did not end keep their leases
+// (and their directories, for the next start) until the reaper ends them.
+func recoverBrowsers(lc fx.Lifecycle, svc *profiles.Service, log *slog.Logger) {
+	lc.Append(fx.Hook{OnStart: func(ctx context.Context) error {
+		n, err := svc.RecoverBrowsers(ctx)
+		if err != nil {
+			log.ErrorContext(ctx, "end the sessions a killed process left", "error", err.Error(), "ended", n)
+		} else if n > 0 {
+			log.InfoContext(ctx, "ended the sessions a killed process left, as crashed", "ended", n)
+		}
+		return nil
+	}})
 }
 
 // CollectorInterval is how often each instance deletes the blobs nothing

@@ -173,6 +173,23 @@ func (s *Service) endSession(ctx context.Context, teamID, profileID string, sess
 		return profile.Profile{}, fmt.Errorf("stop browser of profile %s: %w", profileID, err)
 	}
 	defer s.untrack(sess.ID)
+	out, saved, err := s.endWith(ctx, teamID, profileID, sess, reason, state)
+	if err != nil {
+		return profile.Profile{}, err
+	}
+	if !saved {
+		return out, domain.Unavailable("the session ended, but the browser's data could not be stored; the profile keeps its previous data")
+	}
+	return out, nil
+}
+
+// endWith stores what a stopped browser left (state; nil for nothing) as
+// the profile's data, then ends the lease of sess and emits
+// profile.stopped with reason, in one unit. saved is false when state
+// could not be stored: the lease ends all the same, and the profile keeps
+// its previous data. A session that is no longer the profile's is
+// errSessionGone, and then nothing changes.
+func (s *Service) endWith(ctx context.Context, teamID, profileID string, sess profile.Session, reason profile.StopReason, state *ports.BrowserState) (out profile.Profile, saved bool, err error) {
 	var archive, cookies *ports.BlobInfo
 	var saveErr error
 	if state != nil {
@@ -181,7 +198,6 @@ func (s *Service) endSession(ctx context.Context, teamID, profileID string, sess
 			s.d.Log.ErrorContext(ctx, "store the data of a stopped browser", "profile_id", profileID, "session_id", sess.ID, "error", saveErr.Error())
 		}
 	}
-	var out profile.Profile
 	err = s.d.Tx.Do(ctx, func(ctx context.Context) error {
 		cur, err := s.d.Profiles.ByID(ctx, teamID, profileID)
 		if err != nil {
@@ -219,12 +235,9 @@ func (s *Service) endSession(ctx context.Context, teamID, profileID string, sess
 		return s.emit(ctx, cur, event.ProfileStopped, stopData(sess, reason))
 	})
 	if err != nil {
-		return profile.Profile{}, err
+		return profile.Profile{}, false, err
 	}
-	if saveErr != nil {
-		return out, domain.Unavailable("the session ended, but the browser's data could not be stored; the profile keeps its previous data")
-	}
-	return out, nil
+	return out, saveErr == nil, nil
 }
 
 // saveState stores a stopped browser's directory (cleaned as any upload)

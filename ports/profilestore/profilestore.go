@@ -44,8 +44,9 @@ type SessionSwap struct {
 }
 
 // Profiles stores profiles, each with its session lease. Every
-// call but BySession, ListExpiredSessions and CountSessions is scoped to
-// one team: another team's profile is not found.
+// call but BySession, ListExpiredSessions, ListNodeSessions and
+// CountSessions is scoped to one team: another team's profile is not
+// found.
 type Profiles interface {
 	// Create stores p (with its tags): CreateWithin without a bound.
 	Create(ctx context.Context, p profile.Profile) error
@@ -55,9 +56,9 @@ type Profiles interface {
 	// events are appended to the outbox with p, in the same step: both or
 	// neither are stored, in a unit of work or on their own.
 	CreateWithin(ctx context.Context, p profile.Profile, max int, events ...event.Event) error
-	// ByID, List, BySession and ListExpiredSessions return profiles with
-	// their tags and their proxy's view (Proxy; by its id alone when the
-	// team has no such proxy), read together.
+	// ByID, List, BySession, ListExpiredSessions and ListNodeSessions
+	// return profiles with their tags and their proxy's view (Proxy; by
+	// its id alone when the team has no such proxy), read together.
 	ByID(ctx context.Context, teamID, id string) (profile.Profile, error)
 	// Count returns how many profiles the team has.
 	Count(ctx context.Context, teamID string) (int, error)
@@ -84,6 +85,11 @@ type Profiles interface {
 	// ListExpiredSessions returns up to limit profiles of any team whose
 	// session expired at or before now, earliest expiry first.
 	ListExpiredSessions(ctx context.Context, now time.Time, limit int) ([]profile.Profile, error)
+	// ListNodeSessions returns up to limit profiles of any team whose
+	// session runs on node (Session.Node, an instance's NODE_URL), by id:
+	// an instance that restarts after a crash ends the sessions it ran.
+	// node "" matches nothing.
+	ListNodeSessions(ctx context.Context, node string, limit int) ([]profile.Profile, error)
 	// CountSessions returns how many profiles, of every team, hold a
 	// session that has not expired by now: the sessions running on the
 	// whole service.

@@ -56,6 +56,7 @@ func RunStore(t *testing.T, newStore NewStore) {
 	t.Run("refresh tokens", func(t *testing.T) { runRefreshTokenRepository(t, newStore) })
 	t.Run("reset tokens", func(t *testing.T) { runResetTokenRepository(t, newStore) })
 	t.Run("profiles", func(t *testing.T) { runProfileRepository(t, newStore) })
+	t.Run("profile node sessions", func(t *testing.T) { runProfileNodeSessions(t, newStore) })
 	t.Run("outbox", func(t *testing.T) { runOutbox(t, newStore) })
 	t.Run("outbox dispatch", func(t *testing.T) { runOutboxDispatch(t, newStore) })
 	t.Run("proxies", func(t *testing.T) { runProxyRepository(t, newStore) })

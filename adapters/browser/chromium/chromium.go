@@ -115,8 +115,9 @@ func Find(path string) (string, bool) {
 	return "", false
 }
 
-// New makes the work directory, clearing what a previous process left in
-// it (its browsers died with it; their data are lost or were saved).
+// New makes the work directory. Of what a previous process left in it
+// (its browsers died with it), the session directories that name their
+// profile stay for Leftovers, and the rest is removed.
 func New(opts Options) (*Runtime, error) {
 	if opts.Path == "" {
 		return nil, errors.New("chromium: no binary given")
@@ -143,14 +144,8 @@ func New(opts Options) (*Runtime, error) {
 	if err := os.Chmod(opts.WorkDir, 0o700); err != nil {
 		return nil, fmt.Errorf("chromium: %w", err)
 	}
-	left, err := os.ReadDir(opts.WorkDir)
-	if err != nil {
+	if err := clearWorkDir(opts.WorkDir); err != nil {
 		return nil, fmt.Errorf("chromium: %w", err)
-	}
-	for _, e := range left {
-		if err := os.RemoveAll(filepath.Join(opts.WorkDir, e.Name())); err != nil {
-			return nil, fmt.Errorf("chromium: clearing the work directory: %w", err)
-		}
 	}
 	return &Runtime{
 		opts: opts, log: log,
@@ -255,6 +250,9 @@ func (r *Runtime) launch(ctx context.Context, s *session, spec ports.LaunchSpec)
 		return err
 	}
 	if err := os.MkdirAll(profileDir, 0o700); err != nil {
+		return err
+	}
+	if err := writeSessionMeta(s.dir, s.id, s.profileID); err != nil {
 		return err
 	}
 	if spec.Data != nil {

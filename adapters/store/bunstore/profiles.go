@@ -1436,6 +1436,25 @@ func (r profileRepository) ListExpiredSessions(ctx context.Context, now time.Tim
 	return many(rows)
 }
 
+// ListNodeSessions runs once per start of an instance; the rows that hold
+// a session are few (the partial index on session_expires_at has them).
+func (r profileRepository) ListNodeSessions(ctx context.Context, node string, limit int) ([]profile.Profile, error) {
+	if node == "" || limit < 1 {
+		return []profile.Profile{}, nil
+	}
+	var rows []profileRow
+	err := r.selectProfiles(conn(ctx, r.db), &rows).
+		Where("p.session_id IS NOT NULL").
+		Where("p.session_node = ?", node).
+		OrderExpr("p.id ASC").
+		Limit(int64(limit)).
+		Scan(ctx)
+	if err != nil {
+		return nil, readErr(err, "profiles")
+	}
+	return many(rows)
+}
+
 // CountSessions reads the partial index on session_expires_at.
 func (r profileRepository) CountSessions(ctx context.Context, now time.Time) (int, error) {
 	n, err := conn(ctx, r.db).NewSelect().Model((*profileRow)(nil)).

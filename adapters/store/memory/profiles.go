@@ -212,6 +212,15 @@ func (r profiles) ListExpiredSessions(ctx context.Context, now time.Time, limit 
 	})
 }
 
+// ListNodeSessions scans, as BySession does.
+func (r profiles) ListNodeSessions(ctx context.Context, node string, limit int) ([]profile.Profile, error) {
+	return readValue(ctx, r.s, func(st *state) ([]profile.Profile, error) {
+		return st.withProxies(st.profiles.query(func(p *profile.Profile) bool {
+			return node != "" && p.Session != nil && p.Session.Node == node
+		}, st.profiles.lowestIDFirst, limit)), nil
+	})
+}
+
 // CountSessions counts the sessions held that expire after now.
 func (r profiles) CountSessions(ctx context.Context, now time.Time) (int, error) {
 	return readValue(ctx, r.s, func(st *state) (int, error) {
