@@ -20,6 +20,13 @@ type Browser struct {
 	// NodeURL (NODE_URL) is this instance's address as the other instances
 	// reach it, for the CDP relay; "" means PublicURL.
 	NodeURL string
+	// BwrapPath is BWRAP_PATH: the bubblewrap binary every browser runs in;
+	// "" finds bwrap on PATH.
+	BwrapPath string
+	// ClientsPerSession (CDP_CLIENTS_PER_SESSION) bounds the CDP clients of
+	// one browser, and RelayConnections (CDP_CONNECTIONS_MAX) the relayed
+	// CDP connections of the instance.
+	ClientsPerSession, RelayConnections int
 }
 
 func (l *loader) browser() Browser {
@@ -28,6 +35,10 @@ func (l *loader) browser() Browser {
 		Max:          l.atLeastOne("BROWSERS_MAX", 4),
 		PublicURL:    l.baseURL("PUBLIC_URL"),
 		NodeURL:      l.baseURL("NODE_URL"),
+		BwrapPath:    l.str("BWRAP_PATH", ""),
+
+		ClientsPerSession: l.atLeastOne("CDP_CLIENTS_PER_SESSION", 16),
+		RelayConnections:  l.atLeastOne("CDP_CONNECTIONS_MAX", 512),
 	}
 }
 

@@ -66,7 +66,7 @@ func TestLoadDefaults(t *testing.T) {
 		ProfileDataMax:           512 << 20,
 		ProfileDataUploadTimeout: time.Hour,
 		SnapshotsPerProfile:      20,
-		Browser:                  config.Browser{Max: 4},
+		Browser:                  config.Browser{Max: 4, ClientsPerSession: 16, RelayConnections: 512},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("Load with nothing set =\n%+v\nwant\n%+v", cfg, want)

@@ -28,10 +28,22 @@ type LaunchSpec struct {
 
 // RunningBrowser is what a runtime reports about a browser it started.
 type RunningBrowser struct {
-	// CDPURL is the browser's own DevTools WebSocket address on loopback
-	// (ws://127.0.0.1:<port>/devtools/browser/<id>), which the service
-	// relays clients to; "" when the client runs the browser itself.
-	CDPURL string
+	// CDP says that clients reach the browser through the service's relay
+	// (Connect); false when the client runs the browser itself.
+	CDP bool
+}
+
+// CDPConn is one client's connection to a browser's DevTools protocol:
+// JSON messages as a DevTools WebSocket carries them, each checked by the
+// runtime before it reaches the browser.
+type CDPConn interface {
+	// Send passes one message of the client to the browser.
+	Send(ctx context.Context, msg []byte) error
+	// Receive returns the next message of the browser for the client; an
+	// error ends the connection (the browser or the client is gone).
+	Receive(ctx context.Context) ([]byte, error)
+	// Close ends the connection and what the client opened on it.
+	Close() error
 }
 
 // BrowserState is what a browser leaves when its session ends: its
@@ -69,9 +81,10 @@ type BrowserRuntime interface {
 	// Cookies reads the cookies of a running browser, for checkpoints; a
 	// session the runtime does not run is a domain NotFound error.
 	Cookies(ctx context.Context, sessionID string) ([]browserdata.Cookie, error)
-	// Endpoint returns the DevTools WebSocket address of a browser this
-	// runtime runs, or false.
-	Endpoint(sessionID string) (string, bool)
+	// Connect opens a client's CDP connection to a browser this runtime
+	// runs; a session it does not run is a domain NotFound error, and a
+	// browser with as many clients as it may take a domain Unavailable one.
+	Connect(ctx context.Context, sessionID string) (CDPConn, error)
 	// Exits delivers the browsers that ended by themselves; the service then
 	// calls Stop to collect what they left. Nil for a runtime without
 	// browsers.

@@ -30,8 +30,10 @@ func (LeaseOnly) Cookies(context.Context, string) ([]browserdata.Cookie, error) 
 	return nil, domain.NotFound("browser")
 }
 
-// Endpoint has no browser to name.
-func (LeaseOnly) Endpoint(string) (string, bool) { return "", false }
+// Connect has no browser to connect to.
+func (LeaseOnly) Connect(context.Context, string) (ports.CDPConn, error) {
+	return nil, domain.NotFound("browser")
+}
 
 // Exits is nil: no browser ends by itself.
 func (LeaseOnly) Exits() <-chan ports.BrowserExit { return nil }

@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/gorilla/mux"
 	"go.uber.org/zap"
 	"golang.org/x/net/http/httpguts"
@@ -34,64 +37,77 @@ type CDPTargets interface {
 const relayedHeader = "X-Profilesvc-Relayed"
 
 const (
-	// cdpDialTimeout bounds connecting to a browser or another instance,
-	// both a short hop away.
+	// cdpDialTimeout bounds connecting to another instance, a short hop
+	// away.
 	cdpDialTimeout = 10 * time.Second
 	// cdpAnswerTimeout bounds the wait for the answer to an upgrade or a
-	// /json/version, which a live browser gives at once.
+	// version, which a live browser or instance gives at once.
 	cdpAnswerTimeout = 30 * time.Second
-	// cdpVersionMaxBytes bounds the browser's /json/version document, a
-	// few hundred bytes from Chromium.
-	cdpVersionMaxBytes = 64 << 10
 )
-
-// browserHiddenHeaders never reach a browser. Chromium refuses a WebSocket
-// client that sends Origin unless started with --remote-allow-origins, and
-// the caller's credentials are the service's business, not the browser's.
-var browserHiddenHeaders = []string{"Origin", "Authorization", "X-API-Key", "Cookie", relayedHeader}
 
 // credentialHeaders are the caller's credentials for this service, which
 // the relay to another instance does not need: the token in the query
 // authenticates there too.
 var credentialHeaders = []string{"Authorization", "X-API-Key", "Cookie"}
 
-// CDPHandlers relays clients of a session's browser (Playwright's
-// connectOverCDP, Puppeteer's connect, chromedp) to the browser's own
-// DevTools WebSocket on loopback, or to the instance that runs it.
-type CDPHandlers struct {
-	svc CDPTargets
-	// publicURL is the base of the URLs handed to clients (PUBLIC_URL),
+const (
+	// cdpMaxClientMessage bounds one message of a CDP client: a page's
+	// content or a script is a few megabytes at most. A longer one closes
+	// the connection (1009, message too big).
+	cdpMaxClientMessage = 16 << 20
+	// cdpVersionID is the id of the relay's own Browser.getVersion.
+	cdpVersionID = 1
+)
+
+// CDPOptions configure the relay.
+type CDPOptions struct {
+	// PublicURL is the base of the URLs handed to clients (PUBLIC_URL),
 	// read per request: by default it is the listening address, known
 	// only once the server has started.
-	publicURL func() string
-	transport *http.Transport
-	client    *http.Client
+	PublicURL func() string
+	// Origins are the origins whose pages may open a CDP connection
+	// (CORS_ORIGINS, "*" for any); a page of the service's own origin and
+	// a client that sends no Origin (Playwright, Puppeteer, chromedp) may
+	// always.
+	Origins []string
+	// MaxConnections bounds the CDP connections the instance relays at
+	// once (CDP_CONNECTIONS_MAX).
+	MaxConnections int
 }
 
-// NewCDPHandlers returns the relay endpoints of svc; publicURL is the base
-// of the cdpUrl that /json/version hands back.
-func NewCDPHandlers(svc CDPTargets, publicURL func() string) *CDPHandlers {
+// CDPHandlers relays clients of a session's browser (Playwright's
+// connectOverCDP, Puppeteer's connect, chromedp) to the browser, through
+// the connection the runtime opens for each client, or to the instance
+// that runs it.
+type CDPHandlers struct {
+	svc       CDPTargets
+	opts      CDPOptions
+	anyOrigin bool
+	origins   map[string]bool
+	// open counts the relayed connections.
+	open      atomic.Int64
+	transport *http.Transport
+}
+
+// NewCDPHandlers returns the relay endpoints of svc.
+func NewCDPHandlers(svc CDPTargets, opts CDPOptions) *CDPHandlers {
 	transport := &http.Transport{
-		// No proxy from the environment: the targets are this host's
-		// browsers and the other instances, which a proxy cannot reach.
+		// No proxy from the environment: the targets are the other
+		// instances, which a proxy cannot reach.
 		Proxy:                 nil,
 		DialContext:           (&net.Dialer{Timeout: cdpDialTimeout, KeepAlive: 30 * time.Second}).DialContext,
 		TLSHandshakeTimeout:   cdpDialTimeout,
 		ResponseHeaderTimeout: cdpAnswerTimeout,
 		IdleConnTimeout:       90 * time.Second,
 	}
-	return &CDPHandlers{
-		svc:       svc,
-		publicURL: publicURL,
-		transport: transport,
-		client: &http.Client{
-			Transport: transport,
-			Timeout:   cdpAnswerTimeout,
-			// A browser does not redirect /json/version; whatever does is
-			// not the browser.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
+	h := &CDPHandlers{svc: svc, opts: opts, origins: map[string]bool{}, transport: transport}
+	for _, o := range opts.Origins {
+		if o == "*" {
+			h.anyOrigin = true
+		}
+		h.origins[strings.ToLower(o)] = true
 	}
+	return h
 }
 
 // Routes lists the endpoints. They are public: the session's token in
@@ -110,37 +126,105 @@ func (h *CDPHandlers) target(r *http.Request) (profiles.CDPTarget, error) {
 	return h.svc.CDPTarget(r.Context(), mux.Vars(r)["id"], r.URL.Query().Get("token"))
 }
 
+// checkOrigin lets a page open a CDP connection only from the service's
+// own origin or one configured: a page elsewhere that learnt a cdpUrl
+// must not drive the browser from a visitor's machine.
+func (h *CDPHandlers) checkOrigin(r *http.Request) error {
+	origin := r.Header.Get("Origin")
+	if origin == "" || h.anyOrigin || h.origins[strings.ToLower(origin)] {
+		return nil
+	}
+	if u, err := url.Parse(origin); err == nil && strings.EqualFold(u.Host, r.Host) {
+		return nil
+	}
+	return domain.Forbidden("pages of origin " + origin + " may not open a CDP connection (CORS_ORIGINS lists the origins that may)")
+}
+
+// reserve takes one of the instance's relayed connections.
+func (h *CDPHandlers) reserve() (func(), error) {
+	if n := h.open.Add(1); h.opts.MaxConnections > 0 && n > int64(h.opts.MaxConnections) {
+		h.open.Add(-1)
+		return nil, domain.Unavailable(fmt.Sprintf("this instance relays as many CDP connections as it may (%d, CDP_CONNECTIONS_MAX); retry later", h.opts.MaxConnections))
+	}
+	return sync.OnceFunc(func() { h.open.Add(-1) }), nil
+}
+
 func (h *CDPHandlers) connect(w http.ResponseWriter, r *http.Request) error {
+	if err := h.checkOrigin(r); err != nil {
+		return err
+	}
 	target, err := h.target(r)
 	if err != nil {
 		return err
 	}
-	if target.Node != "" {
-		return h.relay(w, r, target.Node)
-	}
 	if !isWebSocketUpgrade(r) {
 		return domain.BadRequest("the cdpUrl is a WebSocket: connect with Upgrade: websocket")
 	}
-	browser, err := browserURL(target.Local)
+	free, err := h.reserve()
 	if err != nil {
 		return err
 	}
-	liftDeadlines(w)
-	h.proxy(w, r, func(pr *httputil.ProxyRequest) {
-		pr.Out.URL.Scheme = browser.Scheme
-		pr.Out.URL.Host = browser.Host
-		pr.Out.URL.Path = browser.Path
-		pr.Out.URL.RawPath = browser.RawPath
-		// The browser's endpoint takes no query; the token is the relay's.
-		pr.Out.URL.RawQuery = ""
-		// Chromium answers only requests whose Host is an IP address or
-		// localhost, as its own address is.
-		pr.Out.Host = browser.Host
-		for _, k := range browserHiddenHeaders {
-			pr.Out.Header.Del(k)
+	defer free()
+	if target.Node != "" {
+		return h.relay(w, r, target.Node)
+	}
+	conn, err := target.Connect(r.Context())
+	if err != nil {
+		if domain.KindOf(err) != domain.KindInternal {
+			return err
 		}
-	}).ServeHTTP(w, r)
+		requestLogger(r.Context()).Warn("cdp relay could not connect to the browser", zap.Error(err))
+		return domain.Unavailable("the session's browser did not answer; retry later")
+	}
+	defer conn.Close()
+	liftDeadlines(w)
+	// The origin is checked above, with the service's own rules.
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	if err != nil {
+		// Accept has answered the client.
+		return nil
+	}
+	noteSwitchedProtocols(w)
+	ws.SetReadLimit(cdpMaxClientMessage)
+	pumpCDP(ws, conn)
 	return nil
+}
+
+// pumpCDP carries messages both ways until either side ends.
+func pumpCDP(ws *websocket.Conn, conn profiles.CDPConn) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer cancel()
+		for {
+			msg, err := conn.Receive(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					_ = ws.Close(websocket.StatusGoingAway, "the session's browser is gone")
+				}
+				return
+			}
+			if err := ws.Write(ctx, websocket.MessageText, msg); err != nil {
+				return
+			}
+		}
+	}()
+	for {
+		_, msg, err := ws.Read(ctx)
+		if err != nil {
+			break
+		}
+		if err := conn.Send(ctx, msg); err != nil {
+			_ = ws.Close(websocket.StatusGoingAway, "the session's browser is gone")
+			break
+		}
+	}
+	cancel()
+	_ = conn.Close()
+	_ = ws.CloseNow()
+	<-done
 }
 
 func (h *CDPHandlers) version(w http.ResponseWriter, r *http.Request) error {
@@ -151,54 +235,67 @@ func (h *CDPHandlers) version(w http.ResponseWriter, r *http.Request) error {
 	if target.Node != "" {
 		return h.relay(w, r, target.Node)
 	}
-	browser, err := browserURL(target.Local)
+	public, err := publicCDPURL(h.opts.PublicURL(), mux.Vars(r)["id"], r.URL.Query().Get("token"))
 	if err != nil {
 		return err
 	}
-	public, err := publicCDPURL(h.publicURL(), mux.Vars(r)["id"], r.URL.Query().Get("token"))
+	doc, err := browserVersion(r.Context(), target)
 	if err != nil {
-		return err
-	}
-	doc, err := h.browserVersion(r.Context(), browser)
-	if err != nil {
+		if domain.KindOf(err) != domain.KindInternal {
+			return err
+		}
 		if r.Context().Err() == nil {
-			requestLogger(r.Context()).Warn("browser did not answer /json/version", zap.Error(err))
+			requestLogger(r.Context()).Warn("browser did not answer Browser.getVersion", zap.Error(err))
 		}
 		return domain.Unavailable("the session's browser did not answer; retry later")
 	}
-	doc["webSocketDebuggerUrl"], err = json.Marshal(public)
-	if err != nil {
-		return err
-	}
+	doc["webSocketDebuggerUrl"] = public
 	// The document carries the session's token.
 	w.Header().Set("Cache-Control", "no-store")
 	writeBody(w, http.StatusOK, doc)
 	return nil
 }
 
-// browserVersion asks the browser for its /json/version document.
-func (h *CDPHandlers) browserVersion(ctx context.Context, browser *url.URL) (map[string]json.RawMessage, error) {
-	u := url.URL{Scheme: browser.Scheme, Host: browser.Host, Path: "/json/version"}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+// browserVersion asks the browser for what a DevTools /json/version
+// document tells.
+func browserVersion(ctx context.Context, target profiles.CDPTarget) (map[string]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, cdpAnswerTimeout)
+	defer cancel()
+	conn, err := target.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := h.client.Do(req)
-	if err != nil {
+	defer conn.Close()
+	if err := conn.Send(ctx, []byte(`{"id":`+strconv.Itoa(cdpVersionID)+`,"method":"Browser.getVersion"}`)); err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("browser answered %s", resp.Status)
+	for {
+		raw, err := conn.Receive(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var answer struct {
+			ID     int64 `json:"id"`
+			Result *struct {
+				ProtocolVersion string `json:"protocolVersion"`
+				Product         string `json:"product"`
+				Revision        string `json:"revision"`
+				UserAgent       string `json:"userAgent"`
+				JSVersion       string `json:"jsVersion"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(raw, &answer) != nil || answer.ID != cdpVersionID {
+			continue
+		}
+		if answer.Result == nil {
+			return nil, fmt.Errorf("Browser.getVersion answered %s", raw)
+		}
+		res := answer.Result
+		return map[string]string{
+			"Browser": res.Product, "Protocol-Version": res.ProtocolVersion, "User-Agent": res.UserAgent,
+			"V8-Version": res.JSVersion, "WebKit-Version": "537.36 (" + res.Revision + ")",
+		}, nil
 	}
-	var doc map[string]json.RawMessage
-	if err := json.NewDecoder(io.LimitReader(resp.Body, cdpVersionMaxBytes)).Decode(&doc); err != nil {
-		return nil, fmt.Errorf("browser's /json/version: %w", err)
-	}
-	if doc == nil {
-		return nil, errors.New("browser's /json/version is null")
-	}
-	return doc, nil
 }
 
 // relay hands the request as it came, token included, to the instance that
@@ -224,6 +321,9 @@ func (h *CDPHandlers) relay(w http.ResponseWriter, r *http.Request, node string)
 			pr.Out.Header.Del(k)
 		}
 		pr.Out.Header.Set(relayedHeader, "1")
+		// This instance checked the page's origin; the owner, reached at
+		// its NODE_URL, would take the service's own origin for another.
+		pr.Out.Header.Del("Origin")
 	}).ServeHTTP(w, r)
 	return nil
 }
@@ -285,27 +385,6 @@ func liftDeadlines(w http.ResponseWriter) {
 func isWebSocketUpgrade(r *http.Request) bool {
 	return httpguts.HeaderValuesContainsToken(r.Header["Connection"], "upgrade") &&
 		strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
-}
-
-// browserURL turns the browser's DevTools WebSocket address into the
-// http(s) URL that an upgrade request is sent to.
-func browserURL(local string) (*url.URL, error) {
-	u, err := url.Parse(local)
-	if err != nil {
-		return nil, fmt.Errorf("browser's cdp address %q: %w", local, err)
-	}
-	switch u.Scheme {
-	case "ws":
-		u.Scheme = "http"
-	case "wss":
-		u.Scheme = "https"
-	default:
-		return nil, fmt.Errorf("browser's cdp address %q is not a ws(s) URL", local)
-	}
-	if u.Host == "" {
-		return nil, fmt.Errorf("browser's cdp address %q has no host", local)
-	}
-	return u, nil
 }
 
 // publicCDPURL is a session's cdpUrl as clients reach it: ws, or wss behind

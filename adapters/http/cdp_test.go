@@ -3,16 +3,19 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"golang.org/x/net/websocket"
+	"github.com/coder/websocket"
 
 	"github.com/profilesvc/profilesvc/application/profiles"
 	"github.com/profilesvc/profilesvc/domain"
@@ -21,6 +24,8 @@ import (
 const (
 	cdpSession = "ses_1"
 	cdpToken   = "s3cret&+/token"
+	// cdpEvent is what a browser sends a client unasked.
+	cdpEvent = `{"method":"Target.targetCreated","params":{"targetInfo":{"targetId":"T1","type":"page"}}}`
 )
 
 // fakeTargets knows one session, cdpSession with cdpToken, and where its
@@ -46,86 +51,181 @@ func (a anyToken) CDPTarget(context.Context, string, string) (profiles.CDPTarget
 	return a.target, nil
 }
 
-// handshake is what the fake browser saw of one WebSocket upgrade.
-type handshake struct {
-	host, path, query string
-	header            http.Header
-}
-
-// fakeBrowser serves what Chromium does on its DevTools port:
-// /json/version, and a WebSocket at /devtools/browser/abc that echoes.
+// fakeBrowser is the session's browser as the runtime hands it to the
+// relay: every Connect opens a fakeCDPConn, or fails with connectErr.
 type fakeBrowser struct {
-	srv      *httptest.Server
-	requests atomic.Int32
+	connectErr error
+	// greeting is what every connection receives first, unasked, as a
+	// browser's events.
+	greeting []string
 
-	mu         sync.Mutex
-	handshakes []handshake
+	mu    sync.Mutex
+	conns []*fakeCDPConn
 }
 
-func newFakeBrowser(t *testing.T) *fakeBrowser {
-	t.Helper()
-	b := &fakeBrowser{}
-	m := http.NewServeMux()
-	m.HandleFunc("GET /json/version", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-		_ = json.NewEncoder(w).Encode(map[string]string{
-			"Browser":              "HeadlessChrome/131.0.6778.85",
-			"Protocol-Version":     "1.3",
-			"User-Agent":           "Mozilla/5.0 HeadlessChrome/131.0.6778.85",
-			"V8-Version":           "13.1.201.15",
-			"WebKit-Version":       "537.36",
-			"webSocketDebuggerUrl": "ws://" + r.Host + "/devtools/browser/abc",
-		})
-	})
-	m.Handle("/devtools/browser/abc", websocket.Server{
-		Handshake: func(_ *websocket.Config, r *http.Request) error {
-			b.mu.Lock()
-			defer b.mu.Unlock()
-			b.handshakes = append(b.handshakes, handshake{host: r.Host, path: r.URL.Path, query: r.URL.RawQuery, header: r.Header.Clone()})
-			return nil
-		},
-		Handler: func(ws *websocket.Conn) {
-			for {
-				var msg string
-				if err := websocket.Message.Receive(ws, &msg); err != nil {
-					return
-				}
-				if err := websocket.Message.Send(ws, "echo:"+msg); err != nil {
-					return
-				}
-			}
-		},
-	})
-	b.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b.requests.Add(1)
-		m.ServeHTTP(w, r)
-	}))
-	t.Cleanup(b.srv.Close)
-	return b
+func (b *fakeBrowser) target() profiles.CDPTarget {
+	return profiles.CDPTarget{Connect: b.connect}
 }
 
-func (b *fakeBrowser) wsURL() string {
-	return "ws://" + b.srv.Listener.Addr().String() + "/devtools/browser/abc"
-}
-
-func (b *fakeBrowser) seen() []handshake {
+func (b *fakeBrowser) connect(context.Context) (profiles.CDPConn, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return append([]handshake(nil), b.handshakes...)
+	if b.connectErr != nil {
+		return nil, b.connectErr
+	}
+	c := &fakeCDPConn{toClient: make(chan []byte, 64), ended: make(chan struct{}), closed: make(chan struct{})}
+	for _, msg := range b.greeting {
+		c.toClient <- []byte(msg)
+	}
+	b.conns = append(b.conns, c)
+	return c, nil
 }
 
-// newRelay serves the relay routes for targets on loopback; configure may
-// set the server's timeouts before it starts.
-func newRelay(t *testing.T, target profiles.CDPTarget, publicURL string, configure func(*http.Server)) *httptest.Server {
+// opened returns the connections opened so far.
+func (b *fakeBrowser) opened() []*fakeCDPConn {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]*fakeCDPConn(nil), b.conns...)
+}
+
+// only returns the one connection opened so far.
+func (b *fakeBrowser) only(t *testing.T) *fakeCDPConn {
 	t.Helper()
-	srv, _ := newRelayStack(t, target, publicURL, configure)
+	conns := b.opened()
+	if len(conns) != 1 {
+		t.Fatalf("the browser has %d connections, want 1", len(conns))
+	}
+	return conns[0]
+}
+
+// fakeCDPConn answers as Chromium does: Browser.getVersion with its
+// version, a message over a kilobyte with its size, and echoes any other.
+type fakeCDPConn struct {
+	toClient chan []byte
+	ended    chan struct{} // closed when the browser ends the connection
+	endOnce  sync.Once
+	closed   chan struct{} // closed by Close
+	once     sync.Once
+
+	mu       sync.Mutex
+	received []string // what Send got, or its size when over a kilobyte
+}
+
+var _ profiles.CDPConn = (*fakeCDPConn)(nil)
+
+// fakeVersion is the fake's answer to a Browser.getVersion of id %d.
+const fakeVersion = `{"id":%d,"result":{"protocolVersion":"1.3","product":"HeadlessChrome/131.0.6778.85",` +
+	`"revision":"@e5ba4a8b1e4c1ef1f2d3b0fdcf9a6b1a2c3d4e5f","userAgent":"Mozilla/5.0 HeadlessChrome/131.0.6778.85","jsVersion":"13.1.201.15"}}`
+
+func (c *fakeCDPConn) Send(ctx context.Context, msg []byte) error {
+	answer := "echo:" + string(msg)
+	record := string(msg)
+	var call struct {
+		ID     int64  `json:"id"`
+		Method string `json:"method"`
+	}
+	switch {
+	case len(msg) > 1024:
+		answer = fmt.Sprintf("received %d bytes", len(msg))
+		record = answer
+	case json.Unmarshal(msg, &call) == nil && call.Method == "Browser.getVersion":
+		answer = fmt.Sprintf(fakeVersion, call.ID)
+	}
+	c.mu.Lock()
+	c.received = append(c.received, record)
+	c.mu.Unlock()
+	return c.push(ctx, answer)
+}
+
+// push sends msg to the client, as a browser's event.
+func (c *fakeCDPConn) push(ctx context.Context, msg string) error {
+	select {
+	case c.toClient <- []byte(msg):
+		return nil
+	case <-c.ended:
+		return errors.New("the browser is gone")
+	case <-c.closed:
+		return errors.New("send on a closed connection")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *fakeCDPConn) Receive(ctx context.Context) ([]byte, error) {
+	select {
+	case msg := <-c.toClient:
+		return msg, nil
+	case <-c.ended:
+		return nil, errors.New("the browser is gone")
+	case <-c.closed:
+		return nil, errors.New("receive on a closed connection")
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (c *fakeCDPConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return nil
+}
+
+// end ends the connection from the browser's side, as a browser that
+// exits.
+func (c *fakeCDPConn) end() { c.endOnce.Do(func() { close(c.ended) }) }
+
+func (c *fakeCDPConn) isClosed() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+func (c *fakeCDPConn) got() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.received...)
+}
+
+// waitClosed waits until the relay has closed c.
+func (c *fakeCDPConn) waitClosed(t *testing.T, why string) {
+	t.Helper()
+	select {
+	case <-c.closed:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the relay did not close the browser's connection %s", why)
+	}
+}
+
+// pollUntil polls cond until it holds or the deadline passes.
+func pollUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// newRelay serves the relay routes of svc on loopback; opts.PublicURL
+// defaults to http://localhost:8080, and configure may set the server's
+// timeouts before it starts.
+func newRelay(t *testing.T, svc CDPTargets, opts CDPOptions, configure func(*http.Server)) *httptest.Server {
+	t.Helper()
+	srv, _ := newRelayStack(t, svc, opts, configure)
 	return srv
 }
 
 // newRelayStack is newRelay that also returns the stack, to read its log.
-func newRelayStack(t *testing.T, target profiles.CDPTarget, publicURL string, configure func(*http.Server)) (*httptest.Server, testStack) {
+func newRelayStack(t *testing.T, svc CDPTargets, opts CDPOptions, configure func(*http.Server)) (*httptest.Server, testStack) {
 	t.Helper()
-	s := newTestStack(t, NewCDPHandlers(fakeTargets{target: target}, constURL(publicURL)).Routes(), nil)
+	if opts.PublicURL == nil {
+		opts.PublicURL = constURL("http://localhost:8080")
+	}
+	s := newTestStack(t, NewCDPHandlers(svc, opts).Routes(), nil)
 	srv := httptest.NewUnstartedServer(s.handler)
 	if configure != nil {
 		configure(srv.Config)
@@ -139,39 +239,74 @@ func cdpPath(session, token string) string {
 	return "/api/v1/sessions/" + session + "/cdp?token=" + url.QueryEscape(token)
 }
 
-// dialCDP connects as a CDP client would, with an Origin and the service's
-// credentials that must not reach the browser.
-func dialCDP(t *testing.T, relay *httptest.Server, session, token string) *websocket.Conn {
+func versionPath(suffix string) string {
+	return strings.Replace(cdpPath(cdpSession, cdpToken), "/cdp?", "/cdp"+suffix+"?", 1)
+}
+
+// tryDialCDP connects as a CDP client would, sending header.
+func tryDialCDP(t *testing.T, relay *httptest.Server, header http.Header) (*websocket.Conn, error) {
 	t.Helper()
-	cfg, err := websocket.NewConfig("ws://"+relay.Listener.Addr().String()+cdpPath(session, token), "http://localhost:3000")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ws, resp, err := websocket.Dial(ctx, "ws://"+relay.Listener.Addr().String()+cdpPath(cdpSession, cdpToken), &websocket.DialOptions{HTTPHeader: header})
 	if err != nil {
-		t.Fatal(err)
+		if resp != nil {
+			err = fmt.Errorf("%w (%s)", err, resp.Status)
+		}
+		return nil, err
 	}
-	cfg.Header.Set("Authorization", "Bearer user-jwt")
-	cfg.Header.Set("X-API-Key", "psk_secret")
-	cfg.Header.Set("Cookie", "sid=abc")
-	ws, err := websocket.DialConfig(cfg)
+	t.Cleanup(func() { _ = ws.CloseNow() })
+	return ws, nil
+}
+
+func dialCDP(t *testing.T, relay *httptest.Server, header http.Header) *websocket.Conn {
+	t.Helper()
+	ws, err := tryDialCDP(t, relay, header)
 	if err != nil {
 		t.Fatalf("dial the relay: %v", err)
 	}
-	t.Cleanup(func() { _ = ws.Close() })
 	return ws
+}
+
+// receive reads the next message of the relay and expects want.
+func receive(t *testing.T, ws *websocket.Conn, want string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	typ, got, err := ws.Read(ctx)
+	if err != nil {
+		t.Fatalf("receive %q: %v", want, err)
+	}
+	if typ != websocket.MessageText || string(got) != want {
+		t.Fatalf("received %v %q, want text %q", typ, got, want)
+	}
+}
+
+func send(t *testing.T, ws *websocket.Conn, msg string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := ws.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
+		t.Fatalf("send %d bytes: %v", len(msg), err)
+	}
 }
 
 func roundTrip(t *testing.T, ws *websocket.Conn, msg string) {
 	t.Helper()
-	if err := ws.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if err := websocket.Message.Send(ws, msg); err != nil {
-		t.Fatalf("send %q: %v", msg, err)
-	}
-	var got string
-	if err := websocket.Message.Receive(ws, &got); err != nil {
-		t.Fatalf("receive the echo of %q: %v", msg, err)
-	}
-	if got != "echo:"+msg {
-		t.Fatalf("echo %q, want %q", got, "echo:"+msg)
+	send(t, ws, msg)
+	receive(t, ws, "echo:"+msg)
+}
+
+// expectClosed reads until the relay closes ws, and expects it to say
+// want.
+func expectClosed(t *testing.T, ws *websocket.Conn, want websocket.CloseError) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, msg, err := ws.Read(ctx)
+	var got websocket.CloseError
+	if !errors.As(err, &got) || got != want {
+		t.Fatalf("read %q, %v; want the relay to close with %v", msg, err, want)
 	}
 }
 
@@ -190,9 +325,18 @@ func upgradeRequest(t *testing.T, target string) *http.Request {
 	return req
 }
 
+func getRequest(t *testing.T, target string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, target, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
 // expectErrorResponse checks a live response like expectError checks a
 // recorded one.
-func expectErrorResponse(t *testing.T, req *http.Request, status int, code string) {
+func expectErrorResponse(t *testing.T, req *http.Request, status int, code string) envelope {
 	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -207,53 +351,95 @@ func expectErrorResponse(t *testing.T, req *http.Request, status int, code strin
 	if _, err := w.Body.ReadFrom(resp.Body); err != nil {
 		t.Fatal(err)
 	}
-	expectError(t, w, status, code)
+	return expectError(t, w, status, code)
 }
 
-func TestCDPRelayCarriesMessagesToTheBrowserWithoutTheClientsCredentials(t *testing.T) {
-	b := newFakeBrowser(t)
-	relay, stack := newRelayStack(t, profiles.CDPTarget{Local: b.wsURL()}, "http://localhost:8080", nil)
+func TestCDPRelayCarriesMessagesBothWays(t *testing.T) {
+	t.Parallel()
+	b := &fakeBrowser{greeting: []string{cdpEvent}}
+	relay, stack := newRelayStack(t, fakeTargets{target: b.target()}, CDPOptions{}, nil)
 
-	ws := dialCDP(t, relay, cdpSession, cdpToken)
-	roundTrip(t, ws, `{"id":1,"method":"Browser.getVersion"}`)
+	ws := dialCDP(t, relay, nil)
+	receive(t, ws, cdpEvent)
+	send(t, ws, `{"id":1,"method":"Browser.getVersion"}`)
+	receive(t, ws, fmt.Sprintf(fakeVersion, 1))
 	roundTrip(t, ws, `{"id":2,"method":"Target.getTargets"}`)
-	if err := ws.Close(); err != nil {
+	conn := b.only(t)
+	if err := conn.push(t.Context(), `{"method":"Target.targetDestroyed","params":{"targetId":"T1"}}`); err != nil {
 		t.Fatal(err)
 	}
-	// The access log has the connection once it ends, as a 101.
-	deadline := time.Now().Add(5 * time.Second)
-	for stack.logs.FilterMessage("request").Len() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no access log line for the relayed connection")
-		}
-		time.Sleep(5 * time.Millisecond)
+	receive(t, ws, `{"method":"Target.targetDestroyed","params":{"targetId":"T1"}}`)
+	if got, want := conn.got(), []string{`{"id":1,"method":"Browser.getVersion"}`, `{"id":2,"method":"Target.getTargets"}`}; !slices.Equal(got, want) {
+		t.Fatalf("the browser received %q, want %q", got, want)
 	}
+
+	if err := ws.Close(websocket.StatusNormalClosure, ""); err != nil {
+		t.Fatal(err)
+	}
+	conn.waitClosed(t, "when its client closed")
+	// The access log has the connection once it ends, as a 101.
+	pollUntil(t, "the access log line of the relayed connection", func() bool {
+		return stack.logs.FilterMessage("request").Len() > 0
+	})
 	line := stack.logs.FilterMessage("request").All()[0].ContextMap()
 	if line["status"] != int64(101) || line["route"] != "/api/v1/sessions/{id}/cdp" {
 		t.Fatalf("access log %v", line)
 	}
-
-	seen := b.seen()
-	if len(seen) != 1 {
-		t.Fatalf("browser saw %d handshakes, want 1", len(seen))
-	}
-	hs := seen[0]
-	if want := b.srv.Listener.Addr().String(); hs.host != want {
-		t.Fatalf("browser saw Host %q, want %q", hs.host, want)
-	}
-	if hs.path != "/devtools/browser/abc" || hs.query != "" {
-		t.Fatalf("browser saw %s?%s", hs.path, hs.query)
-	}
-	for _, k := range []string{"Origin", "Authorization", "X-API-Key", "Cookie", relayedHeader} {
-		if v, ok := hs.header[k]; ok {
-			t.Fatalf("browser saw %s: %q", k, v)
-		}
+	if n := len(b.opened()); n != 1 {
+		t.Fatalf("the browser has %d connections, want 1", n)
 	}
 }
 
-func TestCDPRelayRefusesABadTokenBeforeReachingTheBrowser(t *testing.T) {
-	b := newFakeBrowser(t)
-	relay := newRelay(t, profiles.CDPTarget{Local: b.wsURL()}, "http://localhost:8080", nil)
+func TestCDPRelayClosesTheBrowsersConnectionWhenTheClientLeaves(t *testing.T) {
+	t.Parallel()
+	leave := map[string]func(*websocket.Conn) error{
+		"with a close handshake":     func(ws *websocket.Conn) error { return ws.Close(websocket.StatusNormalClosure, "done") },
+		"by dropping the connection": func(ws *websocket.Conn) error { return ws.CloseNow() },
+	}
+	for name, leave := range leave {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := &fakeBrowser{}
+			relay := newRelay(t, fakeTargets{target: b.target()}, CDPOptions{}, nil)
+			ws := dialCDP(t, relay, nil)
+			roundTrip(t, ws, "first")
+			conn := b.only(t)
+			if conn.isClosed() {
+				t.Fatal("the browser's connection is closed while its client is there")
+			}
+			if err := leave(ws); err != nil {
+				t.Fatal(err)
+			}
+			conn.waitClosed(t, "when its client left")
+		})
+	}
+}
+
+func TestCDPRelayClosesTheClientWhenTheBrowserEnds(t *testing.T) {
+	t.Parallel()
+	b := &fakeBrowser{}
+	relay := newRelay(t, fakeTargets{target: b.target()}, CDPOptions{MaxConnections: 1}, nil)
+	ws := dialCDP(t, relay, nil)
+	roundTrip(t, ws, "first")
+
+	b.only(t).end()
+	expectClosed(t, ws, websocket.CloseError{Code: websocket.StatusGoingAway, Reason: "the session's browser is gone"})
+	b.only(t).waitClosed(t, "when the browser ended it")
+
+	// The ended connection no longer counts against the bound.
+	var next *websocket.Conn
+	pollUntil(t, "the relay to take a connection again", func() bool {
+		ws, err := tryDialCDP(t, relay, nil)
+		next = ws
+		return err == nil
+	})
+	roundTrip(t, next, "second")
+}
+
+func TestCDPRelayRefusesABadTokenBeforeConnecting(t *testing.T) {
+	t.Parallel()
+	b := &fakeBrowser{}
+	relay := newRelay(t, fakeTargets{target: b.target()}, CDPOptions{}, nil)
 	cases := map[string]string{
 		"wrong token":     cdpPath(cdpSession, "guess"),
 		"no token":        "/api/v1/sessions/" + cdpSession + "/cdp",
@@ -264,28 +450,156 @@ func TestCDPRelayRefusesABadTokenBeforeReachingTheBrowser(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			expectErrorResponse(t, upgradeRequest(t, relay.URL+path), 401, "unauthorized")
 			version := strings.Replace(path, "/cdp", "/cdp/json/version", 1)
-			req, err := http.NewRequest(http.MethodGet, relay.URL+version, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			expectErrorResponse(t, req, 401, "unauthorized")
+			expectErrorResponse(t, getRequest(t, relay.URL+version), 401, "unauthorized")
 		})
 	}
-	if n := b.requests.Load(); n != 0 {
-		t.Fatalf("the browser got %d requests from refused clients", n)
+	if n := len(b.opened()); n != 0 {
+		t.Fatalf("refused clients opened %d connections to the browser", n)
 	}
 }
 
 func TestCDPRelayAsksForAWebSocket(t *testing.T) {
-	b := newFakeBrowser(t)
-	relay := newRelay(t, profiles.CDPTarget{Local: b.wsURL()}, "http://localhost:8080", nil)
-	req, err := http.NewRequest(http.MethodGet, relay.URL+cdpPath(cdpSession, cdpToken), nil)
-	if err != nil {
+	t.Parallel()
+	b := &fakeBrowser{}
+	relay := newRelay(t, fakeTargets{target: b.target()}, CDPOptions{}, nil)
+	expectErrorResponse(t, getRequest(t, relay.URL+cdpPath(cdpSession, cdpToken)), 400, "bad_request")
+	if n := len(b.opened()); n != 0 {
+		t.Fatalf("a plain GET opened %d connections to the browser", n)
+	}
+}
+
+func TestCDPRelayRefusesPagesOfOtherOrigins(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, origin string
+		origins      []string
+	}{
+		{"another site", "https://evil.example", nil},
+		{"another site while others are listed", "https://evil.example", []string{"https://console.example.com"}},
+		{"a listed site over another scheme", "http://console.example.com", []string{"https://console.example.com"}},
+		{"another port of the relay's host", "http://127.0.0.1:1", nil},
+		{"an opaque origin", "null", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			b := &fakeBrowser{}
+			relay := newRelay(t, fakeTargets{target: b.target()}, CDPOptions{Origins: c.origins}, nil)
+			req := upgradeRequest(t, relay.URL+cdpPath(cdpSession, cdpToken))
+			req.Header.Set("Origin", c.origin)
+			env := expectErrorResponse(t, req, 403, "forbidden")
+			want := "pages of origin " + c.origin + " may not open a CDP connection (CORS_ORIGINS lists the origins that may)"
+			if env.Error.Message != want {
+				t.Fatalf("message %q, want %q", env.Error.Message, want)
+			}
+			if n := len(b.opened()); n != 0 {
+				t.Fatalf("a refused page opened %d connections to the browser", n)
+			}
+		})
+	}
+}
+
+func TestCDPRelayLetsAllowedOriginsIn(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		origins []string
+		origin  func(relay *httptest.Server) string
+	}{
+		{"no origin, as Playwright and Puppeteer", nil, func(*httptest.Server) string { return "" }},
+		{"a listed origin", []string{"https://other.example", "https://console.example.com"}, func(*httptest.Server) string { return "https://console.example.com" }},
+		{"any origin with *", []string{"*"}, func(*httptest.Server) string { return "https://anywhere.example" }},
+		{"the relay's own origin", nil, func(relay *httptest.Server) string { return relay.URL }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			b := &fakeBrowser{}
+			relay := newRelay(t, fakeTargets{target: b.target()}, CDPOptions{Origins: c.origins}, nil)
+			header := http.Header{}
+			if o := c.origin(relay); o != "" {
+				header.Set("Origin", o)
+			}
+			roundTrip(t, dialCDP(t, relay, header), `{"id":1,"method":"Target.getTargets"}`)
+		})
+	}
+}
+
+func TestCDPRelayBoundsItsConnections(t *testing.T) {
+	t.Parallel()
+	b := &fakeBrowser{}
+	relay := newRelay(t, fakeTargets{target: b.target()}, CDPOptions{MaxConnections: 2}, nil)
+	first := dialCDP(t, relay, nil)
+	roundTrip(t, dialCDP(t, relay, nil), "second")
+
+	env := expectErrorResponse(t, upgradeRequest(t, relay.URL+cdpPath(cdpSession, cdpToken)), 503, "unavailable")
+	if want := "this instance relays as many CDP connections as it may (2, CDP_CONNECTIONS_MAX); retry later"; env.Error.Message != want {
+		t.Fatalf("message %q, want %q", env.Error.Message, want)
+	}
+	if n := len(b.opened()); n != 2 {
+		t.Fatalf("the browser has %d connections, want the 2 relayed", n)
+	}
+
+	// A connection that ends frees its place.
+	if err := first.Close(websocket.StatusNormalClosure, ""); err != nil {
 		t.Fatal(err)
 	}
-	expectErrorResponse(t, req, 400, "bad_request")
-	if n := b.requests.Load(); n != 0 {
-		t.Fatalf("the browser got %d requests", n)
+	var third *websocket.Conn
+	pollUntil(t, "the relay to take a connection again", func() bool {
+		ws, err := tryDialCDP(t, relay, nil)
+		third = ws
+		return err == nil
+	})
+	roundTrip(t, third, "third")
+}
+
+func TestCDPRelayClosesAClientMessageOverTheLimit(t *testing.T) {
+	t.Parallel()
+	b := &fakeBrowser{}
+	relay := newRelay(t, fakeTargets{target: b.target()}, CDPOptions{}, nil)
+	ws := dialCDP(t, relay, nil)
+
+	// 16 MiB is the most a message may have.
+	send(t, ws, strings.Repeat("x", 16<<20))
+	receive(t, ws, "received 16777216 bytes")
+
+	send(t, ws, strings.Repeat("x", 16<<20+1))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, msg, err := ws.Read(ctx)
+	if got := websocket.CloseStatus(err); got != websocket.StatusMessageTooBig {
+		t.Fatalf("read %q, %v: close status %v, want %v", msg, err, got, websocket.StatusMessageTooBig)
+	}
+	conn := b.only(t)
+	conn.waitClosed(t, "after its client sent too much")
+	if got, want := conn.got(), []string{"received 16777216 bytes"}; !slices.Equal(got, want) {
+		t.Fatalf("the browser received %q, want %q", got, want)
+	}
+}
+
+func TestCDPRelayPassesOnWhyTheBrowserCannotBeReached(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name             string
+		err              error
+		connect, version int
+		code             string
+	}{
+		// CDPTarget's Connect says so of a browser that ended since the
+		// token was checked.
+		{"the browser has ended", domain.Unauthorized("the session is over or the token is wrong"), 401, 401, "unauthorized"},
+		{"the browser has as many clients as it may", domain.Unavailable("the session's browser has as many CDP clients as it may (8); close one first"), 503, 503, "unavailable"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			relay := newRelay(t, fakeTargets{target: (&fakeBrowser{connectErr: c.err}).target()}, CDPOptions{}, nil)
+			env := expectErrorResponse(t, upgradeRequest(t, relay.URL+cdpPath(cdpSession, cdpToken)), c.connect, c.code)
+			if env.Error.Message != c.err.Error() {
+				t.Fatalf("message %q, want %q", env.Error.Message, c.err.Error())
+			}
+			expectErrorResponse(t, getRequest(t, relay.URL+versionPath("/json/version")), c.version, c.code)
+		})
 	}
 }
 
@@ -312,8 +626,27 @@ func getVersion(t *testing.T, target string) map[string]string {
 	return doc
 }
 
-func TestCDPVersionNamesThePublicCDPURL(t *testing.T) {
-	b := newFakeBrowser(t)
+// fakeVersionDocument is the /json/version of fakeVersion, but for
+// webSocketDebuggerUrl.
+var fakeVersionDocument = map[string]string{
+	"Browser":          "HeadlessChrome/131.0.6778.85",
+	"Protocol-Version": "1.3",
+	"User-Agent":       "Mozilla/5.0 HeadlessChrome/131.0.6778.85",
+	"V8-Version":       "13.1.201.15",
+	"WebKit-Version":   "537.36 (@e5ba4a8b1e4c1ef1f2d3b0fdcf9a6b1a2c3d4e5f)",
+}
+
+func wantVersionDocument(t *testing.T, doc map[string]string, webSocketDebuggerURL string) {
+	t.Helper()
+	want := maps.Clone(fakeVersionDocument)
+	want["webSocketDebuggerUrl"] = webSocketDebuggerURL
+	if !maps.Equal(doc, want) {
+		t.Fatalf("/json/version\n got %v\nwant %v", doc, want)
+	}
+}
+
+func TestCDPVersionAsksTheBrowserAndNamesThePublicCDPURL(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		publicURL, want string
 	}{
@@ -323,110 +656,209 @@ func TestCDPVersionNamesThePublicCDPURL(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.publicURL, func(t *testing.T) {
-			relay := newRelay(t, profiles.CDPTarget{Local: b.wsURL()}, c.publicURL, nil)
+			t.Parallel()
+			// The browser's events come before the answer; the relay
+			// waits for the answer to its own call.
+			b := &fakeBrowser{greeting: []string{cdpEvent, `{"id":99,"result":{}}`}}
+			relay := newRelay(t, fakeTargets{target: b.target()}, CDPOptions{PublicURL: constURL(c.publicURL)}, nil)
 			for _, suffix := range []string{"/json/version", "/json/version/"} {
-				path := strings.Replace(cdpPath(cdpSession, cdpToken), "/cdp?", "/cdp"+suffix+"?", 1)
-				doc := getVersion(t, relay.URL+path)
-				if doc["webSocketDebuggerUrl"] != c.want {
-					t.Fatalf("%s: webSocketDebuggerUrl %q, want %q", suffix, doc["webSocketDebuggerUrl"], c.want)
+				wantVersionDocument(t, getVersion(t, relay.URL+versionPath(suffix)), c.want)
+			}
+			conns := b.opened()
+			if len(conns) != 2 {
+				t.Fatalf("the browser has %d connections, want one per document", len(conns))
+			}
+			for _, conn := range conns {
+				if got, want := conn.got(), []string{`{"id":1,"method":"Browser.getVersion"}`}; !slices.Equal(got, want) {
+					t.Fatalf("the browser received %q, want %q", got, want)
 				}
-				if doc["Browser"] != "HeadlessChrome/131.0.6778.85" || doc["Protocol-Version"] != "1.3" || doc["V8-Version"] != "13.1.201.15" {
-					t.Fatalf("%s: the browser's fields did not come through: %v", suffix, doc)
-				}
+				conn.waitClosed(t, "once it answered the version")
 			}
 		})
 	}
 }
 
-func TestCDPRelayGoesToTheInstanceThatRunsTheBrowser(t *testing.T) {
-	b := newFakeBrowser(t)
-	owner := newRelay(t, profiles.CDPTarget{Local: b.wsURL()}, "https://profiles.example.com", nil)
-	front := newRelay(t, profiles.CDPTarget{Node: owner.URL}, "https://front.example.com", nil)
-
-	ws := dialCDP(t, front, cdpSession, cdpToken)
-	roundTrip(t, ws, `{"id":1,"method":"Browser.getVersion"}`)
-	seen := b.seen()
-	if len(seen) != 1 {
-		t.Fatalf("browser saw %d handshakes, want 1", len(seen))
+func TestCDPVersionAnswers503WhenTheBrowserFails(t *testing.T) {
+	t.Parallel()
+	b := &fakeBrowser{connectErr: errors.New("dial unix /tmp/cdp.sock: connect: no such file or directory")}
+	relay, stack := newRelayStack(t, fakeTargets{target: b.target()}, CDPOptions{}, nil)
+	env := expectErrorResponse(t, getRequest(t, relay.URL+versionPath("/json/version")), 503, "unavailable")
+	if want := "the session's browser did not answer; retry later"; env.Error.Message != want {
+		t.Fatalf("message %q, want %q", env.Error.Message, want)
 	}
-	for _, k := range []string{"Origin", "Authorization", "X-API-Key", "Cookie", relayedHeader} {
-		if v, ok := seen[0].header[k]; ok {
-			t.Fatalf("browser saw %s: %q", k, v)
-		}
-	}
-
-	// The owner answers, with its public URL.
-	path := strings.Replace(cdpPath(cdpSession, cdpToken), "/cdp?", "/cdp/json/version/?", 1)
-	doc := getVersion(t, front.URL+path)
-	if want := "wss://profiles.example.com/api/v1/sessions/ses_1/cdp?token=s3cret%26%2B%2Ftoken"; doc["webSocketDebuggerUrl"] != want {
-		t.Fatalf("webSocketDebuggerUrl %q, want %q", doc["webSocketDebuggerUrl"], want)
-	}
-
-	// The owner checks the token itself, whatever the front let through.
-	lax := httptest.NewServer(newTestStack(t, NewCDPHandlers(anyToken{target: profiles.CDPTarget{Node: owner.URL}}, constURL("https://front.example.com")).Routes(), nil).handler)
-	t.Cleanup(lax.Close)
-	expectErrorResponse(t, upgradeRequest(t, lax.URL+cdpPath(cdpSession, "guess")), 401, "unauthorized")
-	if n := len(b.seen()); n != 1 {
-		t.Fatalf("browser saw %d handshakes, want only the first", n)
+	if n := stack.logs.FilterMessage("browser did not answer Browser.getVersion").Len(); n != 1 {
+		t.Fatalf("%d warnings about the browser, want 1", n)
 	}
 }
 
+// headerLog records the headers of the requests a handler serves.
+type headerLog struct {
+	mu      sync.Mutex
+	headers []http.Header
+}
+
+func (l *headerLog) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l.mu.Lock()
+		l.headers = append(l.headers, r.Header.Clone())
+		l.mu.Unlock()
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (l *headerLog) seen() []http.Header {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]http.Header(nil), l.headers...)
+}
+
+// newOwner serves the relay of the instance that runs b's browser, and
+// logs the headers it gets.
+func newOwner(t *testing.T, b *fakeBrowser, opts CDPOptions, configure func(*http.Server)) (*httptest.Server, *headerLog) {
+	t.Helper()
+	if opts.PublicURL == nil {
+		opts.PublicURL = constURL("https://profiles.example.com")
+	}
+	log := &headerLog{}
+	srv := httptest.NewUnstartedServer(log.wrap(newTestStack(t, NewCDPHandlers(fakeTargets{target: b.target()}, opts).Routes(), nil).handler))
+	if configure != nil {
+		configure(srv.Config)
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv, log
+}
+
+func TestCDPRelayGoesToTheInstanceThatRunsTheBrowser(t *testing.T) {
+	t.Parallel()
+	b := &fakeBrowser{greeting: []string{cdpEvent}}
+	owner, log := newOwner(t, b, CDPOptions{}, nil)
+	front := newRelay(t, fakeTargets{target: profiles.CDPTarget{Node: owner.URL}}, CDPOptions{PublicURL: constURL("https://front.example.com")}, nil)
+
+	// The client's credentials for the service stay with the front.
+	ws := dialCDP(t, front, http.Header{"Authorization": {"Bearer user-jwt"}, "X-Api-Key": {"psk_secret"}, "Cookie": {"sid=abc"}})
+	receive(t, ws, cdpEvent)
+	roundTrip(t, ws, `{"id":1,"method":"Target.getTargets"}`)
+	seen := log.seen()
+	if len(seen) != 1 {
+		t.Fatalf("the owner got %d requests, want 1", len(seen))
+	}
+	for _, k := range []string{"Authorization", "X-API-Key", "Cookie"} {
+		if v, ok := seen[0][http.CanonicalHeaderKey(k)]; ok {
+			t.Fatalf("the owner got %s: %q", k, v)
+		}
+	}
+	if got := seen[0].Get(relayedHeader); got != "1" {
+		t.Fatalf("the owner got %s %q, want 1", relayedHeader, got)
+	}
+	conn := b.only(t)
+	if err := ws.Close(websocket.StatusNormalClosure, ""); err != nil {
+		t.Fatal(err)
+	}
+	conn.waitClosed(t, "when its client, two hops away, closed")
+
+	// The owner answers, with its public URL.
+	wantVersionDocument(t, getVersion(t, front.URL+versionPath("/json/version/")),
+		"wss://profiles.example.com/api/v1/sessions/ses_1/cdp?token=s3cret%26%2B%2Ftoken")
+	opened := len(b.opened())
+
+	// The owner checks the token itself, whatever the front let through.
+	lax := newRelay(t, anyToken{target: profiles.CDPTarget{Node: owner.URL}}, CDPOptions{}, nil)
+	expectErrorResponse(t, upgradeRequest(t, lax.URL+cdpPath(cdpSession, "guess")), 401, "unauthorized")
+	expectErrorResponse(t, getRequest(t, lax.URL+strings.Replace(cdpPath(cdpSession, "guess"), "/cdp?", "/cdp/json/version?", 1)), 401, "unauthorized")
+	if n := len(b.opened()); n != opened {
+		t.Fatalf("the browser has %d connections, want %d: a bad token reached it", n, opened)
+	}
+}
+
+func TestCDPRelayToAnotherInstanceKeepsTheOriginRules(t *testing.T) {
+	t.Parallel()
+	t.Run("a listed origin", func(t *testing.T) {
+		t.Parallel()
+		b := &fakeBrowser{}
+		opts := CDPOptions{Origins: []string{"https://console.example.com"}}
+		owner, _ := newOwner(t, b, opts, nil)
+		front := newRelay(t, fakeTargets{target: profiles.CDPTarget{Node: owner.URL}}, opts, nil)
+		roundTrip(t, dialCDP(t, front, http.Header{"Origin": {"https://console.example.com"}}), "first")
+	})
+	t.Run("the front's own origin", func(t *testing.T) {
+		t.Parallel()
+		// The owner compares an Origin with its own host, the NODE_URL
+		// the front dialled: the front, which checked it, must not pass
+		// it on.
+		b := &fakeBrowser{}
+		owner, _ := newOwner(t, b, CDPOptions{}, nil)
+		front := newRelay(t, fakeTargets{target: profiles.CDPTarget{Node: owner.URL}}, CDPOptions{}, nil)
+		roundTrip(t, dialCDP(t, front, http.Header{"Origin": {front.URL}}), "first")
+	})
+	t.Run("another site", func(t *testing.T) {
+		t.Parallel()
+		b := &fakeBrowser{}
+		owner, log := newOwner(t, b, CDPOptions{}, nil)
+		front := newRelay(t, fakeTargets{target: profiles.CDPTarget{Node: owner.URL}}, CDPOptions{}, nil)
+		req := upgradeRequest(t, front.URL+cdpPath(cdpSession, cdpToken))
+		req.Header.Set("Origin", "https://evil.example")
+		expectErrorResponse(t, req, 403, "forbidden")
+		if n := len(log.seen()); n != 0 {
+			t.Fatalf("the owner got %d requests from a refused page", n)
+		}
+	})
+}
+
 func TestCDPRelayDoesNotRelayARelayedRequest(t *testing.T) {
-	b := newFakeBrowser(t)
+	t.Parallel()
+	b := &fakeBrowser{}
 	// Each instance believes the other runs the browser.
 	second := httptest.NewUnstartedServer(nil)
-	first := newRelay(t, profiles.CDPTarget{Node: "http://" + second.Listener.Addr().String()}, "http://localhost:8080", nil)
-	second.Config.Handler = newTestStack(t, NewCDPHandlers(fakeTargets{target: profiles.CDPTarget{Node: first.URL}}, constURL("http://localhost:8080")).Routes(), nil).handler
+	first := newRelay(t, fakeTargets{target: profiles.CDPTarget{Node: "http://" + second.Listener.Addr().String()}}, CDPOptions{}, nil)
+	second.Config.Handler = newTestStack(t, NewCDPHandlers(fakeTargets{target: profiles.CDPTarget{Node: first.URL}}, CDPOptions{PublicURL: constURL("http://localhost:8080")}).Routes(), nil).handler
 	second.Start()
 	t.Cleanup(second.Close)
 
 	expectErrorResponse(t, upgradeRequest(t, first.URL+cdpPath(cdpSession, cdpToken)), 503, "unavailable")
-	version := strings.Replace(cdpPath(cdpSession, cdpToken), "/cdp?", "/cdp/json/version?", 1)
-	expectErrorResponse(t, upgradeRequest(t, first.URL+version), 503, "unavailable")
+	expectErrorResponse(t, getRequest(t, first.URL+versionPath("/json/version")), 503, "unavailable")
 
 	// A request that arrives already relayed is not sent on.
 	req := upgradeRequest(t, first.URL+cdpPath(cdpSession, cdpToken))
 	req.Header.Set(relayedHeader, "1")
 	expectErrorResponse(t, req, 503, "unavailable")
-	if n := b.requests.Load(); n != 0 {
-		t.Fatalf("the browser got %d requests", n)
+	if n := len(b.opened()); n != 0 {
+		t.Fatalf("the browser has %d connections", n)
 	}
 }
 
-func TestCDPRelayAnswers503WhenTheBrowserIsGone(t *testing.T) {
+func TestCDPRelayAnswers503WhenTheOtherInstanceIsGone(t *testing.T) {
+	t.Parallel()
 	gone := httptest.NewServer(http.NotFoundHandler())
 	addr := gone.Listener.Addr().String()
 	gone.Close()
-	relay := newRelay(t, profiles.CDPTarget{Local: "ws://" + addr + "/devtools/browser/abc"}, "http://localhost:8080", nil)
+	relay := newRelay(t, fakeTargets{target: profiles.CDPTarget{Node: "http://" + addr}}, CDPOptions{}, nil)
 
 	expectErrorResponse(t, upgradeRequest(t, relay.URL+cdpPath(cdpSession, cdpToken)), 503, "unavailable")
-	version := strings.Replace(cdpPath(cdpSession, cdpToken), "/cdp?", "/cdp/json/version?", 1)
-	req, err := http.NewRequest(http.MethodGet, relay.URL+version, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	expectErrorResponse(t, req, 503, "unavailable")
+	expectErrorResponse(t, getRequest(t, relay.URL+versionPath("/json/version")), 503, "unavailable")
 }
 
 func TestCDPRelayOutlivesTheServersTimeouts(t *testing.T) {
+	t.Parallel()
 	const timeout = 100 * time.Millisecond
-	b := newFakeBrowser(t)
 	short := func(s *http.Server) {
 		s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout = timeout, timeout, timeout, timeout
 	}
-	owner := newRelay(t, profiles.CDPTarget{Local: b.wsURL()}, "http://localhost:8080", short)
-	front := newRelay(t, profiles.CDPTarget{Node: owner.URL}, "http://localhost:8080", short)
+	owner, _ := newOwner(t, &fakeBrowser{}, CDPOptions{}, short)
+	front := newRelay(t, fakeTargets{target: profiles.CDPTarget{Node: owner.URL}}, CDPOptions{}, short)
 
 	for name, relay := range map[string]*httptest.Server{"local": owner, "remote": front} {
 		t.Run(name, func(t *testing.T) {
-			ws := dialCDP(t, relay, cdpSession, cdpToken)
-			roundTrip(t, ws, "first")
-			// A CDP client may stay quiet for longer than any request may
-			// take; the connection must still be there.
-			time.Sleep(3 * timeout)
-			roundTrip(t, ws, "after a quiet spell")
-			time.Sleep(3 * timeout)
-			roundTrip(t, ws, "and another")
+			t.Parallel()
+			ws := dialCDP(t, relay, nil)
+			// The server's read and write deadlines are absolute: a
+			// connection still carrying messages well past them proves
+			// the relay lifted them.
+			past := time.Now().Add(3 * timeout)
+			for n := 0; time.Now().Before(past); n++ {
+				roundTrip(t, ws, fmt.Sprintf("message %d", n))
+			}
+			roundTrip(t, ws, "past the deadlines")
 		})
 	}
 }

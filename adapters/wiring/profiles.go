@@ -98,7 +98,9 @@ var Profiles = fx.Module("profiles",
 			return httpapi.NewDataHandlers(svc, cfg.ProfileDataUploadTimeout).Routes()
 		}, fx.ResultTags(`group:"routes"`)),
 		fx.Annotate(func(svc *profiles.Service, cfg config.Config, listen *ListenAddr) Routes {
-			return httpapi.NewCDPHandlers(svc, publicURL(cfg, listen)).Routes()
+			return httpapi.NewCDPHandlers(svc, httpapi.CDPOptions{
+				PublicURL: publicURL(cfg, listen), Origins: cfg.CORSOrigins, MaxConnections: cfg.Browser.RelayConnections,
+			}).Routes()
 		}, fx.ResultTags(`group:"routes"`)),
 	),
 	// recoverBrowsers first: its hook ends the sessions a killed process
@@ -255,9 +257,23 @@ func newBrowserRuntime(lc fx.Lifecycle, cfg config.Config, log *slog.Logger) (po
 		}
 		return nil, fmt.Errorf("BROWSER_RUNTIME: chromium is not installed (apt-get install chromium) and CHROMIUM_PATH is not set")
 	}
+	bwrap, found := chromium.FindBwrap(cfg.Browser.BwrapPath)
+	if !found {
+		// A browser never runs outside its sandbox.
+		if cfg.BrowserRuntime == "auto" && cfg.Browser.BwrapPath == "" {
+			log.Warn("Chromium is installed but bubblewrap is not: sessions are leases only (apt-get install bubblewrap)")
+			return browser.LeaseOnly{}, nil
+		}
+		if cfg.Browser.BwrapPath != "" {
+			return nil, fmt.Errorf("BWRAP_PATH: %q is not an executable bubblewrap", cfg.Browser.BwrapPath)
+		}
+		return nil, fmt.Errorf("BROWSER_RUNTIME: every browser runs in a bubblewrap sandbox, and bwrap is not installed (apt-get install bubblewrap) nor BWRAP_PATH set")
+	}
 	rt, err := chromium.New(chromium.Options{
 		Path: path, MaxBrowsers: cfg.Browser.Max, WorkDir: filepath.Join(cfg.DataDir, "browsers"),
 		AllowPrivateTargets: cfg.AllowPrivateTargets, Log: log,
+		Sandbox:    chromium.Sandbox{Bwrap: bwrap},
+		MaxClients: cfg.Browser.ClientsPerSession,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("BROWSER_RUNTIME: %w", err)

@@ -22,7 +22,7 @@ func (f *fixture) wantCookies(t *testing.T, id string, want ...browserdata.Cooki
 
 func TestCheckpointStoresARunningSessionsCookiesWithoutANewVersion(t *testing.T) {
 	f, p := newShop(t)
-	f.rt.cdpURL = "ws://127.0.0.1:9222/devtools/browser/1"
+	f.rt.cdp = true
 	f.launch(t, alice, p.ID)
 	version := f.stored(t, p.ID).Version
 
@@ -74,7 +74,7 @@ func TestCheckpointStoresARunningSessionsCookiesWithoutANewVersion(t *testing.T)
 
 func TestCheckpointLeavesSessionsNotRunHere(t *testing.T) {
 	f, p := newShop(t)
-	// A lease-only session (no CDP address) has no browser here.
+	// A lease-only session (no CDP) has no browser here.
 	f.launch(t, alice, p.ID)
 	f.rt.setCookies("ses_001", browserdata.Cookie{Name: "sid", Value: "one", Domain: "shop.example.com", Path: "/", Expires: -1})
 	if err := f.svc.CheckpointCookies(ctx); err != nil {
@@ -84,7 +84,7 @@ func TestCheckpointLeavesSessionsNotRunHere(t *testing.T) {
 
 	// A browser the runtime no longer knows is skipped without an error.
 	other := f.create(t, "Other")
-	f.rt.cdpURL = "ws://127.0.0.1:9222/devtools/browser/2"
+	f.rt.cdp = true
 	f.launch(t, alice, other.ID)
 	if err := f.svc.CheckpointCookies(ctx); err != nil {
 		t.Fatalf("checkpoint of a browser the runtime does not run: %v", err)

@@ -7,14 +7,19 @@ import (
 	"encoding/hex"
 
 	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/ports"
 )
 
+// CDPConn is a client's connection to a session's browser, as the
+// runtime opens it.
+type CDPConn = ports.CDPConn
+
 // CDPTarget is where the relay takes a client of a session's browser:
-// Local, the browser's own DevTools WebSocket address when this instance
-// runs it, or else Node, the address (NODE_URL) of the instance that does.
+// Connect, which opens a connection to the browser when this instance runs
+// it, or else Node, the address (NODE_URL) of the instance that does.
 type CDPTarget struct {
-	Local string
-	Node  string
+	Connect func(ctx context.Context) (CDPConn, error)
+	Node    string
 }
 
 // errBadCDPToken answers alike an unknown session, an ended one and a
@@ -42,8 +47,14 @@ func (s *Service) CDPTarget(ctx context.Context, sessionID, token string) (CDPTa
 	if subtle.ConstantTimeCompare([]byte(hex.EncodeToString(sum[:])), []byte(sess.CDPTokenHash)) != 1 {
 		return CDPTarget{}, errBadCDPToken
 	}
-	if url, ok := s.d.Runtime.Endpoint(sessionID); ok {
-		return CDPTarget{Local: url}, nil
+	if s.runsHere(sessionID) {
+		return CDPTarget{Connect: func(ctx context.Context) (CDPConn, error) {
+			conn, err := s.d.Runtime.Connect(ctx, sessionID)
+			if domain.IsKind(err, domain.KindNotFound) {
+				return nil, errBadCDPToken
+			}
+			return conn, err
+		}}, nil
 	}
 	if sess.Node == "" || sess.Node == s.d.Policy.NodeURL() {
 		// This instance should run it and does not: the browser is gone

@@ -36,16 +36,18 @@ var (
 )
 
 // fakeRuntime records every Start and Stop. startErr and stopErr make them
-// fail; cdpURL is what Start reports; onStart runs inside Start, before it
-// answers, where a concurrent request can slip in. cookies are what the
-// browser of a session holds (setCookies); a session without an entry is
-// one the runtime does not run.
+// fail; cdp is what Start reports, and a session it started with cdp runs
+// (Connect opens connections to it) until it is stopped or crash ends it;
+// onStart runs inside Start, before it answers, where a concurrent request
+// can slip in. cookies are what the browser of a session holds
+// (setCookies); a session without an entry is one the runtime does not run.
 type fakeRuntime struct {
 	mu       sync.Mutex
 	calls    []string
 	startErr error
 	stopErr  error
-	cdpURL   string
+	cdp      bool
+	running  map[string]bool // by session id
 	onStart  func(spec ports.LaunchSpec)
 	cookies  map[string][]browserdata.Cookie
 }
@@ -53,7 +55,7 @@ type fakeRuntime struct {
 func (r *fakeRuntime) Start(_ context.Context, spec ports.LaunchSpec) (ports.RunningBrowser, error) {
 	r.mu.Lock()
 	r.calls = append(r.calls, "start "+spec.Profile.ID+" "+spec.SessionID)
-	hook, err, url := r.onStart, r.startErr, r.cdpURL
+	hook, err, cdp := r.onStart, r.startErr, r.cdp
 	r.mu.Unlock()
 	if hook != nil {
 		hook(spec)
@@ -61,14 +63,30 @@ func (r *fakeRuntime) Start(_ context.Context, spec ports.LaunchSpec) (ports.Run
 	if err != nil {
 		return ports.RunningBrowser{}, err
 	}
-	return ports.RunningBrowser{CDPURL: url}, nil
+	if cdp {
+		r.mu.Lock()
+		if r.running == nil {
+			r.running = map[string]bool{}
+		}
+		r.running[spec.SessionID] = true
+		r.mu.Unlock()
+	}
+	return ports.RunningBrowser{CDP: cdp}, nil
 }
 
 func (r *fakeRuntime) Stop(_ context.Context, profileID, sessionID string) (*ports.BrowserState, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls = append(r.calls, "stop "+profileID+" "+sessionID)
+	delete(r.running, sessionID)
 	return nil, r.stopErr
+}
+
+// crash ends the browser of sessionID without a Stop, as one that died.
+func (r *fakeRuntime) crash(sessionID string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.running, sessionID)
 }
 
 func (r *fakeRuntime) Cookies(_ context.Context, sessionID string) ([]browserdata.Cookie, error) {
@@ -91,13 +109,29 @@ func (r *fakeRuntime) setCookies(sessionID string, cs ...browserdata.Cookie) {
 	r.cookies[sessionID] = cs
 }
 
-func (r *fakeRuntime) Endpoint(string) (string, bool) {
+func (r *fakeRuntime) Connect(_ context.Context, sessionID string) (ports.CDPConn, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.cdpURL, r.cdpURL != ""
+	if !r.running[sessionID] {
+		return nil, domain.NotFound("browser")
+	}
+	return &fakeCDPConn{sessionID: sessionID}, nil
 }
 
 func (r *fakeRuntime) Exits() <-chan ports.BrowserExit { return nil }
+
+// fakeCDPConn is a connection to the browser of sessionID; the service only
+// hands it on, so it carries nothing.
+type fakeCDPConn struct{ sessionID string }
+
+func (c *fakeCDPConn) Send(context.Context, []byte) error { return nil }
+
+func (c *fakeCDPConn) Receive(ctx context.Context) ([]byte, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (c *fakeCDPConn) Close() error { return nil }
 
 func (r *fakeRuntime) Calls() []string {
 	r.mu.Lock()

@@ -114,7 +114,7 @@ func (s *Service) Launch(ctx context.Context, actor team.Actor, id string, in La
 		}
 		return profile.Profile{}, fmt.Errorf("start browser of profile %s: %w", id, err)
 	}
-	if running.CDPURL == "" {
+	if !running.CDP {
 		return p, nil
 	}
 	token, err := newCDPToken()

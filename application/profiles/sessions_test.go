@@ -170,7 +170,7 @@ func TestLaunchOfARunningProfileNamesTheHolder(t *testing.T) {
 
 func TestLaunchStoresTheCDPURL(t *testing.T) {
 	f, p := newShop(t)
-	f.rt.cdpURL = "ws://127.0.0.1:9222/devtools/browser/1"
+	f.rt.cdp = true
 	ttl := 90
 
 	got, err := f.svc.Launch(ctx, alice, p.ID, profiles.LaunchInput{Headless: true, TTLSeconds: &ttl})
@@ -188,16 +188,60 @@ func TestLaunchStoresTheCDPURL(t *testing.T) {
 	if s := f.stored(t, p.ID).Session; s.CDPURL != relay || s.CDPTokenHash != hex.EncodeToString(sum[:]) || s.Node != "http://localhost" {
 		t.Fatalf("stored session %+v", s)
 	}
-	if target, err := f.svc.CDPTarget(ctx, "ses_001", token); err != nil || target.Local != "ws://127.0.0.1:9222/devtools/browser/1" {
+	// This instance runs the browser: the relay connects to it here.
+	target, err := f.svc.CDPTarget(ctx, "ses_001", token)
+	if err != nil || target.Connect == nil || target.Node != "" {
 		t.Fatalf("CDPTarget with the token: %+v, %v", target, err)
 	}
+	conn, err := target.Connect(ctx)
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	if c, ok := conn.(*fakeCDPConn); !ok || c.sessionID != "ses_001" {
+		t.Fatalf("Connect opened %#v, want a connection to ses_001", conn)
+	}
 	_, err = f.svc.CDPTarget(ctx, "ses_001", token+"x")
+	apptest.WantKind(t, err, domain.KindUnauthorized)
+
+	// A browser that ended between the check and the connection is an
+	// ended session to the client, not a missing resource.
+	f.rt.crash("ses_001")
+	conn, err = target.Connect(ctx)
+	apptest.WantKind(t, err, domain.KindUnauthorized)
+	if conn != nil {
+		t.Fatalf("Connect to an ended browser opened %#v", conn)
+	}
+}
+
+func TestCDPTargetOfABrowserRunElsewhere(t *testing.T) {
+	f, p := newShop(t)
+	f.rt.cdp = true
+	got := f.launch(t, alice, p.ID)
+	token, ok := strings.CutPrefix(got.Session.CDPURL, "ws://localhost/api/v1/sessions/ses_001/cdp?token=")
+	if !ok {
+		t.Fatalf("cdpUrl %q", got.Session.CDPURL)
+	}
+
+	// Another instance over the same store relays to the one that runs
+	// the browser, at the address that one stored.
+	other := f.deps
+	other.Policy.NodeURL = func() string { return "http://10.0.0.2:8080" }
+	target, err := profiles.New(other).CDPTarget(ctx, "ses_001", token)
+	if err != nil || target.Connect != nil || target.Node != "http://localhost" {
+		t.Fatalf("CDPTarget on another instance: %+v, %v", target, err)
+	}
+	_, err = profiles.New(other).CDPTarget(ctx, "ses_001", token+"x")
+	apptest.WantKind(t, err, domain.KindUnauthorized)
+
+	// The instance the session names, restarted, runs no browser for it:
+	// the session is over as far as a client can tell.
+	_, err = profiles.New(f.deps).CDPTarget(ctx, "ses_001", token)
 	apptest.WantKind(t, err, domain.KindUnauthorized)
 }
 
 func TestLaunchCDPURLSwapLosesToARelease(t *testing.T) {
 	f, p := newShop(t)
-	f.rt.cdpURL = "ws://127.0.0.1:9222/devtools/browser/1"
+	f.rt.cdp = true
 	f.rt.onStart = func(spec ports.LaunchSpec) {
 		// An admin releases the session while its browser starts.
 		if _, err := f.svc.Release(ctx, admin, spec.Profile.ID); err != nil {
@@ -220,7 +264,7 @@ func TestLaunchCDPURLSwapLosesToARelease(t *testing.T) {
 func TestLaunchCDPURLSwapFails(t *testing.T) {
 	f, p := newShop(t)
 	f.failSwap(2, errors.New("connection refused"))
-	f.rt.cdpURL = "ws://127.0.0.1:9222/devtools/browser/1"
+	f.rt.cdp = true
 
 	if _, err := f.svc.Launch(ctx, alice, p.ID, profiles.LaunchInput{}); err == nil || err.Error() != "connection refused" {
 		t.Fatalf("launch error %v", err)

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -226,12 +226,16 @@ type rawClient struct {
 
 func rawCDP(t *testing.T, cdpURL string) *rawClient {
 	t.Helper()
-	cfg, err := websocket.NewConfig(cdpURL, "http://127.0.0.1/")
+	u, err := url.Parse(cdpURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Chromium refuses WebSocket clients that send an Origin; the relay
-	// drops it.
+	// This client always sends an Origin: the service's own, as a page of
+	// the service would; another site's is refused.
+	cfg, err := websocket.NewConfig(cdpURL, "http://"+u.Host+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
 	conn, err := websocket.DialConfig(cfg)
 	if err != nil {
 		t.Fatalf("dial %s: %v", cdpURL, err)
@@ -275,23 +279,15 @@ func (c *rawClient) decode(t *testing.T, raw json.RawMessage, v any) {
 	}
 }
 
-// browserPID finds the main Chromium process of a session: the one whose
-// command line names the session's directory and is no helper (--type=).
+// browserPID finds the main Chromium process of a session: one that sees
+// the session's directory (as its sandboxed profile) and is no helper
+// (--type=).
 func browserPID(t *testing.T, dataDir, sessionID string) int {
 	t.Helper()
 	dir := filepath.Join(dataDir, "browsers", sessionID)
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		s := string(cmdline)
-		if strings.Contains(s, dir) && !strings.Contains(s, "--type=") {
+	for _, pid := range testenv.ProcessesUsing(dir) {
+		cmd := testenv.CommandLine(pid)
+		if strings.Contains(cmd, "--user-data-dir") && !strings.Contains(cmd, "--type=") {
 			return pid
 		}
 	}
@@ -299,21 +295,9 @@ func browserPID(t *testing.T, dataDir, sessionID string) int {
 	return 0
 }
 
-// chromiumLeft lists the processes whose command line names dir.
+// chromiumLeft lists the processes that use dir.
 func chromiumLeft(dir string) []int {
-	var pids []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(cmdline), dir) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return testenv.ProcessesUsing(dir)
 }
 
 func TestKilledBrowserEndsItsSessionAsCrashed(t *testing.T) {

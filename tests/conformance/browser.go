@@ -2,18 +2,12 @@ package conformance
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha1"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"net"
-	"net/http"
-	"net/netip"
-	"net/url"
 	"testing"
 	"time"
 
+	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/ports"
 )
@@ -30,9 +24,8 @@ const (
 	// BrowserLeaseOnly runtimes run no browser (the client runs it), so no
 	// session has a CDP address.
 	BrowserLeaseOnly BrowserRuntimeKind = iota + 1
-	// BrowserServesCDP runtimes run a browser per session and report the
-	// ws:// address of its DevTools endpoint on loopback, as Chromium's
-	// /json/version names it.
+	// BrowserServesCDP runtimes run a browser per session and open CDP
+	// connections to it (Connect) for the relay.
 	BrowserServesCDP
 )
 
@@ -43,10 +36,10 @@ const (
 // two profiles run side by side, a stopped profile starts again, and a
 // Start whose context is cancelled fails with the context's error (a
 // lease-only runtime, which starts nothing, may succeed instead). A
-// lease-only runtime reports no CDP address. A runtime that serves CDP reports a ws://
-// URL on a loopback address, distinct per session, whose host answers
-// /json/version with that very URL and accepts a WebSocket handshake at it
-// while the session runs, and where nothing answers once Stop returns.
+// lease-only runtime reports no CDP and connects nobody. A runtime that
+// serves CDP opens, while the session runs, connections that answer
+// Browser.getVersion, and once Stop returns it connects nobody (domain
+// NotFound) and the connections it opened end.
 func RunBrowserRuntime(t *testing.T, newRuntime NewBrowserRuntime, kind BrowserRuntimeKind) {
 	t.Helper()
 	if kind != BrowserLeaseOnly && kind != BrowserServesCDP {
@@ -74,26 +67,37 @@ func RunBrowserRuntime(t *testing.T, newRuntime NewBrowserRuntime, kind BrowserR
 			t.Fatalf("Start %s: %v", s.SessionID, err)
 		}
 		if kind == BrowserLeaseOnly {
-			if running.CDPURL != "" {
-				t.Fatalf("a lease-only runtime reported the CDP address %q for %s", running.CDPURL, s.SessionID)
+			if running.CDP {
+				t.Fatalf("a lease-only runtime reported CDP for %s", s.SessionID)
 			}
+			expectNoConnection(t, rt, s.SessionID)
 			return running
 		}
-		if running.CDPURL == "" {
-			t.Fatalf("a runtime that serves CDP reported no CDP address for %s", s.SessionID)
+		if !running.CDP {
+			t.Fatalf("a runtime that serves CDP reported none for %s", s.SessionID)
 		}
-		expectCDPServed(t, running.CDPURL)
+		expectCDPServed(t, rt, s.SessionID)
 		return running
 	}
-	stop := func(t *testing.T, rt ports.BrowserRuntime, s ports.LaunchSpec, running ports.RunningBrowser) {
+	stop := func(t *testing.T, rt ports.BrowserRuntime, s ports.LaunchSpec, _ ports.RunningBrowser) {
 		t.Helper()
+		var open ports.CDPConn
+		if kind == BrowserServesCDP {
+			c, err := rt.Connect(ctx(t), s.SessionID)
+			if err != nil {
+				t.Fatalf("Connect %s: %v", s.SessionID, err)
+			}
+			open = c
+			defer c.Close()
+		}
 		state, err := rt.Stop(ctx(t), s.Profile.ID, s.SessionID)
 		if err != nil {
 			t.Fatalf("Stop %s: %v", s.SessionID, err)
 		}
 		closeState(t, state)
-		if kind == BrowserServesCDP {
-			expectNothingAnswers(t, running.CDPURL)
+		expectNoConnection(t, rt, s.SessionID)
+		if open != nil {
+			expectEnded(t, open)
 		}
 	}
 
@@ -118,7 +122,7 @@ func RunBrowserRuntime(t *testing.T, newRuntime NewBrowserRuntime, kind BrowserR
 			t.Fatalf("Stop of a session the runtime does not know: %v", err)
 		}
 		if kind == BrowserServesCDP {
-			expectCDPServed(t, running.CDPURL)
+			expectCDPServed(t, rt, s.SessionID)
 		}
 		stop(t, rt, s, running)
 	})
@@ -135,12 +139,9 @@ func RunBrowserRuntime(t *testing.T, newRuntime NewBrowserRuntime, kind BrowserR
 		a, b := spec("prf_conf_b1", "ses_conf_b1"), spec("prf_conf_b2", "ses_conf_b2")
 		ra := start(t, rt, a)
 		rb := start(t, rt, b)
-		if kind == BrowserServesCDP && ra.CDPURL == rb.CDPURL {
-			t.Fatalf("two sessions share the CDP address %s", ra.CDPURL)
-		}
 		stop(t, rt, a, ra)
 		if kind == BrowserServesCDP {
-			expectCDPServed(t, rb.CDPURL)
+			expectCDPServed(t, rt, b.SessionID)
 		}
 		stop(t, rt, b, rb)
 	})
@@ -162,9 +163,9 @@ func RunBrowserRuntime(t *testing.T, newRuntime NewBrowserRuntime, kind BrowserR
 		case err != nil && !errors.Is(err, context.Canceled):
 			t.Fatalf("Start with a cancelled context: %v, want an error that wraps context.Canceled", err)
 		case err == nil && kind == BrowserServesCDP:
-			t.Fatalf("Start with a cancelled context started a browser at %q: the caller has given up on it", running.CDPURL)
-		case err == nil && running.CDPURL != "":
-			t.Fatalf("a lease-only runtime reported the CDP address %q", running.CDPURL)
+			t.Fatalf("Start with a cancelled context started a browser: the caller has given up on it")
+		case err == nil && running.CDP:
+			t.Fatalf("a lease-only runtime reported CDP")
 		}
 		if err := stopUnknown(t, rt, ctx(t), s.Profile.ID, s.SessionID); err != nil {
 			t.Fatalf("Stop of a session that did not start: %v", err)
@@ -172,101 +173,68 @@ func RunBrowserRuntime(t *testing.T, newRuntime NewBrowserRuntime, kind BrowserR
 	})
 }
 
-// cdpClient probes the addresses a runtime reports. No proxy: the address
-// is on loopback and must be reached directly; no keep-alive, so that no
-// connection of a probe outlives it.
-var cdpClient = &http.Client{
-	Timeout:   10 * time.Second,
-	Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
-}
-
-// cdpAddress parses a CDP address after checking that it is a ws:// URL on
-// a loopback IP address; only such an address is dialled.
-func cdpAddress(t *testing.T, raw string) *url.URL {
+// expectCDPServed checks that a connection to the session's browser
+// answers Browser.getVersion with a product.
+func expectCDPServed(t *testing.T, rt ports.BrowserRuntime, sessionID string) {
 	t.Helper()
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "ws" {
-		t.Fatalf("CDP address %q is not a ws:// URL", raw)
-	}
-	host, port, err := net.SplitHostPort(u.Host)
-	if err != nil || port == "" {
-		t.Fatalf("CDP address %q has no port", raw)
-	}
-	// An IP literal, not a name: a name could resolve anywhere, and the
-	// browser must be reachable only from this machine (through the relay).
-	if ip, err := netip.ParseAddr(host); err != nil || !ip.IsLoopback() {
-		t.Fatalf("CDP address %q is not on a loopback IP address", raw)
-	}
-	return u
-}
-
-// expectCDPServed checks that a DevTools endpoint answers at raw: its
-// /json/version names raw as the browser's WebSocket address, and raw
-// accepts a WebSocket handshake.
-func expectCDPServed(t *testing.T, raw string) {
-	t.Helper()
-	u := cdpAddress(t, raw)
-	host := u.Host
-	resp, err := cdpClient.Get("http://" + host + "/json/version")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := rt.Connect(ctx, sessionID)
 	if err != nil {
-		t.Fatalf("the CDP address %s does not answer: %v", raw, err)
+		t.Fatalf("Connect %s: %v", sessionID, err)
 	}
-	var version struct {
-		WebSocketDebuggerURL string `json:"webSocketDebuggerUrl"`
+	defer conn.Close()
+	if err := conn.Send(ctx, []byte(`{"id":7,"method":"Browser.getVersion"}`)); err != nil {
+		t.Fatalf("Send to %s: %v", sessionID, err)
 	}
-	err = json.NewDecoder(resp.Body).Decode(&version)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || err != nil {
-		t.Fatalf("GET /json/version at %s: %d, %v", host, resp.StatusCode, err)
-	}
-	if version.WebSocketDebuggerURL != raw {
-		t.Fatalf("/json/version at %s names the browser's address %q, not the reported %q", host, version.WebSocketDebuggerURL, raw)
-	}
-
-	nonce := make([]byte, 16)
-	_, _ = rand.Read(nonce) // crypto/rand.Read never fails
-	key := base64.StdEncoding.EncodeToString(nonce)
-	handshake := *u
-	handshake.Scheme = "http"
-	req, err := http.NewRequest(http.MethodGet, handshake.String(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// No Origin header: Chromium refuses WebSocket clients that send one
-	// unless it was started with --remote-allow-origins.
-	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", "websocket")
-	req.Header.Set("Sec-WebSocket-Version", "13")
-	req.Header.Set("Sec-WebSocket-Key", key)
-	resp, err = cdpClient.Do(req)
-	if err != nil {
-		t.Fatalf("WebSocket handshake at %s: %v", raw, err)
-	}
-	resp.Body.Close()
-	if want := webSocketAccept(key); resp.StatusCode != http.StatusSwitchingProtocols || resp.Header.Get("Sec-WebSocket-Accept") != want {
-		t.Fatalf("WebSocket handshake at %s answered %d with Sec-WebSocket-Accept %q, want 101 and %q",
-			raw, resp.StatusCode, resp.Header.Get("Sec-WebSocket-Accept"), want)
+	for {
+		raw, err := conn.Receive(ctx)
+		if err != nil {
+			t.Fatalf("Receive from %s: %v", sessionID, err)
+		}
+		var answer struct {
+			ID     int64 `json:"id"`
+			Result struct {
+				Product string `json:"product"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(raw, &answer) != nil || answer.ID != 7 {
+			continue
+		}
+		if answer.Result.Product == "" {
+			t.Fatalf("Browser.getVersion of %s answered %s", sessionID, raw)
+		}
+		return
 	}
 }
 
-// expectNothingAnswers checks that nothing listens at the host of raw: Stop
-// returns once the browser has ended, since the service then stores what
-// the browser wrote.
-func expectNothingAnswers(t *testing.T, raw string) {
+// expectNoConnection checks that the runtime connects nobody to a session
+// it does not run.
+func expectNoConnection(t *testing.T, rt ports.BrowserRuntime, sessionID string) {
 	t.Helper()
-	host := cdpAddress(t, raw).Host
-	conn, err := net.DialTimeout("tcp", host, 5*time.Second)
+	conn, err := rt.Connect(context.Background(), sessionID)
 	if err == nil {
 		conn.Close()
-		t.Fatalf("something still answers at %s after Stop returned", host)
+		t.Fatalf("Connect %s, which the runtime does not run, opened a connection", sessionID)
+	}
+	if !domain.IsKind(err, domain.KindNotFound) {
+		t.Fatalf("Connect %s, which the runtime does not run: %v, want a domain NotFound error", sessionID, err)
 	}
 }
 
-// webSocketAccept is the Sec-WebSocket-Accept answer to a handshake's
-// Sec-WebSocket-Key (RFC 6455, section 4.2.2).
-func webSocketAccept(key string) string {
-	sum := sha1.Sum([]byte(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
-	return base64.StdEncoding.EncodeToString(sum[:])
+// expectEnded checks that a connection to a stopped browser has ended.
+func expectEnded(t *testing.T, conn ports.CDPConn) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		if _, err := conn.Receive(ctx); err != nil {
+			if ctx.Err() != nil {
+				t.Fatalf("a connection to a stopped browser goes on")
+			}
+			return
+		}
+	}
 }
 
 // closeState closes what a Stop returned, if anything.

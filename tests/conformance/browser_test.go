@@ -2,21 +2,14 @@ package conformance_test
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha1"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/profilesvc/profilesvc/adapters/browser"
 	"github.com/profilesvc/profilesvc/domain"
@@ -29,11 +22,12 @@ func TestLeaseOnlyRuntime(t *testing.T) {
 	conformance.RunBrowserRuntime(t, func(*testing.T) ports.BrowserRuntime { return browser.LeaseOnly{} }, conformance.BrowserLeaseOnly)
 }
 
-// TestFakeCDPRuntime runs the suite's CDP checks against a runtime that
-// serves what a DevTools client first talks to, so they are known to pass
-// on a correct runtime before a Chromium adapter depends on them.
+// TestFakeCDPRuntime runs the suite's CDP checks against an in-memory
+// runtime whose connections answer what a DevTools client first asks, so
+// they are known to pass on a correct runtime before a Chromium adapter
+// depends on them.
 func TestFakeCDPRuntime(t *testing.T) {
-	conformance.RunBrowserRuntime(t, func(t *testing.T) ports.BrowserRuntime { return newFakeCDPRuntime(t, correct) }, conformance.BrowserServesCDP)
+	conformance.RunBrowserRuntime(t, fakeWith(correct), conformance.BrowserServesCDP)
 }
 
 // brokenRuntimes are runtimes the suite must reject, each with the subtest
@@ -45,13 +39,13 @@ var brokenRuntimes = []struct {
 	subtest string
 	message string
 }{
-	{"reports another address", conformance.BrowserServesCDP, fakeWith(reportsAnotherAddress), "start then stop", "/json/version at"},
-	{"reports an address off loopback", conformance.BrowserServesCDP, fakeWith(reportsAnAddressOffLoopback), "start then stop", "is not on a loopback IP address"},
-	{"keeps running after Stop", conformance.BrowserServesCDP, fakeWith(keepsRunningAfterStop), "start then stop", "still answers"},
-	{"stops by profile", conformance.BrowserServesCDP, fakeWith(stopsByProfile), "stopping another session of a running profile leaves it running", "does not answer"},
-	{"starts when cancelled", conformance.BrowserServesCDP, fakeWith(startsWhenCancelled), "a cancelled context starts nothing", "the caller has given up"},
-	{"serves no CDP", conformance.BrowserServesCDP, func(*testing.T) ports.BrowserRuntime { return browser.LeaseOnly{} }, "start then stop", "reported no CDP address"},
-	{"lease-only with an address", conformance.BrowserLeaseOnly, fakeWith(correct), "start then stop", "a lease-only runtime reported the CDP address"},
+	{"keeps running after Stop", conformance.BrowserServesCDP, fakeWith(keepsRunningAfterStop), "start then stop", "Connect ses_conf_a, which the runtime does not run, opened a connection"},
+	{"stops by profile", conformance.BrowserServesCDP, fakeWith(stopsByProfile), "stopping another session of a running profile leaves it running", "Connect ses_conf_c: browser not found"},
+	{"starts when cancelled", conformance.BrowserServesCDP, fakeWith(startsWhenCancelled), "a cancelled context starts nothing", "Start with a cancelled context started a browser: the caller has given up on it"},
+	{"answers without a product", conformance.BrowserServesCDP, fakeWith(answersWithoutAProduct), "start then stop", `Browser.getVersion of ses_conf_a answered {"id":7,"result":{"protocolVersion":"1.3","product":""}}`},
+	{"refuses an unknown session without NotFound", conformance.BrowserServesCDP, fakeWith(refusesWithoutNotFound), "start then stop", "Connect ses_conf_a, which the runtime does not run: no browser for session ses_conf_a, want a domain NotFound error"},
+	{"serves no CDP", conformance.BrowserServesCDP, func(*testing.T) ports.BrowserRuntime { return browser.LeaseOnly{} }, "start then stop", "a runtime that serves CDP reported none for ses_conf_a"},
+	{"lease-only that reports CDP", conformance.BrowserLeaseOnly, fakeWith(correct), "start then stop", "a lease-only runtime reported CDP for ses_conf_a"},
 }
 
 // brokenRuntimeVariable names the broken runtime TestSuiteOnABrokenRuntime
@@ -64,8 +58,10 @@ const brokenRuntimeVariable = "CONFORMANCE_BROKEN_BROWSER_RUNTIME"
 // fails) and expects the run to fail in the subtest that covers the fault,
 // while a subtest the fault does not touch passes.
 func TestBrokenRuntimesFailTheSuite(t *testing.T) {
+	t.Parallel()
 	for _, b := range brokenRuntimes {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestSuiteOnABrokenRuntime$", "-test.v", "-test.count=1")
 			cmd.Env = append(os.Environ(), brokenRuntimeVariable+"="+b.name)
 			out, err := cmd.CombinedOutput()
@@ -101,34 +97,25 @@ func TestSuiteOnABrokenRuntime(t *testing.T) {
 	t.Fatalf("%s=%q names no broken runtime", brokenRuntimeVariable, name)
 }
 
-// The suite's handshake check and the fake's answer are written apart; the
-// example of RFC 6455, section 1.3, ties the fake's to the standard.
-func TestFakeAnswersTheRFC6455Handshake(t *testing.T) {
-	if got := webSocketAccept("dGhlIHNhbXBsZSBub25jZQ=="); got != "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=" {
-		t.Fatalf("accept = %q, want the RFC's s3pPLMBiTxaQ9kYGzzhZRbK+xOo=", got)
-	}
-}
-
 // fault is how a broken fake departs from a correct runtime.
 type fault int
 
 const (
 	correct fault = iota
-	reportsAnotherAddress
-	reportsAnAddressOffLoopback
 	keepsRunningAfterStop
 	stopsByProfile
 	startsWhenCancelled
+	answersWithoutAProduct
+	refusesWithoutNotFound
 )
 
 func fakeWith(f fault) func(t *testing.T) ports.BrowserRuntime {
 	return func(t *testing.T) ports.BrowserRuntime { return newFakeCDPRuntime(t, f) }
 }
 
-// fakeCDPRuntime stands in for a runtime that runs browsers: per session it
-// listens on a loopback port of its own and serves what a DevTools client
-// first talks to, Chromium's /json/version and the WebSocket handshake at
-// the browser's address.
+// fakeCDPRuntime stands in for a runtime that runs browsers, in memory: a
+// browser per session whose connections answer Browser.getVersion, and
+// whose connections end when it stops.
 type fakeCDPRuntime struct {
 	fault    fault
 	mu       sync.Mutex
@@ -152,62 +139,25 @@ func newFakeCDPRuntime(t *testing.T, f fault) *fakeCDPRuntime {
 	return rt
 }
 
-type fakeBrowser struct {
-	profileID string
-	srv       *http.Server
-	served    chan struct{} // closed when Serve has returned
-	stopOnce  sync.Once
-}
-
-func (b *fakeBrowser) stop() {
-	b.stopOnce.Do(func() {
-		_ = b.srv.Close()
-		<-b.served
-	})
-}
-
 func (rt *fakeCDPRuntime) Start(ctx context.Context, spec ports.LaunchSpec) (ports.RunningBrowser, error) {
 	if err := ctx.Err(); err != nil && rt.fault != startsWhenCancelled {
 		return ports.RunningBrowser{}, fmt.Errorf("start the browser of session %s: %w", spec.SessionID, err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return ports.RunningBrowser{}, err
+	b := &fakeBrowser{profileID: spec.Profile.ID, product: "FakeChrome/1.0", conns: map[*fakeCDPConn]bool{}}
+	if rt.fault == answersWithoutAProduct {
+		b.product = ""
 	}
-	path := "/devtools/browser/" + randomHex()
-	address := "ws://" + l.Addr().String() + path
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /json/version", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]string{
-			"Browser":              "FakeChrome/1.0",
-			"Protocol-Version":     "1.3",
-			"webSocketDebuggerUrl": address,
-		})
-	})
-	mux.HandleFunc("GET "+path, serveHandshake)
-	b := &fakeBrowser{profileID: spec.Profile.ID, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, served: make(chan struct{})}
-	go func() {
-		defer close(b.served)
-		_ = b.srv.Serve(l)
-	}()
 	rt.mu.Lock()
 	rt.browsers[spec.SessionID] = b
 	rt.all = append(rt.all, b)
 	rt.mu.Unlock()
-	reported := address
-	switch rt.fault {
-	case reportsAnotherAddress:
-		reported = "ws://" + l.Addr().String() + "/devtools/browser/" + randomHex()
-	case reportsAnAddressOffLoopback:
-		// A documentation address (RFC 5737): the suite must refuse it
-		// before dialling it.
-		reported = "ws://192.0.2.1:9222" + path
-	}
-	return ports.RunningBrowser{CDPURL: reported}, nil
+	return ports.RunningBrowser{CDP: true}, nil
 }
 
 func (rt *fakeCDPRuntime) Stop(_ context.Context, profileID, sessionID string) (*ports.BrowserState, error) {
+	if rt.fault == keepsRunningAfterStop {
+		return nil, nil
+	}
 	rt.mu.Lock()
 	b, ok := rt.browsers[sessionID]
 	if ok && b.profileID != profileID {
@@ -224,7 +174,7 @@ func (rt *fakeCDPRuntime) Stop(_ context.Context, profileID, sessionID string) (
 		delete(rt.browsers, sessionID)
 	}
 	rt.mu.Unlock()
-	if ok && rt.fault != keepsRunningAfterStop {
+	if ok {
 		b.stop()
 	}
 	return nil, nil
@@ -234,31 +184,111 @@ func (rt *fakeCDPRuntime) Cookies(context.Context, string) ([]browserdata.Cookie
 	return nil, domain.NotFound("browser")
 }
 
-func (rt *fakeCDPRuntime) Endpoint(string) (string, bool) { return "", false }
+func (rt *fakeCDPRuntime) Connect(_ context.Context, sessionID string) (ports.CDPConn, error) {
+	rt.mu.Lock()
+	b, ok := rt.browsers[sessionID]
+	rt.mu.Unlock()
+	if !ok {
+		if rt.fault == refusesWithoutNotFound {
+			return nil, fmt.Errorf("no browser for session %s", sessionID)
+		}
+		return nil, domain.NotFound("browser")
+	}
+	return b.connect()
+}
 
 func (rt *fakeCDPRuntime) Exits() <-chan ports.BrowserExit { return nil }
 
-// serveHandshake accepts a WebSocket handshake and hangs up: the suite
-// checks the handshake, not the protocol that would follow.
-func serveHandshake(w http.ResponseWriter, r *http.Request) {
-	key := r.Header.Get("Sec-WebSocket-Key")
-	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") || key == "" {
-		http.Error(w, "not a WebSocket handshake", http.StatusBadRequest)
-		return
+// fakeBrowser is one session's browser: it answers Browser.getVersion with
+// product and ends every connection when it stops.
+type fakeBrowser struct {
+	profileID string
+	product   string
+
+	mu      sync.Mutex
+	stopped bool
+	conns   map[*fakeCDPConn]bool
+}
+
+func (b *fakeBrowser) connect() (*fakeCDPConn, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped {
+		return nil, domain.NotFound("browser")
 	}
-	w.Header().Set("Upgrade", "websocket")
-	w.Header().Set("Connection", "Upgrade")
-	w.Header().Set("Sec-WebSocket-Accept", webSocketAccept(key))
-	w.WriteHeader(http.StatusSwitchingProtocols)
+	c := &fakeCDPConn{browser: b, answers: make(chan []byte, 16), ended: make(chan struct{})}
+	b.conns[c] = true
+	return c, nil
 }
 
-func webSocketAccept(key string) string {
-	sum := sha1.Sum([]byte(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
-	return base64.StdEncoding.EncodeToString(sum[:])
+func (b *fakeBrowser) stop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stopped = true
+	for c := range b.conns {
+		c.end()
+	}
+	clear(b.conns)
 }
 
-func randomHex() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails
-	return hex.EncodeToString(b)
+// fakeCDPConn is one client's connection to a fakeBrowser.
+type fakeCDPConn struct {
+	browser *fakeBrowser
+	answers chan []byte
+	ended   chan struct{} // closed when the browser stops or the client closes
+	once    sync.Once
+}
+
+var _ ports.CDPConn = (*fakeCDPConn)(nil)
+
+func (c *fakeCDPConn) end() { c.once.Do(func() { close(c.ended) }) }
+
+// Send answers as Chromium does: Browser.getVersion with the browser's
+// version, any other method with an error.
+func (c *fakeCDPConn) Send(ctx context.Context, msg []byte) error {
+	var call struct {
+		ID     int64  `json:"id"`
+		Method string `json:"method"`
+	}
+	if err := json.Unmarshal(msg, &call); err != nil {
+		return fmt.Errorf("not a CDP message: %w", err)
+	}
+	answer := fmt.Sprintf(`{"id":%d,"error":{"code":-32601,"message":"'%s' wasn't found"}}`, call.ID, call.Method)
+	if call.Method == "Browser.getVersion" {
+		version, err := json.Marshal(struct {
+			ProtocolVersion string `json:"protocolVersion"`
+			Product         string `json:"product"`
+		}{"1.3", c.browser.product})
+		if err != nil {
+			return err
+		}
+		answer = fmt.Sprintf(`{"id":%d,"result":%s}`, call.ID, version)
+	}
+	select {
+	case <-c.ended:
+		return errors.New("the browser is gone")
+	case <-ctx.Done():
+		return ctx.Err()
+	case c.answers <- []byte(answer):
+		return nil
+	}
+}
+
+func (c *fakeCDPConn) Receive(ctx context.Context) ([]byte, error) {
+	select {
+	case <-c.ended:
+		return nil, errors.New("the browser is gone")
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case msg := <-c.answers:
+		return msg, nil
+	}
+}
+
+func (c *fakeCDPConn) Close() error {
+	c.end()
+	c.browser.mu.Lock()
+	defer c.browser.mu.Unlock()
+	delete(c.browser.conns, c)
+	return nil
 }

@@ -24,6 +24,8 @@ import (
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
+
+	"github.com/profilesvc/profilesvc/tests/testenv"
 )
 
 // The fingerprint the journey's profile asks for; every value differs from
@@ -441,7 +443,9 @@ func missingTool(t *testing.T, test, install string) func(what string) {
 	}
 }
 
-// waitNoProcessMentions waits until no process has s in its command line.
+// waitNoProcessMentions waits until no process names s in its command
+// line or its mount table (a sandboxed browser sees its profile directory
+// only there).
 func waitNoProcessMentions(t *testing.T, s string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
@@ -457,22 +461,13 @@ func waitNoProcessMentions(t *testing.T, s string) {
 	}
 }
 
-// processesMentioning lists the command lines in /proc that contain s.
+// processesMentioning describes the processes that name s in their
+// command line or mount table.
 func processesMentioning(t *testing.T, s string) []string {
 	t.Helper()
-	paths, err := filepath.Glob("/proc/[0-9]*/cmdline")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var found []string
-	for _, path := range paths {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			continue // the process has exited since the listing
-		}
-		if bytes.Contains(b, []byte(s)) {
-			found = append(found, filepath.Base(filepath.Dir(path))+": "+strings.ReplaceAll(string(b), "\x00", " "))
-		}
+	for _, pid := range testenv.ProcessesUsing(s) {
+		found = append(found, strconv.Itoa(pid)+": "+testenv.CommandLine(pid))
 	}
 	return found
 }

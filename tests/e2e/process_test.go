@@ -69,12 +69,22 @@ type process struct {
 
 func startProcess(t *testing.T, dir string, env []string, addr string) *process {
 	t.Helper()
+	return startProcessAs(t, dir, env, addr, nil)
+}
+
+// startProcessAs is startProcess with the service run as cred (nil: the
+// test's own user).
+func startProcessAs(t *testing.T, dir string, env []string, addr string, cred *syscall.Credential) *process {
+	t.Helper()
 	p := &process{addr: addr, output: &bytes.Buffer{}, done: make(chan error, 1)}
 	p.cmd = exec.Command(binary)
 	p.cmd.Dir = dir
 	p.cmd.Env = env
 	p.cmd.Stdout = p.output
 	p.cmd.Stderr = p.output
+	if cred != nil {
+		p.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

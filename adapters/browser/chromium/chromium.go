@@ -39,6 +39,9 @@ const (
 	termGrace = 3 * time.Second
 	// prepareTimeout bounds the preparation of one attached target.
 	prepareTimeout = 10 * time.Second
+	// cookieTimeout bounds reading a browser's cookies: a browser that does
+	// not answer by then (stopped, or stuck) keeps the cookies last read.
+	cookieTimeout = 5 * time.Second
 	// exitSendTimeout bounds how long a report on Exits waits for room.
 	exitSendTimeout = 5 * time.Second
 	// exitsBuffer is the room on Exits beyond one report per browser.
@@ -52,7 +55,7 @@ type Options struct {
 	// MaxBrowsers bounds the browsers running or starting at once.
 	MaxBrowsers int
 	// WorkDir holds one directory per session (DATA_DIR/browsers); what a
-	// previous process left in it is removed by New.
+	// previous process left in it is reported by Leftovers (see New).
 	WorkDir string
 	// AllowPrivateTargets lets a browser without an upstream proxy reach
 	// private and loopback addresses (for tests and closed networks).
@@ -61,8 +64,17 @@ type Options struct {
 	// StopTimeout how long a browser gets to close itself; zero means 30 s
 	// and 10 s.
 	StartTimeout, StopTimeout time.Duration
-	Log                       *slog.Logger
+	// Sandbox contains each browser (see sandbox.go).
+	Sandbox Sandbox
+	// MaxClients bounds the CDP clients connected to one browser at once;
+	// zero means DefaultMaxClients.
+	MaxClients int
+	Log        *slog.Logger
 }
+
+// DefaultMaxClients is how many CDP clients one browser takes by default:
+// a script, a second tool and a viewer, with room to spare.
+const DefaultMaxClients = 16
 
 // Runtime runs a Chromium per session.
 type Runtime struct {
@@ -85,9 +97,9 @@ type Runtime struct {
 type session struct {
 	id, profileID string
 	dir           string // WorkDir/<session id>
-	cdpURL        string
 	fwd           *forwarder.Forwarder
 	proc          *process
+	mux           *cdpMux
 	ctl           *control
 
 	// stopping is set (under Runtime.mu) by the Stop that collects the
@@ -133,6 +145,12 @@ func New(opts Options) (*Runtime, error) {
 	}
 	if opts.StopTimeout <= 0 {
 		opts.StopTimeout = defaultStopTimeout
+	}
+	if opts.MaxClients <= 0 {
+		opts.MaxClients = DefaultMaxClients
+	}
+	if opts.Sandbox.Bwrap == "" {
+		return nil, errors.New("chromium: no sandbox (bwrap) given")
 	}
 	log := opts.Log
 	if log == nil {
@@ -200,7 +218,7 @@ func (r *Runtime) Start(ctx context.Context, spec ports.LaunchSpec) (ports.Runni
 	started = true
 	r.mu.Unlock()
 	go r.watch(s)
-	return ports.RunningBrowser{CDPURL: s.cdpURL}, nil
+	return ports.RunningBrowser{CDP: true}, nil
 }
 
 // reserve takes a slot for a session, or refuses.
@@ -222,11 +240,13 @@ func (r *Runtime) reserve(sessionID string) error {
 
 // discard ends what a failed Start made and frees its slot.
 func (r *Runtime) discard(s *session) {
-	if s.ctl != nil {
-		s.ctl.close()
-	}
 	if s.proc != nil {
 		s.proc.kill()
+	}
+	if s.ctl != nil {
+		s.ctl.close()
+	} else if s.mux != nil {
+		s.mux.close()
 	}
 	if s.fwd != nil {
 		_ = s.fwd.Close()
@@ -271,79 +291,91 @@ func (r *Runtime) launch(ctx context.Context, s *session, spec ports.LaunchSpec)
 	}
 	fp := spec.Profile.Fingerprint
 	headless := spec.Headless
-	if !headless && os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
+	if !headless && os.Getenv("DISPLAY") == "" {
 		r.log.Info("browser: no display for a headed browser, running it headless", "session", s.id)
 		headless = true
 	}
-	// Every request of the browser, to loopback too, goes through the
-	// forwarder: to the profile's proxy, or, without one, out directly but
-	// kept off the service's own network.
+	env := browserEnv(fp)
+	if !headless {
+		env["DISPLAY"] = os.Getenv("DISPLAY")
+	}
+	sb, err := r.opts.Sandbox.start(sandboxLaunch{chromium: r.opts.Path, sessionDir: profileDir, args: browserArgs(headless, fp), env: env}, ctx.Done())
+	if err != nil {
+		return err
+	}
+	s.proc = sb.proc
+	// Every request of the browser goes through the forwarder, whose
+	// listener is the only thing the browser's network holds: to the
+	// profile's proxy, or, without one, out directly but kept off the
+	// service's own network.
 	var guard func(network, address string, c syscall.RawConn) error
 	if !r.opts.AllowPrivateTargets {
 		guard = netguard.DialControl
 	}
-	fwd, err := forwarder.Start(forwarder.Options{Upstream: spec.Proxy, Guard: guard, Log: r.log.With("session", s.id)})
+	fwd, err := forwarder.Start(forwarder.Options{Upstream: spec.Proxy, Guard: guard, Listener: sb.listener, Log: r.log.With("session", s.id)})
 	if err != nil {
+		sb.listener.Close()
+		closeAll(sb.cdpIn, sb.cdpOut)
 		return fmt.Errorf("the session's proxy: %w", err)
 	}
 	s.fwd = fwd
-	proc, err := launch(r.opts.Path, browserArgs(profileDir, fwd.Addr(), headless, fp), browserEnv(fp))
-	if err != nil {
-		return err
+	s.mux = newCDPMux(sb.cdpIn, sb.cdpOut, r.log.With("session", s.id))
+	// A client that closes the browser itself (Puppeteer's browser.close)
+	// would take with it the cookies its last page set: they are read
+	// first.
+	s.mux.beforeClose = func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cookieTimeout)
+		defer cancel()
+		if _, err := r.readCookies(ctx, s); err != nil {
+			r.log.Warn("browser: cookies not read before the client closed the browser", "session", s.id, "error", err)
+		}
 	}
-	s.proc = proc
+	s.ctl = newControl(s.mux, overridesFor(fp), r.log.With("session", s.id))
 
 	startCtx, cancel := context.WithTimeout(ctx, r.opts.StartTimeout)
 	defer cancel()
-	select {
-	case s.cdpURL = <-proc.devtools:
-	case <-proc.exited:
-		return fmt.Errorf("the browser exited as it started (%s): %s", proc.status, proc.output.String())
-	case <-startCtx.Done():
-		if err := ctx.Err(); err != nil {
-			return err
+	if err := s.ctl.watch(startCtx); err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr
 		}
-		return fmt.Errorf("the browser did not open DevTools within %s: %s", r.opts.StartTimeout, proc.output.String())
+		if !s.proc.running() {
+			return fmt.Errorf("the browser exited as it started (%s): %s", s.proc.status, s.proc.output.String())
+		}
+		return fmt.Errorf("the browser did not answer CDP (within %s): %w: %s", r.opts.StartTimeout, err, s.proc.output.String())
 	}
-	ctl, err := dialControl(startCtx, s.cdpURL, overridesFor(fp), r.log.With("session", s.id))
-	if err != nil {
-		return err
-	}
-	s.ctl = ctl
-	if err := ctl.watch(startCtx); err != nil {
-		return err
-	}
-	if err := ctl.setCookies(startCtx, spec.Cookies); err != nil {
+	if err := s.ctl.setCookies(startCtx, spec.Cookies); err != nil {
 		return err
 	}
 	s.lastCookies = spec.Cookies
 	return nil
 }
 
-// browserArgs are Chromium's flags for a session: DevTools on a loopback
-// port of the system's choice, all traffic through the forwarder at
-// proxyAddr (Chromium bypasses a proxy for loopback unless told
-// "<-loopback"), WebRTC without UDP outside the proxy (it would reveal
-// the machine's own address; the flag where Chromium honours it, and the
-// preference enforcePreferences writes in any case), none of the background traffic a fresh
-// browser makes by itself, and the fingerprint's user agent, language and
-// window size from the first request on.
-func browserArgs(profileDir, proxyAddr string, headless bool, fp profile.Fingerprint) []string {
+// browserArgs are Chromium's flags for a session (the sandbox adds the
+// proxy, its forwarder): CDP over the pipe, so that no DevTools port
+// exists; the profile directory of the sandbox; loopback too through the
+// proxy (Chromium bypasses a proxy for loopback unless told
+// "<-loopback"); WebRTC without UDP outside the proxy (it would reveal the
+// machine's own address; the flag where Chromium honours it, and the
+// preference enforcePreferences writes in any case); none of the
+// background traffic a fresh browser makes by itself; and the
+// fingerprint's user agent, language and window size from the first
+// request on.
+func browserArgs(headless bool, fp profile.Fingerprint) []string {
 	args := []string{
-		"--remote-debugging-port=0",
-		"--remote-debugging-address=127.0.0.1",
-		"--user-data-dir=" + profileDir,
+		"--remote-debugging-pipe",
+		"--user-data-dir=" + sandboxProfileDir,
 		"--no-first-run",
 		"--no-default-browser-check",
 		"--disable-background-networking",
 		"--disable-component-update",
 		"--disable-sync",
 		"--disable-default-apps",
+		"--disable-extensions",
 		"--disable-breakpad",
+		"--disable-dev-shm-usage",
 		"--password-store=basic",
 		"--use-mock-keychain",
 		"--disable-features=Translate,MediaRouter,OptimizationHints",
-		"--proxy-server=http://" + proxyAddr,
 		"--proxy-bypass-list=<-loopback>",
 		"--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
 		"--user-agent=" + fp.UserAgent,
@@ -353,27 +385,13 @@ func browserArgs(profileDir, proxyAddr string, headless bool, fp profile.Fingerp
 	if headless {
 		args = append(args, "--headless=new")
 	}
-	// Chromium's sandbox refuses to run as root.
-	if os.Geteuid() == 0 {
-		args = append(args, "--no-sandbox")
-	}
 	return append(args, "about:blank")
 }
 
-// browserEnv is the service's environment with the fingerprint's time
-// zone and language, which Chromium reads at start.
-func browserEnv(fp profile.Fingerprint) []string {
-	env := make([]string, 0, len(os.Environ())+2)
-	for _, kv := range os.Environ() {
-		if !hasKey(kv, "TZ") && !hasKey(kv, "LANG") && !hasKey(kv, "LANGUAGE") && !hasKey(kv, "LC_ALL") {
-			env = append(env, kv)
-		}
-	}
-	return append(env, "TZ="+fp.Timezone, "LANG="+posixLocale(fp.Locale))
-}
-
-func hasKey(kv, key string) bool {
-	return strings.HasPrefix(kv, key+"=")
+// browserEnv is all of the environment a browser gets: the fingerprint's
+// time zone and language, which Chromium reads at start.
+func browserEnv(fp profile.Fingerprint) map[string]string {
+	return map[string]string{"TZ": fp.Timezone, "LANG": posixLocale(fp.Locale)}
 }
 
 // watch reports a browser that ends without Stop.
@@ -431,15 +449,26 @@ func (r *Runtime) Stop(ctx context.Context, profileID, sessionID string) (*ports
 func (r *Runtime) shut(ctx context.Context, s *session) {
 	grace := r.opts.StopTimeout
 	if s.proc.running() {
-		if _, err := r.readCookies(ctx, s); err != nil {
+		cookieCtx, cancel := context.WithTimeout(ctx, cookieTimeout)
+		_, err := r.readCookies(cookieCtx, s)
+		cancel()
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			// A browser that does not answer would not close itself
+			// either: it is killed at once.
+			r.log.Warn("browser: no answer within the deadline; killing it, keeping the last cookies", "session", s.id)
+			grace = 0
+		case err != nil:
 			r.log.Warn("browser: cookies not read before close; keeping the last ones", "session", s.id, "error", err)
 		}
-		closeCtx, cancel := context.WithTimeout(ctx, grace)
-		if err := s.ctl.closeBrowser(closeCtx); err != nil {
-			r.log.Warn("browser: close refused", "session", s.id, "error", err)
-			grace = 0
+		if grace > 0 {
+			closeCtx, cancel := context.WithTimeout(ctx, grace)
+			if err := s.ctl.closeBrowser(closeCtx); err != nil {
+				r.log.Warn("browser: close refused", "session", s.id, "error", err)
+				grace = 0
+			}
+			cancel()
 		}
-		cancel()
 	}
 	s.proc.end(grace)
 	s.ctl.close()
@@ -470,15 +499,23 @@ func (r *Runtime) Cookies(ctx context.Context, sessionID string) ([]browserdata.
 	return r.readCookies(ctx, s)
 }
 
-// Endpoint returns the DevTools address of a browser that runs.
-func (r *Runtime) Endpoint(sessionID string) (string, bool) {
+// Connect opens a client's CDP connection to the session's browser.
+func (r *Runtime) Connect(ctx context.Context, sessionID string) (ports.CDPConn, error) {
 	r.mu.Lock()
 	s := r.sessions[sessionID]
+	stopping := s != nil && s.stopping
 	r.mu.Unlock()
-	if s == nil || !s.proc.running() {
-		return "", false
+	if s == nil || stopping || !s.proc.running() {
+		return nil, domain.NotFound("browser")
 	}
-	return s.cdpURL, true
+	if s.mux.clientCount() >= r.opts.MaxClients {
+		return nil, domain.Unavailable("the session's browser has as many CDP clients as it may (" + strconv.Itoa(r.opts.MaxClients) + "); close one first")
+	}
+	e, err := s.mux.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
 }
 
 // Exits delivers the browsers that ended without Stop.

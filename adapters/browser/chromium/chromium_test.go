@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
 
@@ -26,6 +25,19 @@ import (
 	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/tests/conformance"
 )
+
+// testSandbox finds bubblewrap or skips the test.
+func testSandbox(t *testing.T) Sandbox {
+	t.Helper()
+	path, ok := FindBwrap("")
+	if !ok {
+		if os.Getenv("CI") != "" {
+			t.Fatal("no bwrap on PATH: CI installs bubblewrap")
+		}
+		t.Skip("no bwrap on PATH: install bubblewrap (apt-get install bubblewrap) to run the browser runtime's tests")
+	}
+	return Sandbox{Bwrap: path}
+}
 
 // chromiumPath finds the browser or skips the test.
 func chromiumPath(t *testing.T) string {
@@ -43,7 +55,7 @@ func newRuntime(t *testing.T, maxBrowsers int) *Runtime {
 	t.Helper()
 	rt, err := New(Options{
 		Path: chromiumPath(t), MaxBrowsers: maxBrowsers, WorkDir: filepath.Join(t.TempDir(), "browsers"),
-		AllowPrivateTargets: true,
+		AllowPrivateTargets: true, Sandbox: testSandbox(t),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -145,11 +157,11 @@ func newPageServer(t *testing.T) *pageServer {
 func TestAPageSeesTheFingerprint(t *testing.T) {
 	rt := newRuntime(t, 1)
 	srv := newPageServer(t)
-	running, err := rt.Start(testContext(t), launchSpec("prf_fp", "ses_fp"))
+	_, err := rt.Start(testContext(t), launchSpec("prf_fp", "ses_fp"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	page := connect(t, running.CDPURL).page(srv.URL + "/")
+	page := connect(t, relayURL(t, rt, "ses_fp")).page(srv.URL + "/")
 	type seen struct {
 		UserAgent, Platform, Language, TimeZone string
 		Width, Height                           int
@@ -178,11 +190,11 @@ func TestDataRoundTrip(t *testing.T) {
 	rt := newRuntime(t, 1)
 	srv := newPageServer(t)
 	first := launchSpec("prf_data", "ses_data_1")
-	running, err := rt.Start(testContext(t), first)
+	_, err := rt.Start(testContext(t), first)
 	if err != nil {
 		t.Fatal(err)
 	}
-	page := connect(t, running.CDPURL).page(srv.URL + "/")
+	page := connect(t, relayURL(t, rt, first.SessionID)).page(srv.URL + "/")
 	evaluate[chromedp.Void](t, page, `document.cookie = "kept=cookie-value; max-age=3600; path=/"; localStorage.setItem("kept", "storage-value")`)
 
 	state, err := rt.Stop(testContext(t), first.Profile.ID, first.SessionID)
@@ -216,11 +228,11 @@ func TestDataRoundTrip(t *testing.T) {
 	second := launchSpec("prf_data", "ses_data_2")
 	second.Data = bytes.NewReader(archive)
 	second.Cookies = state.Cookies
-	running, err = rt.Start(testContext(t), second)
+	_, err = rt.Start(testContext(t), second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	page = connect(t, running.CDPURL).page(srv.URL + "/")
+	page = connect(t, relayURL(t, rt, second.SessionID)).page(srv.URL + "/")
 	if got := evaluate[string](t, page, `localStorage.getItem("kept") + " " + document.cookie`); got != "storage-value kept=cookie-value" {
 		t.Errorf("the second session sees %q, want the first one's storage and cookie", got)
 	}
@@ -270,8 +282,11 @@ func TestAKilledBrowserIsReportedCrashed(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectExit(t, rt, spec, profile.StopCrashed)
-	if _, ok := rt.Endpoint(spec.SessionID); ok {
-		t.Error("Endpoint still names the address of a dead browser")
+	if conn, err := rt.Connect(testContext(t), spec.SessionID); !domain.IsKind(err, domain.KindNotFound) {
+		if conn != nil {
+			conn.Close()
+		}
+		t.Errorf("Connect to a dead browser: %v, want NotFound", err)
 	}
 	expectArchive(t, rt, spec)
 }
@@ -279,16 +294,15 @@ func TestAKilledBrowserIsReportedCrashed(t *testing.T) {
 func TestAClientThatClosesTheBrowserIsReportedClosed(t *testing.T) {
 	rt := newRuntime(t, 1)
 	spec := launchSpec("prf_closed", "ses_closed")
-	running, err := rt.Start(testContext(t), spec)
-	if err != nil {
+	if _, err := rt.Start(testContext(t), spec); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := remote.DialContext(testContext(t), running.CDPURL)
+	conn, err := rt.Connect(testContext(t), spec.SessionID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if err := conn.Write(testContext(t), &cdproto.Message{ID: 1, Method: "Browser.close"}); err != nil {
+	if err := conn.Send(testContext(t), []byte(`{"id":1,"method":"Browser.close"}`)); err != nil {
 		t.Fatal(err)
 	}
 	expectExit(t, rt, spec, profile.StopClosed)
@@ -334,7 +348,7 @@ func TestNewClearsWhatAPreviousProcessLeft(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "ses_left", "profile"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(Options{Path: "/bin/true", MaxBrowsers: 1, WorkDir: dir}); err != nil {
+	if _, err := New(Options{Path: "/bin/true", MaxBrowsers: 1, WorkDir: dir, Sandbox: Sandbox{Bwrap: "/bin/true"}}); err != nil {
 		t.Fatal(err)
 	}
 	entries, err := os.ReadDir(dir)
@@ -413,18 +427,15 @@ func TestAHeadedLaunchWithoutADisplayRuns(t *testing.T) {
 	rt := newRuntime(t, 1)
 	spec := launchSpec("prf_headed", "ses_headed")
 	spec.Headless = false
-	running, err := rt.Start(testContext(t), spec)
-	if err != nil {
+	if _, err := rt.Start(testContext(t), spec); err != nil {
 		t.Fatalf("a headed launch without a display: %v", err)
 	}
-	if got, ok := rt.Endpoint(spec.SessionID); !ok || got != running.CDPURL {
-		t.Errorf("Endpoint = %q, %v; want %q", got, ok, running.CDPURL)
-	}
+	expectVersion(t, rt, spec.SessionID)
 }
 
 func TestASessionIDThatIsNoDirectoryNameIsRefused(t *testing.T) {
 	root := t.TempDir()
-	rt, err := New(Options{Path: "/bin/false", MaxBrowsers: 1, WorkDir: filepath.Join(root, "browsers")})
+	rt, err := New(Options{Path: "/bin/false", MaxBrowsers: 1, WorkDir: filepath.Join(root, "browsers"), Sandbox: testSandbox(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,7 +451,7 @@ func TestASessionIDThatIsNoDirectoryNameIsRefused(t *testing.T) {
 
 func TestAFailedLaunchFreesItsSlot(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "browsers")
-	rt, err := New(Options{Path: "/bin/false", MaxBrowsers: 1, WorkDir: dir})
+	rt, err := New(Options{Path: "/bin/false", MaxBrowsers: 1, WorkDir: dir, Sandbox: testSandbox(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -453,4 +464,70 @@ func TestAFailedLaunchFreesItsSlot(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("failed launches left %d directories", len(entries))
 	}
+}
+
+// TestAStoppedBrowserIsEndedWithinTheDeadlines stops every process of a
+// browser's sandbox (SIGSTOP): it answers nothing any more. Stop must
+// still end it within its deadlines, free its slot and return its data,
+// and the next launch must work.
+func TestAStoppedBrowserIsEndedWithinTheDeadlines(t *testing.T) {
+	rt := newRuntime(t, 1)
+	spec := launchSpec("prf_stopped", "ses_stopped")
+	if _, err := rt.Start(testContext(t), spec); err != nil {
+		t.Fatal(err)
+	}
+	rt.mu.Lock()
+	proc := rt.sessions[spec.SessionID].proc
+	rt.mu.Unlock()
+	stopped := 0
+	for _, pid := range descendants(proc.cmd.Process.Pid) {
+		if exe, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe"); strings.Contains(exe, "chromium") || strings.Contains(exe, "chrome") {
+			if syscall.Kill(pid, syscall.SIGSTOP) == nil {
+				stopped++
+			}
+		}
+	}
+	if stopped == 0 {
+		t.Fatal("no browser process found in the sandbox")
+	}
+	began := time.Now()
+	state, err := rt.Stop(testContext(t), spec.Profile.ID, spec.SessionID)
+	if err != nil || state == nil {
+		t.Fatalf("Stop of a stopped browser: %v, %v", state, err)
+	}
+	if _, err := io.Copy(io.Discard, state.Archive); err != nil {
+		t.Fatalf("the data of a stopped browser: %v", err)
+	}
+	if err := state.Archive.Close(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Stop of a browser stopped with SIGSTOP took %s (a cookie read of at most 5 s, then SIGKILL)", time.Since(began).Round(time.Millisecond))
+	if _, err := rt.Start(testContext(t), launchSpec("prf_after_stopped", "ses_after_stopped")); err != nil {
+		t.Fatalf("a launch after the stopped browser ended: %v", err)
+	}
+}
+
+// descendants lists the processes below pid.
+func descendants(pid int) []int {
+	parents := map[int]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, ok := procStat(child); ok {
+			parents[child], _ = strconv.Atoi(st[1])
+		}
+	}
+	var out []int
+	for child := range parents {
+		for p := parents[child]; p > 1; p = parents[p] {
+			if p == pid {
+				out = append(out, child)
+				break
+			}
+		}
+	}
+	return out
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 
 	"github.com/chromedp/cdproto"
 	"github.com/chromedp/cdproto/browser"
@@ -19,7 +18,6 @@ import (
 	"github.com/chromedp/cdproto/storage"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
-	"github.com/chromedp/chromedp/remote"
 
 	"github.com/profilesvc/profilesvc/domain/browserdata"
 )
@@ -28,17 +26,17 @@ import (
 // come: the browser closed the control connection.
 var errConnectionLost = errors.New("the control connection to the browser is closed")
 
-// control is the runtime's own CDP connection to one browser. It makes
+// control is the runtime's own CDP connection to one browser: the root
+// session of the browser's pipe. It makes
 // every target of the browser present the profile's fingerprint (browser
 // level auto-attach pauses each new target, including the pages a client
 // opens, until the overrides are in place), and it reads and writes the
 // browser's cookies. Commands to a target carry its flat session id.
 type control struct {
-	conn *remote.Conn
-	fp   overrides
-	log  *slog.Logger
+	mux *cdpMux
+	fp  overrides
+	log *slog.Logger
 
-	next    atomic.Int64
 	mu      sync.Mutex
 	pending map[int64]chan *cdproto.Message
 	// lost is closed when the read loop ends; no answer comes after.
@@ -47,16 +45,11 @@ type control struct {
 	wg sync.WaitGroup
 }
 
-// dialControl connects to the browser's DevTools address and starts to
-// route its messages.
-func dialControl(ctx context.Context, wsURL string, fp overrides, log *slog.Logger) (*control, error) {
-	conn, err := remote.DialContext(ctx, wsURL)
-	if err != nil {
-		return nil, fmt.Errorf("connect to the browser's DevTools: %w", err)
-	}
-	c := &control{conn: conn, fp: fp, log: log, pending: map[int64]chan *cdproto.Message{}, lost: make(chan struct{})}
+// newControl starts to route the messages of the pipe's root session.
+func newControl(mux *cdpMux, fp overrides, log *slog.Logger) *control {
+	c := &control{mux: mux, fp: fp, log: log, pending: map[int64]chan *cdproto.Message{}, lost: make(chan struct{})}
 	go c.read()
-	return c, nil
+	return c
 }
 
 // read routes answers to their callers and prepares each target the
@@ -68,9 +61,14 @@ func (c *control) read() {
 		c.mu.Unlock()
 	}()
 	for {
-		msg := new(cdproto.Message)
-		if err := c.conn.Read(context.Background(), msg); err != nil {
+		raw, err := c.mux.root.Receive(context.Background())
+		if err != nil {
 			return
+		}
+		msg := new(cdproto.Message)
+		if err := jsonv2.Unmarshal(raw, msg, chromedp.DefaultUnmarshalOptions); err != nil {
+			c.log.Warn("browser: unreadable CDP message", "error", err)
+			continue
 		}
 		if msg.ID != 0 {
 			c.mu.Lock()
@@ -105,7 +103,7 @@ func call[P, R any](ctx context.Context, c *control, session target.SessionID, c
 	if err != nil {
 		return res, err
 	}
-	id := c.next.Add(1)
+	id := c.mux.ids.Add(1)
 	ch := make(chan *cdproto.Message, 1)
 	c.mu.Lock()
 	select {
@@ -121,8 +119,12 @@ func call[P, R any](ctx context.Context, c *control, session target.SessionID, c
 		delete(c.pending, id)
 		c.mu.Unlock()
 	}
-	msg := &cdproto.Message{ID: id, SessionID: session, Method: cdproto.MethodType(cmd.Method), Params: buf}
-	if err := c.conn.Write(ctx, msg); err != nil {
+	raw, err := jsonv2.Marshal(&cdproto.Message{ID: id, SessionID: session, Method: cdproto.MethodType(cmd.Method), Params: buf}, chromedp.DefaultMarshalOptions)
+	if err != nil {
+		forget()
+		return res, err
+	}
+	if err := c.mux.write(raw); err != nil {
 		forget()
 		return res, fmt.Errorf("%s: %w", cmd.Method, err)
 	}
@@ -276,9 +278,9 @@ func (c *control) closeBrowser(ctx context.Context) error {
 	return err
 }
 
-// close ends the connection and waits for the goroutines it started.
+// close ends the pipe and waits for the goroutines the control started.
 func (c *control) close() {
-	_ = c.conn.Close()
+	c.mux.close()
 	<-c.lost
 	c.wg.Wait()
 }

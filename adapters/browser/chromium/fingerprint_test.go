@@ -60,12 +60,11 @@ func TestLanguageSettings(t *testing.T) {
 		t.Errorf("posixLocale(pt-BR) = %q", got)
 	}
 	fp := profile.Fingerprint{UserAgent: "UA", Platform: "Win32", Locale: "ja-JP", Timezone: "Asia/Tokyo", Screen: profile.Screen{Width: 393, Height: 873}}
-	env := strings.Join(browserEnv(fp), "\n")
-	if !strings.Contains(env, "\nTZ=Asia/Tokyo") || !strings.Contains(env, "\nLANG=ja_JP.UTF-8") {
-		t.Errorf("the browser's environment lacks the time zone or language:\n%s", env)
+	if env := browserEnv(fp); len(env) != 2 || env["TZ"] != "Asia/Tokyo" || env["LANG"] != "ja_JP.UTF-8" {
+		t.Errorf("the browser's environment is %v, want only TZ=Asia/Tokyo and LANG=ja_JP.UTF-8", env)
 	}
-	args := strings.Join(browserArgs("/dir/profile", "127.0.0.1:4321", true, fp), " ")
-	for _, want := range []string{"--user-data-dir=/dir/profile", "--headless=new", "--lang=ja-JP", "--window-size=393,873", "--user-agent=UA", "--remote-debugging-address=127.0.0.1", "--proxy-server=http://127.0.0.1:4321", "--proxy-bypass-list=<-loopback>"} {
+	args := strings.Join(browserArgs(true, fp), " ")
+	for _, want := range []string{"--user-data-dir=/profile", "--headless=new", "--lang=ja-JP", "--window-size=393,873", "--user-agent=UA", "--remote-debugging-pipe", "--proxy-bypass-list=<-loopback>"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("the browser's flags lack %s: %s", want, args)
 		}

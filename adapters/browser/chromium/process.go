@@ -1,7 +1,6 @@
 package chromium
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"io"
@@ -40,35 +39,33 @@ func (t *tail) String() string {
 	return string(t.buf)
 }
 
-// process is one running Chromium: the leader of its own process group,
-// so that its renderers, GPU process and zygote are signalled with it.
+// process is one running browser sandbox: the leader of its own process
+// group, so that the sandbox and what runs in it are signalled with it.
 type process struct {
 	cmd    *exec.Cmd
 	output *tail
-	// devtools receives the DevTools address the browser prints.
-	devtools chan string
-	// exited is closed once the browser's main process has ended; status
+	// exited is closed once the sandbox's main process has ended; status
 	// is valid then.
 	exited chan struct{}
 	status *os.ProcessState
+	// inner is the sandbox's first process (the init of its PID
+	// namespace) as the host sees it, with its start time; once it has
+	// ended, the kernel has ended every process of the sandbox. Zero
+	// when unknown.
+	inner      int
+	innerStart string
 }
 
-// launch starts the browser with args and env. Its output goes to a
-// bounded tail; the first "DevTools listening on" line is sent on
-// devtools.
-func launch(path string, args, env []string) (*process, error) {
+// startProcess starts cmd with its output going to a bounded tail.
+func startProcess(cmd *exec.Cmd) (*process, error) {
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(path, args...)
-	cmd.Env = env
 	cmd.Stdin = nil
 	cmd.Stdout = pw
 	cmd.Stderr = pw
-	// Pdeathsig: if the service dies, so do its browsers.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	p := &process{cmd: cmd, output: &tail{}, devtools: make(chan string, 1), exited: make(chan struct{})}
+	p := &process{cmd: cmd, output: &tail{}, exited: make(chan struct{})}
 	if err := cmd.Start(); err != nil {
 		pr.Close()
 		pw.Close()
@@ -77,33 +74,16 @@ func launch(path string, args, env []string) (*process, error) {
 	// The browser's children keep the pipe open after the browser ends, so
 	// the output is read apart from Wait, which then does not wait for it.
 	pw.Close()
-	go p.readOutput(pr)
+	go func() {
+		defer pr.Close()
+		_, _ = io.Copy(p.output, pr)
+	}()
 	go func() {
 		_ = cmd.Wait()
 		p.status = cmd.ProcessState
 		close(p.exited)
 	}()
 	return p, nil
-}
-
-func (p *process) readOutput(r io.ReadCloser) {
-	defer r.Close()
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 4096), 64<<10)
-	found := false
-	for sc.Scan() {
-		line := sc.Text()
-		_, _ = p.output.Write([]byte(line + "\n"))
-		if !found {
-			if _, addr, ok := strings.Cut(line, "DevTools listening on "); ok {
-				found = true
-				p.devtools <- strings.TrimSpace(addr)
-			}
-		}
-	}
-	// A line longer than the scanner's buffer ends the scan; the rest is
-	// drained so that the browser never blocks on a full pipe.
-	_, _ = io.Copy(p.output, r)
 }
 
 func (p *process) running() bool {
@@ -137,11 +117,58 @@ func (p *process) end(grace time.Duration) {
 	p.signal(syscall.SIGKILL)
 	deadline := time.Now().Add(termGrace)
 	for time.Now().Before(deadline) {
-		if err := syscall.Kill(-p.cmd.Process.Pid, 0); errors.Is(err, syscall.ESRCH) || !groupAlive(p.cmd.Process.Pid) {
+		groupGone := errors.Is(syscall.Kill(-p.cmd.Process.Pid, 0), syscall.ESRCH) || !groupAlive(p.cmd.Process.Pid)
+		if groupGone && !p.innerAlive() {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// findInner records the sandbox's first process: bwrap's only child.
+func (p *process) findInner() {
+	pid := strconv.Itoa(p.cmd.Process.Pid)
+	children, err := os.ReadFile("/proc/" + pid + "/task/" + pid + "/children")
+	if err != nil {
+		return
+	}
+	fields := strings.Fields(string(children))
+	if len(fields) != 1 {
+		return
+	}
+	inner, err := strconv.Atoi(fields[0])
+	if err != nil {
+		return
+	}
+	if st, ok := procStat(inner); ok {
+		p.inner, p.innerStart = inner, st[19]
+	}
+}
+
+// innerAlive reports whether the sandbox's first process still runs (a
+// zombie has ended; a process of another start time is another process).
+func (p *process) innerAlive() bool {
+	if p.inner == 0 {
+		return false
+	}
+	st, ok := procStat(p.inner)
+	return ok && st[19] == p.innerStart && st[0] != "Z" && st[0] != "X"
+}
+
+// procStat returns the fields of /proc/<pid>/stat after the command's
+// name: state, ppid, pgrp, ... (starttime is [19]).
+func procStat(pid int) ([]string, bool) {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil, false
+	}
+	// comm may hold spaces and parentheses: fields follow the last ')'.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return nil, false
+	}
+	fields := strings.Fields(string(stat[i+1:]))
+	return fields, len(fields) > 19
 }
 
 // groupAlive reports whether a process of group pgid still runs. A zombie
@@ -154,24 +181,12 @@ func groupAlive(pgid int) bool {
 		return true
 	}
 	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		// pid (comm) state ppid pgrp ...: comm may hold spaces and
-		// parentheses, so the fields are read after the last ')'.
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		fields := strings.Fields(string(stat[i+1:]))
-		if len(fields) < 3 || fields[2] != strconv.Itoa(pgid) {
-			continue
-		}
-		if fields[0] != "Z" && fields[0] != "X" {
+		st, ok := procStat(pid)
+		if ok && st[2] == strconv.Itoa(pgid) && st[0] != "Z" && st[0] != "X" {
 			return true
 		}
 	}

@@ -61,12 +61,25 @@ func (p *upstreamProxy) handle(c net.Conn) {
 	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
 	br := bufio.NewReader(c)
 	req, err := http.ReadRequest(br)
-	if err != nil || req.Method != http.MethodConnect {
+	if err != nil {
 		return
 	}
 	p.mu.Lock()
 	p.connects = append(p.connects, req.Host+" "+req.Header.Get("Proxy-Authorization"))
 	p.mu.Unlock()
+	if req.Method != http.MethodConnect {
+		// A plain http page comes as an absolute-URI request.
+		req.RequestURI = ""
+		req.Header.Del("Proxy-Authorization")
+		res, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			_, _ = io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\n\r\n")
+			return
+		}
+		defer res.Body.Close()
+		_ = res.Write(c)
+		return
+	}
 	up, err := net.DialTimeout("tcp", req.Host, 5*time.Second)
 	if err != nil {
 		_, _ = io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\n\r\n")
@@ -100,11 +113,11 @@ func TestTrafficGoesThroughTheProfilesProxy(t *testing.T) {
 	port := proxy.ln.Addr().(*net.TCPAddr).Port
 	spec := launchSpec("prf_proxy", "ses_proxy")
 	spec.Proxy = &ports.ProxyTarget{Type: "http", Host: "127.0.0.1", Port: port, Username: "user", Password: "secret"}
-	running, err := rt.Start(testContext(t), spec)
+	_, err := rt.Start(testContext(t), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	page := connect(t, running.CDPURL).page(srv.URL + "/")
+	page := connect(t, relayURL(t, rt, spec.SessionID)).page(srv.URL + "/")
 	if got := evaluate[string](t, page, `document.title`); got != "test" {
 		t.Fatalf("the page through the proxy has the title %q", got)
 	}
@@ -114,22 +127,22 @@ func TestTrafficGoesThroughTheProfilesProxy(t *testing.T) {
 		found = found || c == want
 	}
 	if !found {
-		t.Errorf("the upstream proxy saw %q, want a CONNECT %q", proxy.seen(), want)
+		t.Errorf("the upstream proxy saw %q, want a request for %q", proxy.seen(), want)
 	}
 }
 
 func TestADirectBrowserStaysOffPrivateAddresses(t *testing.T) {
-	rt, err := New(Options{Path: chromiumPath(t), MaxBrowsers: 1, WorkDir: filepath.Join(t.TempDir(), "browsers")})
+	rt, err := New(Options{Path: chromiumPath(t), MaxBrowsers: 1, WorkDir: filepath.Join(t.TempDir(), "browsers"), Sandbox: testSandbox(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rt.Close(context.Background()) })
 	srv := newPageServer(t)
-	running, err := rt.Start(testContext(t), launchSpec("prf_guard", "ses_guard"))
+	_, err = rt.Start(testContext(t), launchSpec("prf_guard", "ses_guard"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := connect(t, running.CDPURL)
+	c := connect(t, relayURL(t, rt, "ses_guard"))
 	ctx, cancel := chromedp.NewContext(c.alloc)
 	t.Cleanup(cancel)
 	// The navigation fails or shows Chromium's error page; either way the

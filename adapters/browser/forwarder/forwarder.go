@@ -63,6 +63,11 @@ type Options struct {
 	// Log receives one line per tunnel that could not be opened; nil logs
 	// nothing.
 	Log *slog.Logger
+	// Listener is where the browser's connections come from: a listener
+	// inside the browser's sandbox, which no other process can reach. Nil
+	// listens on a loopback port of the system's choice. The forwarder
+	// closes it.
+	Listener net.Listener
 }
 
 // Forwarder is one running local proxy. It is safe for concurrent use.
@@ -108,9 +113,12 @@ func Start(opts Options) (*Forwarder, error) {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
+	ln := opts.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			return nil, err
+		}
 	}
 	dialer := &net.Dialer{Resolver: opts.Resolver}
 	if guard := opts.Guard; guard != nil {
