@@ -397,6 +397,13 @@ func checkSite(t *testing.T, site *journeySite, proxy *journeyProxy, siteHost st
 		t.Errorf("the proxy carried nothing to %s with its credentials; it carried %v and refused %d requests without them",
 			siteHost, proxy.carriedHosts(), proxy.deniedCount())
 	}
+	// The browser calls nobody by itself (sign-in, updates, components,
+	// safe browsing): the only host it asked for is the site.
+	for host := range proxy.carriedHosts() {
+		if host != siteHost {
+			t.Errorf("the browser asked the proxy for %s, which no page of the test named", host)
+		}
+	}
 }
 
 // stopAtCleanup stops the service p with SIGTERM when the test ends, if a

@@ -368,6 +368,10 @@ func browserArgs(headless bool, fp profile.Fingerprint) []string {
 		"--no-default-browser-check",
 		"--disable-background-networking",
 		"--disable-component-update",
+		// Chromium's on-device model installer asks the component updater
+		// even so: its requests go to a name that never resolves, which
+		// the forwarder refuses without a packet sent.
+		"--component-updater=url-source=https://components.invalid/",
 		"--disable-sync",
 		"--disable-default-apps",
 		"--disable-extensions",
@@ -375,7 +379,13 @@ func browserArgs(headless bool, fp profile.Fingerprint) []string {
 		"--disable-dev-shm-usage",
 		"--password-store=basic",
 		"--use-mock-keychain",
-		"--disable-features=Translate,MediaRouter,OptimizationHints",
+		"--disable-features=Translate,MediaRouter,OptimizationHints,NetworkTimeServiceQuerying,CertificateTransparencyComponentUpdater,OptimizationGuideModelDownloading,OptimizationHintsFetching,OptimizationTargetPrediction,AutofillServerCommunication,InterestFeedContentSuggestions,MediaDrmPreprovisioning",
+		"--disable-component-extensions-with-background-pages",
+		"--disable-client-side-phishing-detection",
+		"--disable-domain-reliability",
+		"--no-service-autorun",
+		"--no-pings",
+		"--metrics-recording-only",
 		"--proxy-bypass-list=<-loopback>",
 		"--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
 		"--user-agent=" + fp.UserAgent,

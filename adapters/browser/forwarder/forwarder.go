@@ -254,6 +254,11 @@ func (f *Forwarder) handle(client net.Conn) {
 			writeError(client, http.StatusBadRequest, err.Error())
 			return
 		}
+		if err := checkName(addr); err != nil {
+			_ = req.Body.Close()
+			f.refuse(client, addr, err)
+			return
+		}
 		// An HTTP proxy takes requests for any host on one connection.
 		key := addr
 		if f.viaHTTPProxy() {
@@ -364,6 +369,10 @@ func (f *Forwarder) tunnel(client net.Conn, br *bufio.Reader, req *http.Request)
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		addr = net.JoinHostPort(addr, "443")
 	}
+	if err := checkName(addr); err != nil {
+		f.refuse(client, addr, err)
+		return
+	}
 	conn, err := f.dial(addr)
 	if err != nil {
 		f.refuse(client, addr, err)
@@ -396,6 +405,25 @@ func (f *Forwarder) copyUp(conn, client net.Conn, br *bufio.Reader) {
 	}
 	_, _ = io.Copy(conn, client)
 	_ = conn.Close()
+}
+
+// errReservedName is a target in the .invalid domain, which RFC 6761
+// reserves for names that never resolve: the runtime points the
+// browser's own background requests (component updates) there, and they
+// end here, with no packet sent to the upstream proxy or anyone.
+var errReservedName = errors.New("the name is in the reserved .invalid domain")
+
+// checkName refuses a target in the .invalid domain.
+func checkName(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if host == "invalid" || strings.HasSuffix(host, ".invalid") {
+		return &refusedError{err: errReservedName}
+	}
+	return nil
 }
 
 // refuse answers the browser that addr could not be reached, in words

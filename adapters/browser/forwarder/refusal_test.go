@@ -17,8 +17,8 @@ import (
 // would tell whoever drives the browser which internal names exist. The
 // log keeps the cause.
 func TestRefusalsReadAlike(t *testing.T) {
-	// internal.test is the test resolver's loopback name; a name under
-	// .invalid resolves nowhere.
+	// internal.test is the test resolver's loopback name; missing.test it
+	// does not know.
 	resolver := netguardtest.FakeResolver(t, map[string][]netip.Addr{
 		"internal.test":       {netip.MustParseAddr("127.0.0.1")},
 		"proxy.internal.test": {netip.MustParseAddr("127.0.0.1")},
@@ -28,7 +28,7 @@ func TestRefusalsReadAlike(t *testing.T) {
 		_, port := splitHostPort(t, plain.addr())
 		f, logs := start(t, Options{Guard: netguard.DialControl, Resolver: resolver})
 		const want = "the target is not reachable or not allowed\n"
-		for _, host := range []string{"internal.test", "missing.invalid"} {
+		for _, host := range []string{"internal.test", "missing.test"} {
 			resp, body, _, _ := rawConnect(t, f, host+":443")
 			if resp.StatusCode != http.StatusBadGateway || body != want {
 				t.Errorf("CONNECT %s:443 = %d %q, want 502 %q", host, resp.StatusCode, body, want)
@@ -69,4 +69,26 @@ func TestRefusalsReadAlike(t *testing.T) {
 			t.Fatalf("the upstream on loopback was connected to %d times", n)
 		}
 	})
+}
+
+// TestReservedNamesGoNowhere: a target under .invalid (RFC 6761), where
+// the runtime sends the browser's own background requests, is refused
+// before anything is dialled, the upstream proxy included.
+func TestReservedNamesGoNowhere(t *testing.T) {
+	up, _ := startHTTPUpstream(t, false, routes{})
+	f, _ := start(t, Options{Upstream: &ports.ProxyTarget{Type: "http", Host: "127.0.0.1", Port: up.port, Username: user, Password: pass}})
+	const want = "the target is not reachable or not allowed\n"
+	for _, host := range []string{"components.invalid", "COMPONENTS.INVALID.", "invalid"} {
+		resp, body, _, _ := rawConnect(t, f, host+":443")
+		if resp.StatusCode != http.StatusBadGateway || body != want {
+			t.Errorf("CONNECT %s:443 = %d %q, want 502 %q", host, resp.StatusCode, body, want)
+		}
+		answers := rawExchange(t, f, "GET http://"+host+"/ HTTP/1.1\r\nHost: "+host+"\r\n\r\n")
+		if got := bodyOf(t, answers[0]); answers[0].StatusCode != http.StatusBadGateway || got != want {
+			t.Errorf("GET http://%s/ = %d %q, want 502 %q", host, answers[0].StatusCode, got, want)
+		}
+	}
+	if n := up.conns.Load(); n != 0 {
+		t.Fatalf("the upstream was connected to %d times for reserved names", n)
+	}
 }
