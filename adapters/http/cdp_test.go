@@ -840,7 +840,9 @@ func TestCDPRelayAnswers503WhenTheOtherInstanceIsGone(t *testing.T) {
 
 func TestCDPRelayOutlivesTheServersTimeouts(t *testing.T) {
 	t.Parallel()
-	const timeout = 100 * time.Millisecond
+	// Short, but not so short that a loaded machine (two cores under
+	// -race) misses a header deadline before the relay hijacks.
+	const timeout = 500 * time.Millisecond
 	short := func(s *http.Server) {
 		s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout = timeout, timeout, timeout, timeout
 	}
