@@ -9,10 +9,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/ports"
 )
 
@@ -63,8 +65,10 @@ type cdpMux struct {
 	// pending are the mux's own commands on the root session.
 	pending map[int64]chan wireMsg
 	clients map[*endpoint]bool
-	root    *endpoint
-	err     error
+	// maxClients bounds the clients, those connecting included.
+	maxClients, connecting int
+	root                   *endpoint
+	err                    error
 	// beforeClose runs before a client's Browser.close reaches the
 	// browser, so that what it holds is read first.
 	beforeClose func()
@@ -80,8 +84,8 @@ type wireMsg struct {
 	Error     json.RawMessage `json:"error,omitempty"`
 }
 
-func newCDPMux(in, out *os.File, log *slog.Logger) *cdpMux {
-	m := &cdpMux{in: in, out: out, log: log, owners: map[string]*endpoint{}, pending: map[int64]chan wireMsg{}, clients: map[*endpoint]bool{}}
+func newCDPMux(in, out *os.File, maxClients int, log *slog.Logger) *cdpMux {
+	m := &cdpMux{in: in, out: out, log: log, maxClients: maxClients, owners: map[string]*endpoint{}, pending: map[int64]chan wireMsg{}, clients: map[*endpoint]bool{}}
 	m.root = newEndpoint(m, "", false)
 	go m.read()
 	return m
@@ -300,6 +304,18 @@ func (m *cdpMux) close() {
 // connect opens a client's connection: a session of its own on the
 // browser target.
 func (m *cdpMux) connect(ctx context.Context) (*endpoint, error) {
+	m.mu.Lock()
+	if len(m.clients)+m.connecting >= m.maxClients {
+		m.mu.Unlock()
+		return nil, domain.Unavailable("the session's browser has as many CDP clients as it may (" + strconv.Itoa(m.maxClients) + "); close one first")
+	}
+	m.connecting++
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		m.connecting--
+		m.mu.Unlock()
+	}()
 	res, err := m.call(ctx, "Target.attachToBrowserTarget", nil)
 	if err != nil {
 		return nil, err
@@ -320,13 +336,6 @@ func (m *cdpMux) connect(ctx context.Context) (*endpoint, error) {
 	m.clients[e] = true
 	m.mu.Unlock()
 	return e, nil
-}
-
-// clientCount is how many clients are connected.
-func (m *cdpMux) clientCount() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.clients)
 }
 
 var _ ports.CDPConn = (*endpoint)(nil)

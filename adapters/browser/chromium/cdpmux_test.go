@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/profilesvc/profilesvc/domain"
 )
 
 // fakePipeBrowser is the browser's side of a CDP pipe: it reads the
@@ -46,7 +48,7 @@ func newFakePipe(t *testing.T) (*cdpMux, *fakePipeBrowser) {
 			b.commands <- m
 		}
 	}()
-	m := newCDPMux(inW, outR, slog.New(slog.DiscardHandler))
+	m := newCDPMux(inW, outR, 2, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() {
 		m.close()
 		outW.Close()
@@ -233,4 +235,16 @@ func TestMuxEndsEveryEndpointWhenThePipeCloses(t *testing.T) {
 	if _, err := m.connect(ctx); err == nil {
 		t.Error("a client connected to a browser whose pipe is closed")
 	}
+}
+
+func TestMuxBoundsItsClients(t *testing.T) {
+	m, b := newFakePipe(t)
+	connectClient(t, m, b, "S-1")
+	second := connectClient(t, m, b, "S-2")
+	if _, err := m.connect(context.Background()); !domain.IsKind(err, domain.KindUnavailable) {
+		t.Fatalf("a third client of a mux that takes two: %v, want Unavailable", err)
+	}
+	go second.Close()
+	b.next() // its detach
+	connectClient(t, m, b, "S-3")
 }

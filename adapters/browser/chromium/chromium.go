@@ -319,7 +319,7 @@ func (r *Runtime) launch(ctx context.Context, s *session, spec ports.LaunchSpec)
 		return fmt.Errorf("the session's proxy: %w", err)
 	}
 	s.fwd = fwd
-	s.mux = newCDPMux(sb.cdpIn, sb.cdpOut, r.log.With("session", s.id))
+	s.mux = newCDPMux(sb.cdpIn, sb.cdpOut, r.opts.MaxClients, r.log.With("session", s.id))
 	// A client that closes the browser itself (Puppeteer's browser.close)
 	// would take with it the cookies its last page set: they are read
 	// first.
@@ -517,9 +517,6 @@ func (r *Runtime) Connect(ctx context.Context, sessionID string) (ports.CDPConn,
 	r.mu.Unlock()
 	if s == nil || stopping || !s.proc.running() {
 		return nil, domain.NotFound("browser")
-	}
-	if s.mux.clientCount() >= r.opts.MaxClients {
-		return nil, domain.Unavailable("the session's browser has as many CDP clients as it may (" + strconv.Itoa(r.opts.MaxClients) + "); close one first")
 	}
 	e, err := s.mux.connect(ctx)
 	if err != nil {
