@@ -25,15 +25,18 @@ import (
 	"github.com/profilesvc/profilesvc/tests/testenv"
 )
 
-// chromiumOrSkip skips a browser test on a machine without Chromium, and
-// fails it in CI, which must run it.
+// chromiumOrSkip skips a browser test on a machine without Chromium or
+// bubblewrap (every browser runs in its sandbox), and fails it in CI,
+// which must run it.
 func chromiumOrSkip(t *testing.T) {
 	t.Helper()
-	if _, ok := chromium.Find(os.Getenv("CHROMIUM_PATH")); !ok {
+	_, chromiumFound := chromium.Find(os.Getenv("CHROMIUM_PATH"))
+	_, bwrapFound := chromium.FindBwrap("")
+	if !chromiumFound || !bwrapFound {
 		if os.Getenv("CI") != "" {
-			t.Fatal("Chromium is not installed; CI must run the browser suites")
+			t.Fatal("Chromium or bubblewrap is not installed; CI must run the browser suites")
 		}
-		t.Skip("Chromium is not installed: apt-get install chromium (or set CHROMIUM_PATH) to run the browser suites")
+		t.Skip("Chromium or bubblewrap is not installed: apt-get install chromium bubblewrap (or set CHROMIUM_PATH) to run the browser suites")
 	}
 }
 

@@ -248,7 +248,7 @@ func TestBrowserJourney(t *testing.T) {
 // saying what is missing; with CI set, a missing piece fails it instead.
 func browserTools(t *testing.T) (chromium, nodeDir string) {
 	t.Helper()
-	missing := missingTool(t, "the browser journey", "apt-get install chromium; npm ci --prefix tests/e2e/node")
+	missing := missingTool(t, "the browser journey", "apt-get install chromium bubblewrap; npm ci --prefix tests/e2e/node")
 	chromium = os.Getenv("CHROMIUM_PATH")
 	if chromium == "" {
 		chromium = "chromium"
@@ -256,6 +256,9 @@ func browserTools(t *testing.T) (chromium, nodeDir string) {
 	path, err := exec.LookPath(chromium)
 	if err != nil {
 		missing("Chromium: " + err.Error())
+	}
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		missing("bubblewrap: " + err.Error())
 	}
 	if _, err := exec.LookPath("node"); err != nil {
 		missing("Node.js: " + err.Error())

@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -34,9 +33,6 @@ import (
 // unprivileged one.
 func TestContainment(t *testing.T) {
 	chromium := chromiumOrSkip(t)
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		missingTool(t, "the containment test", "apt-get install bubblewrap")("bubblewrap: " + err.Error())
-	}
 	t.Run("as the current user", func(t *testing.T) {
 		testContainment(t, chromium, nil)
 	})

@@ -153,21 +153,22 @@ func TestSIGTERMSavesEveryRunningBrowser(t *testing.T) {
 	}
 }
 
-// chromiumOrSkip finds Chromium, or skips the test; with CI set, a missing
-// Chromium fails it instead.
+// chromiumOrSkip finds Chromium and bubblewrap, or skips the test; with CI
+// set, a missing one fails it instead.
 func chromiumOrSkip(t *testing.T) string {
 	t.Helper()
 	chromium := os.Getenv("CHROMIUM_PATH")
 	if chromium == "" {
 		chromium = "chromium"
 	}
+	missing := missingTool(t, "the test", "apt-get install chromium bubblewrap")
 	path, err := exec.LookPath(chromium)
 	if err != nil {
-		msg := "the test needs Chromium (apt-get install chromium): " + err.Error()
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg + "; CI is set, so it must run")
-		}
-		t.Skip(msg)
+		missing("Chromium: " + err.Error())
+	}
+	// Every browser runs in its bubblewrap sandbox.
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		missing("bubblewrap: " + err.Error())
 	}
 	return path
 }

@@ -266,7 +266,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 // It returns Chromium's path.
 func walkthroughTools(t *testing.T) string {
 	t.Helper()
-	missing := missingTool(t, "the README walkthrough", "apt-get install chromium curl jq; npm ci --no-audit --no-fund --prefix tests/examples/playwright")
+	missing := missingTool(t, "the README walkthrough", "apt-get install chromium bubblewrap curl jq; npm ci --no-audit --no-fund --prefix tests/examples/playwright")
 	chromium := os.Getenv("CHROMIUM_PATH")
 	if chromium == "" {
 		chromium = "chromium"
@@ -275,7 +275,7 @@ func walkthroughTools(t *testing.T) string {
 	if err != nil {
 		missing("Chromium: " + err.Error())
 	}
-	for _, tool := range []string{"bash", "curl", "jq", "node", "go"} {
+	for _, tool := range []string{"bwrap", "bash", "curl", "jq", "node", "go"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			missing(tool + ": " + err.Error())
 		}

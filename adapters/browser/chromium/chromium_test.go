@@ -44,7 +44,7 @@ func chromiumPath(t *testing.T) string {
 	t.Helper()
 	path, ok := Find("")
 	if !ok {
-		t.Skip("no Chromium on PATH: install chromium (apt-get install chromium) to run the browser runtime's tests")
+		t.Skip("no Chromium on PATH: install chromium (apt-get install chromium bubblewrap) to run the browser runtime's tests")
 	}
 	return path
 }
