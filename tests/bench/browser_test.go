@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -41,11 +41,11 @@ const (
 //   - release-p50-ms: POST /release, which closes the browser and stores
 //     its data;
 //   - rss-per-browser-MB: with browsersAtOnce headless browsers running as
-//     launched (one blank tab each), the resident memory of each browser's
-//     processes summed, per browser. Pages the processes share (Chromium's
-//     code) count once in each process, so pss-per-browser-MB, which
-//     shares them out, is the closer figure for what one more browser
-//     takes;
+//     launched (one blank tab each), the resident memory of every process
+//     below the service (each browser's sandbox and what runs in it)
+//     summed, per browser. Pages the processes share (Chromium's code)
+//     count once in each process, so pss-per-browser-MB, which shares them
+//     out, is the closer figure for what one more browser takes;
 //   - service-rss-growth-MB: how far the service's own resident memory
 //     grew with those browsers running.
 //
@@ -107,12 +107,9 @@ func BenchmarkBrowser(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var browsers processMemory
-	for _, id := range sessions {
-		m := browserMemory(b, filepath.Join(p.dataDir, "browsers", id))
-		browsers.processes += m.processes
-		browsers.rss += m.rss
-		browsers.pss += m.pss
+	browsers, sandboxes := browserMemory(b, p.pid)
+	if sandboxes != len(sessions) {
+		b.Fatalf("%d sandboxes run below the service, want one per session (%d)", sandboxes, len(sessions))
 	}
 	for _, id := range profiles {
 		p.call(b, http.MethodPost, "/api/v1/profiles/"+id+"/release", nil, http.StatusOK, nil)
@@ -163,7 +160,13 @@ func (p *serviceProcess) launchHeadless(b *testing.B, id string) browserSession 
 // from the answer.
 func cdpVersion(b *testing.B, cdpURL string) (*websocket.Conn, string) {
 	b.Helper()
-	cfg, err := websocket.NewConfig(cdpURL, "http://127.0.0.1/")
+	u, err := url.Parse(cdpURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// x/net/websocket always sends an Origin; the relay takes the
+	// service's own.
+	cfg, err := websocket.NewConfig(cdpURL, "http://"+u.Host+"/")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -213,48 +216,37 @@ type processMemory struct {
 	rss, pss  int64
 }
 
-// browserMemory sums the memory of one session's Chromium: every process
-// whose command line names the session's directory (the browser and its
-// helpers all carry --user-data-dir), and every descendant of those, so
-// that a helper started without the flag counts too.
-func browserMemory(b *testing.B, sessionDir string) processMemory {
+// browserMemory sums the memory of every process below the service's:
+// its browsers, each in a sandbox of its own, which is the service's
+// child. The browser sees its profile at /profile, so its command line no
+// longer says which session it runs; its place in the process tree does.
+// It also returns how many sandboxes there are.
+func browserMemory(b *testing.B, servicePID int) (processMemory, int) {
 	b.Helper()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		b.Fatal(err)
 	}
-	marker := []byte(sessionDir + string(filepath.Separator))
-	parents := map[int]int{}
-	in := map[int]bool{}
+	children := map[int][]int{}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
 		// A process that ends while /proc is read is left out.
-		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err != nil {
-			continue
-		}
 		ppid, err := parentPID(pid)
 		if err != nil {
 			continue
 		}
-		parents[pid] = ppid
-		if bytes.Contains(cmdline, marker) {
-			in[pid] = true
-		}
+		children[ppid] = append(children[ppid], pid)
 	}
-	for added := true; added; {
-		added = false
-		for pid, ppid := range parents {
-			if in[ppid] && !in[pid] {
-				in[pid], added = true, true
-			}
-		}
+	var below []int
+	for next := slices.Clone(children[servicePID]); len(next) > 0; next = next[1:] {
+		below = append(below, next[0])
+		next = append(next, children[next[0]]...)
 	}
 	var m processMemory
-	for pid := range in {
+	for _, pid := range below {
 		rss, err := procStatus(pid, "VmRSS")
 		if err != nil {
 			continue
@@ -268,9 +260,9 @@ func browserMemory(b *testing.B, sessionDir string) processMemory {
 		m.pss += pss
 	}
 	if m.processes == 0 {
-		b.Fatalf("no running process has %s in its command line", sessionDir)
+		b.Fatalf("no process runs below the service (pid %d)", servicePID)
 	}
-	return m
+	return m, len(children[servicePID])
 }
 
 // parentPID reads the parent's pid from /proc/PID/stat, whose second field,

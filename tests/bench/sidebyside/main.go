@@ -1,9 +1,10 @@
 // Command sidebyside is `make bench`: it builds the service and the limit
 // servers, runs them as processes under the same closed-loop load in A/B
-// rounds, measures webhook delivery, start time and memory, and prints one
-// markdown table (also written to tests/bench/RESULTS.md). Without a
-// reachable PostgreSQL or Redis it runs what it can and says what it
-// skipped.
+// rounds, measures webhook delivery, start time and memory, sets the
+// service's sandboxed browsers beside a bare Chromium (browsers.go), and
+// prints one markdown table (also written to tests/bench/RESULTS.md).
+// Without a reachable PostgreSQL or Redis, Chromium or bubblewrap it runs
+// what it can and says what it skipped.
 package main
 
 import (
@@ -36,6 +37,7 @@ type options struct {
 	restarts        int
 	load            loadOptions
 	hooks           hookOptions
+	browsers        browserOptions
 }
 
 func main() {
@@ -44,7 +46,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "tests/bench/RESULTS.md", "where the table is written (empty: nowhere)")
 	flag.StringVar(&o.database, "database", "", "PostgreSQL URL (empty: PostgreSQL runs skipped)")
 	flag.StringVar(&o.redis, "redis", "", "Redis URL (empty: Redis runs skipped)")
-	flag.StringVar(&o.only, "only", "", "comma-separated backend keys to run (sqlite, sqlitenocache, pg, pgcache); empty: all")
+	flag.StringVar(&o.only, "only", "", "comma-separated parts to run: backend keys (sqlite, sqlitenocache, pg, pgcache) and browsers; empty: all")
 	flag.IntVar(&o.profiles, "profiles", 100, "profiles seeded per service (at least 50 and one per connection)")
 	flag.IntVar(&o.restarts, "starts", 5, "measured starts per service")
 	flag.IntVar(&o.load.conns, "conns", 64, "connections per server")
@@ -55,8 +57,16 @@ func main() {
 	flag.IntVar(&o.hooks.steadyRate, "steady-rate", 100, "steady events per second")
 	flag.DurationVar(&o.hooks.steadyFor, "steady-for", 20*time.Second, "steady phase duration")
 	flag.DurationVar(&o.hooks.burstFor, "burst-for", 90*time.Second, "longest a burst may take, creates and drain")
+	flag.IntVar(&o.browsers.launches, "browser-launches", 20, "launches of the service's browser and of the bare Chromium each")
+	flag.IntVar(&o.browsers.connects, "browser-connects", 50, "connects + new page through the relay and to the bare Chromium each")
+	flag.IntVar(&o.browsers.roundTrips, "browser-round-trips", 2000, "Runtime.evaluate round trips through the relay and to the bare Chromium each")
+	flag.IntVar(&o.browsers.memory, "browser-memory", 3, "browsers of each kind whose memory is read (the median is shown)")
 	flag.Parse()
 	o.hooks.conns = o.load.conns
+	if o.browsers.launches < 1 || o.browsers.connects < 1 || o.browsers.roundTrips < 1 || o.browsers.memory < 1 {
+		fmt.Fprintln(os.Stderr, "bench: every -browser-* count must be at least 1")
+		os.Exit(2)
+	}
 	if o.profiles < max(50, o.load.conns) {
 		fmt.Fprintln(os.Stderr, "bench: -profiles must be at least 50 and -conns")
 		os.Exit(2)
@@ -155,8 +165,9 @@ func run(o options) (err error) {
 		}
 	}
 
+	selected := func(key string) bool { return o.only == "" || slices.Contains(strings.Split(o.only, ","), key) }
 	for _, b := range backends {
-		if o.only != "" && !slices.Contains(strings.Split(o.only, ","), b.key) {
+		if !selected(b.key) {
 			continue
 		}
 		switch {
@@ -193,7 +204,7 @@ func run(o options) (err error) {
 		}
 		rep.instances = append(rep.instances, in)
 	}
-	if len(rep.instances) == 0 {
+	if len(rep.instances) == 0 && !selected("browsers") {
 		return errors.New("no backend could run")
 	}
 
@@ -234,7 +245,7 @@ func run(o options) (err error) {
 		creates = append(creates, per[in.key]["create"])
 		launches = append(launches, per[in.key]["launch"])
 	}
-	if tx := limits["tx"]; tx != nil {
+	if tx := limits["tx"]; tx != nil && len(creates) > 0 {
 		creates = append(creates, limitTarget("limit/tx", "create", "net/http + pgx pool 8, tx of 2 inserts", tx, 201,
 			createRequest(), o.load.conns))
 	}
@@ -270,6 +281,23 @@ func run(o options) (err error) {
 			if in.loadRSS, err = in.proc.rssMB(); err != nil {
 				return err
 			}
+		}
+	}
+	// The browsers come last, with the other services idle or stopped.
+	if selected("browsers") {
+		chromiumPath, bwrapPath, why := findBrowser()
+		if why != "" {
+			fmt.Fprintln(os.Stderr, "browsers skipped: "+why)
+			rep.browsersSkipped = "Browser figures skipped: " + why
+		} else {
+			fmt.Fprintln(os.Stderr, "starting the service with Chromium ("+chromiumPath+") in bubblewrap ("+bwrapPath+")")
+			// A failure is reported, not fatal: the figures above stand.
+			rep.browsers, err = measureBrowsers(ctx, svcBin, dir, chromiumPath, bwrapPath, o.browsers)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "browsers:", err)
+				rep.browsersSkipped = "Browser figures not taken: " + err.Error()
+			}
+			rep.browserOpts = o.browsers
 		}
 	}
 	rep.machine = append(rep.machine, [2]string{"load average (1 min) before / after", loadBefore + " / " + loadAverage()})

@@ -21,6 +21,10 @@ type report struct {
 	instances []*instance
 	skipped   []string
 	took      time.Duration
+
+	browsers        *browserFigures
+	browserOpts     browserOptions
+	browsersSkipped string
 }
 
 func (r *report) find(id string) *target {
@@ -41,7 +45,7 @@ func verdict(ok bool) string {
 	return "**no**"
 }
 
-// goals are the ratios and bounds issue #14 names, from this run.
+// goals are the ratios and bounds issues #14 and #28 name, from this run.
 func (r *report) goals() []goalRow {
 	var rows []goalRow
 	ratio := func(goal, a, b string, atLeast float64) {
@@ -101,7 +105,31 @@ func (r *report) goals() []goalRow {
 			goalRow{"Start to /healthz, " + in.name, fmt.Sprintf("%.0f ms", ms(medianDuration(in.starts))), "≤ 300 ms", verdict(medianDuration(in.starts) <= 300*time.Millisecond)},
 		)
 	}
-	return rows
+	return append(rows, r.browserGoals()...)
+}
+
+func (r *report) browserGoals() []goalRow {
+	f := r.browsers
+	if f == nil {
+		return nil
+	}
+	ratio := func(goal string, a, b []time.Duration, q, atMost float64) goalRow {
+		pa, pb := pct(a, q), pct(b, q)
+		x := safeDiv(pa, pb)
+		g := goalRow{goal, fmt.Sprintf("%.2f (%.2f vs %.2f ms)", x, pa, pb), "—", "—"}
+		if atMost > 0 {
+			g.target, g.met = fmt.Sprintf("≤ %.2f", atMost), verdict(x <= atMost)
+		}
+		return g
+	}
+	connect := pct(f.svcConnect, 50)
+	return []goalRow{
+		ratio("Browser launch until CDP answers p50, service (sandbox, relay) ÷ bare Chromium", f.svcLaunch, f.bareLaunch, 50, launchRatioGoal),
+		ratio("Browser launch until CDP answers p95, service ÷ bare Chromium", f.svcLaunch, f.bareLaunch, 95, 0),
+		{"Connect + new page through the relay p50", fmt.Sprintf("%.1f ms (bare Chromium %.1f ms)", connect, pct(f.bareConnect, 50)), fmt.Sprintf("≤ %d ms", relayConnectGoalMs), verdict(connect <= relayConnectGoalMs)},
+		ratio("CDP round trip p50, relay ÷ bare Chromium's DevTools WebSocket", f.svcRoundTrip, f.bareRoundTrip, 50, roundTripRatioGoal),
+		ratio("CDP round trip p99, relay ÷ bare Chromium's DevTools WebSocket", f.svcRoundTrip, f.bareRoundTrip, 99, 0),
+	}
 }
 
 func safeDiv(a, b float64) float64 {
@@ -140,7 +168,7 @@ func (r *report) markdown() string {
 		"the same committing a row and an outbox row in one transaction. "+
 		"CPU columns: the server's and the load generator's CPU time over a round, in %% of one core.\n\n", r.load.conns, r.load.warmup, r.load.rounds, r.load.round)
 
-	p("## Goals (issue #14)\n\n| goal | measured | target | met |\n|---|---|---|---|\n")
+	p("## Goals (issues #14, #28)\n\n| goal | measured | target | met |\n|---|---|---|---|\n")
 	for _, g := range r.goals() {
 		p("| %s | %s | %s | %s |\n", g.goal, g.measured, g.target, g.met)
 	}
@@ -175,8 +203,13 @@ func (r *report) markdown() string {
 		p("| %s | %.0f ms | %.0f ms | %.1f MB | %.1f MB |\n", in.name, ms(medianDuration(in.starts)), ms(in.firstStart), in.idleRSS, in.loadRSS)
 	}
 
+	r.browserSection(p)
+
 	var notes []string
 	notes = append(notes, r.skipped...)
+	if r.browsersSkipped != "" {
+		notes = append(notes, r.browsersSkipped)
+	}
 	for _, t := range r.targets {
 		if t.fig.errors > 0 {
 			notes = append(notes, fmt.Sprintf("%s, %s, %s: %d errors, first: %s", t.backend, t.workload, t.server, t.fig.errors, t.fig.firstError))
@@ -200,4 +233,44 @@ func (r *report) markdown() string {
 		}
 	}
 	return b.String()
+}
+
+// browserSection renders the browser figures, or the line that says why
+// there are none.
+func (r *report) browserSection(p func(format string, args ...any)) {
+	if r.browsersSkipped != "" {
+		p("\n## Browsers\n\n%s\n", r.browsersSkipped)
+		return
+	}
+	f := r.browsers
+	if f == nil {
+		return
+	}
+	o := r.browserOpts
+	p("\n## Browsers\n\n%s, headless, one blank tab. Service: SQLite, BROWSER_RUNTIME=chromium, each browser in its bubblewrap sandbox with CDP over the pipe, "+
+		"reached through the relay (cdpUrl). Bare: the same binary started by the bench as the runtime started it before the sandbox "+
+		"(the runtime's flags with --remote-debugging-port=0 instead of the pipe, no proxy, --no-sandbox as root), reached on its DevTools WebSocket. "+
+		"Launch: POST /launch, or the exec, until Browser.getVersion is answered on a new WebSocket; %d of each after one unmeasured, alternating. "+
+		"Release: POST /release (cookies read, Browser.close, the directory packed and stored, the lease ended); for the bare browser SIGKILL to its group until none of it runs, and its directory removed. "+
+		"Connect + new page: dial, Target.createTarget about:blank, Target.attachToTarget flatten until its answer (page closed afterwards, unmeasured), %d of each, alternating, on one running browser of each kind. "+
+		"Round trip: Runtime.evaluate of 1 on an attached page, %d sequential calls of each in alternating blocks of 100. "+
+		"Memory: each browser alone, as launched with one client connected, once settled; the sum over its processes (for the service, every process below it: bwrap and the browser), median of %d by PSS. "+
+		"PSS shares Chromium's code out among every process that maps it, other browsers on the machine included, so it is lower while other Chromiums run; USS, the pages no other process maps, is not.\n\n",
+		orDash(f.product), o.launches, o.connects, o.roundTrips, o.memory)
+	p("| figure | service: sandbox + relay | bare Chromium | service ÷ bare |\n|---|---|---|---|\n")
+	row := func(name string, a, b float64, unit string) {
+		p("| %s | %.2f %s | %.2f %s | %.2f |\n", name, a, unit, b, unit, safeDiv(a, b))
+	}
+	row("launch until CDP answers, p50", pct(f.svcLaunch, 50), pct(f.bareLaunch, 50), "ms")
+	row("launch until CDP answers, p95", pct(f.svcLaunch, 95), pct(f.bareLaunch, 95), "ms")
+	row("release (bare: kill and remove), p50", pct(f.svcRelease, 50), pct(f.bareKill, 50), "ms")
+	row("release (bare: kill and remove), p95", pct(f.svcRelease, 95), pct(f.bareKill, 95), "ms")
+	row("connect + new page, p50", pct(f.svcConnect, 50), pct(f.bareConnect, 50), "ms")
+	row("connect + new page, p95", pct(f.svcConnect, 95), pct(f.bareConnect, 95), "ms")
+	row("Runtime.evaluate round trip, p50", pct(f.svcRoundTrip, 50), pct(f.bareRoundTrip, 50), "ms")
+	row("Runtime.evaluate round trip, p99", pct(f.svcRoundTrip, 99), pct(f.bareRoundTrip, 99), "ms")
+	row("memory per browser, PSS", float64(f.svcMemory.pss)/(1<<20), float64(f.bareMemory.pss)/(1<<20), "MB")
+	row("memory per browser, USS (pages of its own)", float64(f.svcMemory.uss)/(1<<20), float64(f.bareMemory.uss)/(1<<20), "MB")
+	row("memory per browser, RSS (shared pages in every process)", float64(f.svcMemory.rss)/(1<<20), float64(f.bareMemory.rss)/(1<<20), "MB")
+	p("| processes per browser | %d | %d | |\n", f.svcMemory.processes, f.bareMemory.processes)
 }

@@ -147,3 +147,42 @@ func TestWebhookGoalsAreThoseOfTheBacklog(t *testing.T) {
 		t.Errorf("a backlog cut short met its goal: %+v", g)
 	}
 }
+
+func durations(msEach ...float64) []time.Duration {
+	out := make([]time.Duration, len(msEach))
+	for i, v := range msEach {
+		out[i] = time.Duration(v * float64(time.Millisecond))
+	}
+	return out
+}
+
+func TestBrowserGoalsCompareTheServiceWithTheBareBrowser(t *testing.T) {
+	r := &report{browsers: &browserFigures{
+		svcLaunch: durations(300, 310, 320), bareLaunch: durations(280, 300, 290),
+		svcConnect: durations(100, 160, 120), bareConnect: durations(30, 30, 30),
+		svcRoundTrip: durations(0.5, 0.5, 0.5), bareRoundTrip: durations(0.25, 0.25, 0.25),
+	}}
+	rows := r.goals()
+	if g := goal(t, rows, "Browser launch until CDP answers p50, service (sandbox, relay) ÷ bare Chromium"); g.measured != "1.07 (310.00 vs 290.00 ms)" || g.target != "≤ 1.15" || g.met != "yes" {
+		t.Errorf("launch ratio: %+v", g)
+	}
+	if g := goal(t, rows, "Connect + new page through the relay p50"); g.measured != "120.0 ms (bare Chromium 30.0 ms)" || g.met != "yes" {
+		t.Errorf("connect: %+v", g)
+	}
+	if g := goal(t, rows, "CDP round trip p50, relay ÷ bare Chromium's DevTools WebSocket"); !strings.HasPrefix(g.measured, "2.00 ") || g.met != "**no**" {
+		t.Errorf("round trip: %+v", g)
+	}
+}
+
+func TestMarkdownSaysWhyTheBrowsersWereSkipped(t *testing.T) {
+	r := &report{browsersSkipped: "Browser figures skipped: bubblewrap is not installed"}
+	md := r.markdown()
+	if !strings.Contains(md, "## Browsers\n\nBrowser figures skipped: bubblewrap is not installed\n") {
+		t.Errorf("no skip line in the browser section:\n%s", md)
+	}
+	for _, g := range r.goals() {
+		if strings.HasPrefix(g.goal, "Browser") {
+			t.Errorf("a browser goal without figures: %+v", g)
+		}
+	}
+}
