@@ -18,6 +18,7 @@ import (
 	"golang.org/x/net/websocket"
 
 	"github.com/profilesvc/profilesvc/adapters/browser/chromium"
+	"github.com/profilesvc/profilesvc/tests/testenv"
 )
 
 const (
@@ -223,27 +224,12 @@ type processMemory struct {
 // It also returns how many sandboxes there are.
 func browserMemory(b *testing.B, servicePID int) (processMemory, int) {
 	b.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		b.Fatal(err)
-	}
-	children := map[int][]int{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
+	below := testenv.Descendants(servicePID)
+	sandboxes := 0
+	for _, pid := range below {
+		if ppid, err := parentPID(pid); err == nil && ppid == servicePID {
+			sandboxes++
 		}
-		// A process that ends while /proc is read is left out.
-		ppid, err := parentPID(pid)
-		if err != nil {
-			continue
-		}
-		children[ppid] = append(children[ppid], pid)
-	}
-	var below []int
-	for next := slices.Clone(children[servicePID]); len(next) > 0; next = next[1:] {
-		below = append(below, next[0])
-		next = append(next, children[next[0]]...)
 	}
 	var m processMemory
 	for _, pid := range below {
@@ -262,7 +248,7 @@ func browserMemory(b *testing.B, servicePID int) (processMemory, int) {
 	if m.processes == 0 {
 		b.Fatalf("no process runs below the service (pid %d)", servicePID)
 	}
-	return m, len(children[servicePID])
+	return m, sandboxes
 }
 
 // parentPID reads the parent's pid from /proc/PID/stat, whose second field,

@@ -16,7 +16,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -24,6 +23,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/profilesvc/profilesvc/tests/testenv"
 )
 
 // TestContainment attacks the service as a member of one team who may
@@ -218,7 +219,7 @@ func testContainment(t *testing.T, chromium string, as *syscall.Credential) {
 	})
 
 	t.Run("the host sees a contained browser", func(t *testing.T) {
-		browsers := sandboxedBrowsers(t, p.cmd.Process.Pid)
+		browsers := sandboxedBrowsers(p.cmd.Process.Pid)
 		if len(browsers) == 0 {
 			t.Fatal("no browser process found under the service")
 		}
@@ -545,34 +546,11 @@ func (c *cdpConn) evaluateString(t *testing.T, session, expr string) string {
 
 // sandboxedBrowsers lists the descendants of pid whose program is not
 // bwrap: the browsers and their helpers.
-func sandboxedBrowsers(t *testing.T, pid int) []int {
-	t.Helper()
-	parents := map[int]int{}
-	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, path := range paths {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		fields := strings.Fields(string(b[i+1:]))
-		child, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
-		if len(fields) > 1 {
-			parents[child], _ = strconv.Atoi(fields[1])
-		}
-	}
+func sandboxedBrowsers(pid int) []int {
 	var out []int
-	for child := range parents {
-		for p := parents[child]; p > 1; p = parents[p] {
-			if p == pid {
-				if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", child)); !strings.HasSuffix(exe, "/bwrap") {
-					out = append(out, child)
-				}
-				break
-			}
+	for _, p := range testenv.Descendants(pid) {
+		if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", p)); !strings.HasSuffix(exe, "/bwrap") {
+			out = append(out, p)
 		}
 	}
 	return out

@@ -24,6 +24,7 @@ import (
 	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/tests/conformance"
+	"github.com/profilesvc/profilesvc/tests/testenv"
 )
 
 // testSandbox finds bubblewrap or skips the test.
@@ -480,7 +481,7 @@ func TestAStoppedBrowserIsEndedWithinTheDeadlines(t *testing.T) {
 	proc := rt.sessions[spec.SessionID].proc
 	rt.mu.Unlock()
 	stopped := 0
-	for _, pid := range descendants(proc.cmd.Process.Pid) {
+	for _, pid := range testenv.Descendants(proc.cmd.Process.Pid) {
 		if exe, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe"); strings.Contains(exe, "chromium") || strings.Contains(exe, "chrome") {
 			if syscall.Kill(pid, syscall.SIGSTOP) == nil {
 				stopped++
@@ -505,29 +506,4 @@ func TestAStoppedBrowserIsEndedWithinTheDeadlines(t *testing.T) {
 	if _, err := rt.Start(testContext(t), launchSpec("prf_after_stopped", "ses_after_stopped")); err != nil {
 		t.Fatalf("a launch after the stopped browser ended: %v", err)
 	}
-}
-
-// descendants lists the processes below pid.
-func descendants(pid int) []int {
-	parents := map[int]int{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		child, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if st, ok := procStat(child); ok {
-			parents[child], _ = strconv.Atoi(st[1])
-		}
-	}
-	var out []int
-	for child := range parents {
-		for p := parents[child]; p > 1; p = parents[p] {
-			if p == pid {
-				out = append(out, child)
-				break
-			}
-		}
-	}
-	return out
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/profilesvc/profilesvc/adapters/browser/chromium"
 	"github.com/profilesvc/profilesvc/tests/bench/load"
+	"github.com/profilesvc/profilesvc/tests/testenv"
 )
 
 // The browser figures (issue #28) set the service's sandboxed browser,
@@ -220,7 +221,7 @@ func measureBrowsers(ctx context.Context, svcBin, dir, chromiumPath, bwrapPath s
 		if err != nil {
 			return nil, err
 		}
-		m, err := settledMemory(ctx, sess.CDPURL, func() treeMemory { return memoryOf(descendants(in.proc.cmd.Process.Pid)) })
+		m, err := settledMemory(ctx, sess.CDPURL, func() treeMemory { return memoryOf(testenv.Descendants(in.proc.cmd.Process.Pid)) })
 		if err != nil {
 			return nil, err
 		}
@@ -233,7 +234,7 @@ func measureBrowsers(ctx context.Context, svcBin, dir, chromiumPath, bwrapPath s
 			return nil, err
 		}
 		pid := br.cmd.Process.Pid
-		m, err = settledMemory(ctx, br.wsURL, func() treeMemory { return memoryOf(append([]int{pid}, descendants(pid)...)) })
+		m, err = settledMemory(ctx, br.wsURL, func() treeMemory { return memoryOf(append([]int{pid}, testenv.Descendants(pid)...)) })
 		br.kill()
 		if err != nil {
 			return nil, err
@@ -587,32 +588,6 @@ func settledMemory(ctx context.Context, url string, read func() treeMemory) (tre
 		prev = now
 	}
 	return prev, nil
-}
-
-// descendants are the processes below pid, found by their parents in
-// /proc.
-func descendants(pid int) []int {
-	children := map[int][]int{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if st, ok := statFields(p); ok {
-			if ppid, err := strconv.Atoi(st[1]); err == nil {
-				children[ppid] = append(children[ppid], p)
-			}
-		}
-	}
-	var out []int
-	for next := []int{pid}; len(next) > 0; {
-		p := next[0]
-		next = next[1:]
-		out = append(out, children[p]...)
-		next = append(next, children[p]...)
-	}
-	return out
 }
 
 // statFields are the fields of /proc/PID/stat after the command's name
