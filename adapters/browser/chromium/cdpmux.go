@@ -460,6 +460,15 @@ func (e *endpoint) Send(ctx context.Context, raw []byte) error {
 		e.answer(*cmd.ID, cmd.SessionID, -32001, "Session with given id not found.")
 		return nil
 	}
+	// Detaching names its session in the params: only one of the
+	// client's own, never the control's (which holds the fingerprint's
+	// overrides) nor another client's.
+	if cmd.Method == "Target.detachFromTarget" {
+		if named := childSession(cmd.Params); named != "" && !e.owns(named) {
+			e.answer(*cmd.ID, cmd.SessionID, -32001, "Session with given id not found.")
+			return nil
+		}
+	}
 	params, err := checkCommand(cmd.Method, cmd.Params)
 	if err != nil {
 		e.answer(*cmd.ID, cmd.SessionID, -32000, err.Error())

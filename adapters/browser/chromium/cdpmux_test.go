@@ -121,6 +121,11 @@ func TestMuxRoutesByCDPSession(t *testing.T) {
 	alice := connectClient(t, m, b, "S-ALICE")
 	bob := connectClient(t, m, b, "S-BOB")
 	ctx := context.Background()
+	// The control's own page session, attached on the root session.
+	b.send(`{"method":"Target.attachedToTarget","params":{"sessionId":"P-CONTROL","targetInfo":{"type":"page"}}}`)
+	if raw, err := m.root.Receive(ctx); err != nil || !strings.Contains(string(raw), "P-CONTROL") {
+		t.Fatalf("the control received %s, %v", raw, err)
+	}
 
 	// A command without a session goes on the client's own one, and its
 	// answer comes back without it.
@@ -157,6 +162,16 @@ func TestMuxRoutesByCDPSession(t *testing.T) {
 	}
 	if got := receive(t, bob); !strings.Contains(got, `-32001`) {
 		t.Errorf("bob naming alice's browser session received %s", got)
+	}
+
+	// Nor detach it, nor a session of the control's.
+	for _, named := range []string{"P-ALICE", "P-CONTROL"} {
+		if err := bob.Send(ctx, []byte(`{"id":8,"method":"Target.detachFromTarget","params":{"sessionId":"`+named+`"}}`)); err != nil {
+			t.Fatal(err)
+		}
+		if got := receive(t, bob); !strings.Contains(got, `-32001`) {
+			t.Errorf("bob detaching %s received %s", named, got)
+		}
 	}
 
 	// Once the page is detached, nobody reaches it.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -73,7 +74,7 @@ var hostEtc = []string{"/etc/fonts", "/etc/ld.so.cache", "/etc/ld.so.conf", "/et
 // chooser, downloads into the sandbox's own folder only.
 var policies = map[string]any{
 	"URLBlocklist": []string{"file://*", "chrome://*", "chrome-untrusted://*", "devtools://*", "view-source:*",
-		"chrome-extension://*", "chrome-search://*", "javascript://*"},
+		"chrome-extension://*", "chrome-search://*"},
 	"BrowserSignin":                           0,
 	"SyncDisabled":                            true,
 	"ComponentUpdatesEnabled":                 false,
@@ -409,8 +410,7 @@ func runBrowserInit(args []string) error {
 		}
 		_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC)
 	}
-	argv := append([]string{args[0]}, args[1:]...)
-	argv = append(argv, "--proxy-server=http://127.0.0.1:"+strconv.Itoa(port))
+	argv := append(slices.Clip(args), "--proxy-server=http://127.0.0.1:"+strconv.Itoa(port))
 	return unix.Exec(args[0], argv, os.Environ())
 }
 
