@@ -74,7 +74,14 @@ type cdpMux struct {
 	beforeClose func()
 }
 
-// wireMsg is the envelope of a CDP message, with the parts routing needs.
+// wireHead is what routing reads of every message of the browser.
+type wireHead struct {
+	ID        int64  `json:"id,omitempty"`
+	Method    string `json:"method,omitempty"`
+	SessionID string `json:"sessionId,omitempty"`
+}
+
+// wireMsg is a whole CDP message.
 type wireMsg struct {
 	ID        int64           `json:"id,omitempty"`
 	Method    string          `json:"method,omitempty"`
@@ -101,12 +108,14 @@ func (m *cdpMux) read() {
 		if err != nil {
 			break
 		}
-		var msg wireMsg
-		if json.Unmarshal(raw, &msg) != nil {
+		// Routing reads the envelope only: a screenshot's megabytes are
+		// passed on as they came, not copied.
+		var head wireHead
+		if json.Unmarshal(raw, &head) != nil {
 			m.log.Warn("browser: unreadable CDP message dropped", "bytes", len(raw))
 			continue
 		}
-		m.route(raw, &msg)
+		m.route(raw, head)
 	}
 	if errors.Is(err, io.EOF) {
 		err = errPipeClosed
@@ -132,14 +141,16 @@ func readMessage(r *bufio.Reader, max int) ([]byte, error) {
 	}
 }
 
-func (m *cdpMux) route(raw []byte, msg *wireMsg) {
+func (m *cdpMux) route(raw []byte, msg wireHead) {
 	m.mu.Lock()
 	var to *endpoint
 	if msg.SessionID == "" {
 		if ch := m.pending[msg.ID]; msg.ID != 0 && ch != nil {
 			delete(m.pending, msg.ID)
 			m.mu.Unlock()
-			ch <- *msg
+			var answer wireMsg
+			_ = json.Unmarshal(raw, &answer)
+			ch <- answer
 			return
 		}
 		to = m.root
@@ -150,11 +161,11 @@ func (m *cdpMux) route(raw []byte, msg *wireMsg) {
 	// it was attached on: a client's page sessions are the client's alone.
 	switch msg.Method {
 	case "Target.attachedToTarget":
-		if child := childSession(msg.Params); child != "" && to != nil {
+		if child := eventSession(raw); child != "" && to != nil {
 			m.owners[child] = to
 		}
 	case "Target.detachedFromTarget":
-		if child := childSession(msg.Params); child != "" {
+		if child := eventSession(raw); child != "" {
 			delete(m.owners, child)
 		}
 	}
@@ -165,8 +176,12 @@ func (m *cdpMux) route(raw []byte, msg *wireMsg) {
 	if to.client && msg.SessionID == to.session {
 		// The client speaks to its browser session as to a browser of its
 		// own: without a session id.
-		msg.SessionID = ""
-		stripped, err := json.Marshal(msg)
+		var full wireMsg
+		if json.Unmarshal(raw, &full) != nil {
+			return
+		}
+		full.SessionID = ""
+		stripped, err := json.Marshal(full)
 		if err != nil {
 			return
 		}
@@ -175,6 +190,20 @@ func (m *cdpMux) route(raw []byte, msg *wireMsg) {
 	to.deliver(raw)
 }
 
+// eventSession is params.sessionId of a browser's message.
+func eventSession(raw []byte) string {
+	var ev struct {
+		Params struct {
+			SessionID string `json:"sessionId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(raw, &ev) != nil {
+		return ""
+	}
+	return ev.Params.SessionID
+}
+
+// childSession is the sessionId of a command's params.
 func childSession(params json.RawMessage) string {
 	var p struct {
 		SessionID string `json:"sessionId"`
