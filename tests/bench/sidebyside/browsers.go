@@ -35,14 +35,18 @@ type browserOptions struct {
 	connects   int // connect + new page of each kind
 	roundTrips int // Runtime.evaluate calls of each kind
 	memory     int // browsers of each kind whose memory is read, alone
+	// before is the git revision of the service before the sandbox.
+	before string
 }
 
 // browserFigures are what the browser section measured. The service's
 // side is "svc", the bare Chromium's "bare".
 type browserFigures struct {
-	product                     string
-	svcLaunch, bareLaunch       []time.Duration
-	svcRelease, bareKill        []time.Duration
+	product               string
+	svcLaunch, bareLaunch []time.Duration
+	svcRelease, bareKill  []time.Duration
+	// The service before the sandbox (-browser-before), when built.
+	beforeLaunch, beforeRelease []time.Duration
 	svcConnect, bareConnect     []time.Duration
 	svcRoundTrip, bareRoundTrip []time.Duration
 	svcMemory, bareMemory       treeMemory
@@ -79,65 +83,76 @@ func findBrowser() (chromiumPath, bwrapPath, why string) {
 }
 
 // measureBrowsers starts a service with the Chromium runtime and takes the
-// browser figures, the service's and the bare browser's in turns.
-func measureBrowsers(ctx context.Context, svcBin, dir, chromiumPath, bwrapPath string, o browserOptions) (*browserFigures, error) {
-	b := backend{key: "browsers", name: "SQLite, Chromium", env: map[string]string{
+// browser figures, the service's and the bare browser's in turns; with
+// beforeBin, the service as it was before the sandbox also launches and
+// releases, in the same turns.
+func measureBrowsers(ctx context.Context, svcBin, beforeBin, dir, chromiumPath, bwrapPath string, o browserOptions) (*browserFigures, error) {
+	env := map[string]string{
 		"DATABASE_URL": "sqlite://{data}/bench.db", "BROWSER_RUNTIME": "chromium",
 		"CHROMIUM_PATH": chromiumPath, "BWRAP_PATH": bwrapPath, "BROWSERS_MAX": "4",
-	}}
-	in, err := launch(ctx, svcBin, dir, b, nil, 0)
+	}
+	svc, err := startBrowserService(ctx, svcBin, dir, backend{key: "browsers", name: "SQLite, Chromium", env: env})
 	if err != nil {
 		return nil, err
 	}
+	in := svc.in
 	defer in.proc.stop()
-	_, key, err := in.account("browsers@example.com")
-	if err != nil {
-		return nil, err
-	}
-	var created struct {
-		Data struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	if err := api(in.addr, "POST", "/api/v1/profiles", [2]string{"X-API-Key", key}, map[string]any{"name": "bench browser", "templateId": "tpl_chrome_win_us", "proxy": nil}, 201, &created); err != nil {
-		return nil, err
-	}
-	svc := &serviceBrowsers{in: in, key: key, profile: created.Data.ID}
 	bare := bareChromium{path: chromiumPath, dir: dir}
 	f := &browserFigures{}
 
-	// 1. Launch and release: one of each unmeasured first, so that both
-	// start with the binary in the page cache.
-	fmt.Fprintf(os.Stderr, "browsers: %d launches of each, alternating\n", o.launches)
-	for i := -1; i < o.launches; i++ {
-		// i < 0 is the warm-up; the order changes every launch.
-		for j := range 2 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
+	// 1. Launch and release: each kind in turn, in an order that changes
+	// every round; one round unmeasured first, so that all start with the
+	// binary in the page cache.
+	serviceTurn := func(s *serviceBrowsers, launches, releases *[]time.Duration) func(measured bool) error {
+		return func(measured bool) error {
+			_, took, product, err := s.launch(ctx)
+			if err != nil {
+				return err
 			}
-			if (i+j)%2 == 0 {
-				_, took, product, err := svc.launch(ctx)
-				if err != nil {
-					return nil, err
-				}
-				t0 := time.Now()
-				if err := svc.release(); err != nil {
-					return nil, err
-				}
-				if i >= 0 {
-					f.svcLaunch, f.svcRelease = append(f.svcLaunch, took), append(f.svcRelease, time.Since(t0))
-				}
-				f.product = product
-				continue
+			t0 := time.Now()
+			if err := s.release(); err != nil {
+				return err
 			}
+			if measured {
+				*launches, *releases = append(*launches, took), append(*releases, time.Since(t0))
+			}
+			f.product = product
+			return nil
+		}
+	}
+	turns := []func(measured bool) error{
+		serviceTurn(svc, &f.svcLaunch, &f.svcRelease),
+		func(measured bool) error {
 			br, took, err := bare.launch(ctx)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			t0 := time.Now()
 			br.kill()
-			if i >= 0 {
+			if measured {
 				f.bareLaunch, f.bareKill = append(f.bareLaunch, took), append(f.bareKill, time.Since(t0))
+			}
+			return nil
+		},
+	}
+	if beforeBin != "" {
+		// The same environment: the service before the sandbox had no use
+		// for BWRAP_PATH and ignores it.
+		before, err := startBrowserService(ctx, beforeBin, dir, backend{key: "browsers-before", name: "SQLite, Chromium, before the sandbox", env: env})
+		if err != nil {
+			return nil, fmt.Errorf("the service before the sandbox: %w", err)
+		}
+		defer before.in.proc.stop()
+		turns = append(turns, serviceTurn(before, &f.beforeLaunch, &f.beforeRelease))
+	}
+	fmt.Fprintf(os.Stderr, "browsers: %d launches of each of %d kinds, in turns\n", o.launches, len(turns))
+	for i := -1; i < o.launches; i++ {
+		for j := range turns {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if err := turns[(max(i, 0)+j)%len(turns)](i >= 0); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -243,6 +258,30 @@ func measureBrowsers(ctx context.Context, svcBin, dir, chromiumPath, bwrapPath s
 	}
 	f.svcMemory, f.bareMemory = medianMemory(svcMem), medianMemory(bareMem)
 	return f, nil
+}
+
+// startBrowserService runs a service for the browser figures, with an
+// account and the one profile it launches.
+func startBrowserService(ctx context.Context, bin, dir string, b backend) (*serviceBrowsers, error) {
+	in, err := launch(ctx, bin, dir, b, nil, 0)
+	if err != nil {
+		return nil, err
+	}
+	_, key, err := in.account("browsers@example.com")
+	if err != nil {
+		in.proc.stop()
+		return nil, err
+	}
+	var created struct {
+		Data struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := api(in.addr, "POST", "/api/v1/profiles", [2]string{"X-API-Key", key}, map[string]any{"name": "bench browser", "templateId": "tpl_chrome_win_us", "proxy": nil}, 201, &created); err != nil {
+		in.proc.stop()
+		return nil, err
+	}
+	return &serviceBrowsers{in: in, key: key, profile: created.Data.ID}, nil
 }
 
 // serviceBrowsers launches and releases the one profile of the bench's

@@ -60,6 +60,7 @@ func main() {
 	flag.IntVar(&o.browsers.launches, "browser-launches", 20, "launches of the service's browser and of the bare Chromium each")
 	flag.IntVar(&o.browsers.connects, "browser-connects", 50, "connects + new page through the relay and to the bare Chromium each")
 	flag.IntVar(&o.browsers.roundTrips, "browser-round-trips", 2000, "Runtime.evaluate round trips through the relay and to the bare Chromium each")
+	flag.StringVar(&o.browsers.before, "browser-before", "cab2e0a^", "git revision of the service before the browser sandbox, launched beside it (empty: none)")
 	flag.IntVar(&o.browsers.memory, "browser-memory", 3, "browsers of each kind whose memory is read (the median is shown)")
 	flag.Parse()
 	o.hooks.conns = o.load.conns
@@ -292,7 +293,15 @@ func run(o options) (err error) {
 		} else {
 			fmt.Fprintln(os.Stderr, "starting the service with Chromium ("+chromiumPath+") in bubblewrap ("+bwrapPath+")")
 			// A failure is reported, not fatal: the figures above stand.
-			rep.browsers, err = measureBrowsers(ctx, svcBin, dir, chromiumPath, bwrapPath, o.browsers)
+			var beforeBin string
+			if o.browsers.before != "" {
+				fmt.Fprintln(os.Stderr, "building the service as it was before the sandbox ("+o.browsers.before+")")
+				if beforeBin, err = buildAt(o.goTool, dir, o.browsers.before, "./cmd/profilesvc", "profilesvc-before"); err != nil {
+					fmt.Fprintln(os.Stderr, "browsers:", err)
+					rep.skipped = append(rep.skipped, "The service before the sandbox not measured: "+err.Error())
+				}
+			}
+			rep.browsers, err = measureBrowsers(ctx, svcBin, beforeBin, dir, chromiumPath, bwrapPath, o.browsers)
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "browsers:", err)
 				rep.browsersSkipped = "Browser figures not taken: " + err.Error()

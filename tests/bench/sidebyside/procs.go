@@ -28,6 +28,37 @@ func build(goTool, dir, pkg, name string) (string, error) {
 	return out, nil
 }
 
+// buildAt builds pkg as it was at the git revision rev, from that
+// revision's tree written out under dir.
+func buildAt(goTool, dir, rev, pkg, name string) (string, error) {
+	src := filepath.Join(dir, "src-"+name)
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		return "", err
+	}
+	archive := exec.Command("git", "archive", "--format=tar", rev)
+	tree, err := archive.StdoutPipe()
+	if err != nil {
+		return "", err
+	}
+	archive.Stderr = os.Stderr
+	untar := exec.Command("tar", "-x", "-C", src)
+	untar.Stdin, untar.Stderr = tree, os.Stderr
+	if err := archive.Start(); err != nil {
+		return "", fmt.Errorf("git archive %s: %w", rev, err)
+	}
+	untarErr := untar.Run()
+	if err := errors.Join(archive.Wait(), untarErr); err != nil {
+		return "", fmt.Errorf("the tree of %s: %w", rev, err)
+	}
+	out := filepath.Join(dir, name)
+	cmd := exec.Command(goTool, "build", "-o", out, pkg)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = src, os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go build %s at %s: %w", pkg, rev, err)
+	}
+	return out, nil
+}
+
 // proc is a server process the bench started.
 type proc struct {
 	cmd  *exec.Cmd
