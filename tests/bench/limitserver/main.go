@@ -6,7 +6,10 @@
 // tx commits a row and an outbox row in one transaction (Begin, two Exec,
 // Commit) and answers 201. The bench creates
 // the tables (limit_profiles, limit_outbox) in a schema of its own and
-// passes it in the URL's search_path.
+// passes it in the URL's search_path. -mode forward copies the bytes of
+// every TCP connection to -to and back (io.Copy both ways), the least a Go
+// process in the middle of a connection adds: the browser figures set the
+// CDP relay beside it.
 //
 // It prints "listening on HOST:PORT" once it serves, and stops on SIGTERM.
 package main
@@ -16,6 +19,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -28,11 +32,18 @@ import (
 )
 
 func main() {
-	mode := flag.String("mode", "bare", "bare | read | tx")
+	mode := flag.String("mode", "bare", "bare | read | tx | forward")
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
 	database := flag.String("database", "", "PostgreSQL URL (read and tx)")
+	to := flag.String("to", "", "where connections are forwarded (forward)")
 	flag.Parse()
-	if err := run(*mode, *addr, *database); err != nil {
+	var err error
+	if *mode == "forward" {
+		err = forward(*addr, *to)
+	} else {
+		err = run(*mode, *addr, *database)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "limitserver:", err)
 		os.Exit(1)
 	}
@@ -85,6 +96,31 @@ func run(mode, addr, database string) error {
 		return err
 	}
 	return nil
+}
+
+// forward copies each connection to to and back until either side ends.
+func forward(addr, to string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	fmt.Println("listening on", ln.Addr())
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return err
+		}
+		go func() {
+			defer c.Close()
+			u, err := net.Dial("tcp", to)
+			if err != nil {
+				return
+			}
+			defer u.Close()
+			go func() { _, _ = io.Copy(u, c) }()
+			_, _ = io.Copy(c, u)
+		}()
+	}
 }
 
 // bareBody is about the size and shape of the service's answer to a

@@ -49,7 +49,9 @@ type browserFigures struct {
 	beforeLaunch, beforeRelease []time.Duration
 	svcConnect, bareConnect     []time.Duration
 	svcRoundTrip, bareRoundTrip []time.Duration
-	svcMemory, bareMemory       treeMemory
+	// Round trips to the bare browser through a plain Go TCP forwarder.
+	fwdRoundTrip          []time.Duration
+	svcMemory, bareMemory treeMemory
 }
 
 // treeMemory is the memory of a browser's processes, summed (bytes).
@@ -82,16 +84,23 @@ func findBrowser() (chromiumPath, bwrapPath, why string) {
 	return chromiumPath, bwrapPath, ""
 }
 
+// browserBins are the binaries the browser figures run: the service, the
+// service before the sandbox (none when it could not be built) and the
+// limit server, whose forward mode stands beside the relay.
+type browserBins struct {
+	svc, before, limit string
+}
+
 // measureBrowsers starts a service with the Chromium runtime and takes the
-// browser figures, the service's and the bare browser's in turns; with
-// beforeBin, the service as it was before the sandbox also launches and
-// releases, in the same turns.
-func measureBrowsers(ctx context.Context, svcBin, beforeBin, dir, chromiumPath, bwrapPath string, o browserOptions) (*browserFigures, error) {
+// browser figures, the service's and the bare browser's in turns; the
+// service as it was before the sandbox, when built, also launches and
+// releases in the same turns.
+func measureBrowsers(ctx context.Context, bins browserBins, dir, chromiumPath, bwrapPath string, o browserOptions) (*browserFigures, error) {
 	env := map[string]string{
 		"DATABASE_URL": "sqlite://{data}/bench.db", "BROWSER_RUNTIME": "chromium",
 		"CHROMIUM_PATH": chromiumPath, "BWRAP_PATH": bwrapPath, "BROWSERS_MAX": "4",
 	}
-	svc, err := startBrowserService(ctx, svcBin, dir, backend{key: "browsers", name: "SQLite, Chromium", env: env})
+	svc, err := startBrowserService(ctx, bins.svc, dir, backend{key: "browsers", name: "SQLite, Chromium", env: env})
 	if err != nil {
 		return nil, err
 	}
@@ -135,10 +144,10 @@ func measureBrowsers(ctx context.Context, svcBin, beforeBin, dir, chromiumPath, 
 			return nil
 		},
 	}
-	if beforeBin != "" {
+	if bins.before != "" {
 		// The same environment: the service before the sandbox had no use
 		// for BWRAP_PATH and ignores it.
-		before, err := startBrowserService(ctx, beforeBin, dir, backend{key: "browsers-before", name: "SQLite, Chromium, before the sandbox", env: env})
+		before, err := startBrowserService(ctx, bins.before, dir, backend{key: "browsers-before", name: "SQLite, Chromium, before the sandbox", env: env})
 		if err != nil {
 			return nil, fmt.Errorf("the service before the sandbox: %w", err)
 		}
@@ -189,13 +198,22 @@ func measureBrowsers(ctx context.Context, svcBin, beforeBin, dir, chromiumPath, 
 		}
 	}
 	fmt.Fprintf(os.Stderr, "browsers: %d Runtime.evaluate round trips on a page of each, in alternating blocks\n", o.roundTrips)
-	var pages [2]*cdpPage
-	for k, u := range urls {
+	// The least a Go process in the middle adds: the bare browser's
+	// DevTools WebSocket through a plain TCP forwarder of its own.
+	hostPort, path, _ := strings.Cut(strings.TrimPrefix(br.wsURL, "ws://"), "/")
+	fwd, err := startLimit(bins.limit, dir, "forward", "-to", hostPort)
+	if err != nil {
+		return nil, err
+	}
+	defer fwd.stop()
+	var pages [3]*cdpPage
+	for k, u := range []string{sess.CDPURL, br.wsURL, "ws://" + fwd.addr + "/" + path} {
 		if pages[k], err = openPage(ctx, u); err != nil {
 			return nil, err
 		}
 		defer pages[k].close()
 	}
+	roundTrips := [3]*[]time.Duration{&f.svcRoundTrip, &f.bareRoundTrip, &f.fwdRoundTrip}
 	const block = 100
 	for k := range pages {
 		// Warm-up: the first evaluations compile and settle.
@@ -205,17 +223,13 @@ func measureBrowsers(ctx context.Context, svcBin, beforeBin, dir, chromiumPath, 
 	}
 	for done := 0; done < o.roundTrips; done += block {
 		n := min(block, o.roundTrips-done)
-		for j := range 2 {
-			k := (done/block + j) % 2
+		for j := range pages {
+			k := (done/block + j) % len(pages)
 			took, err := pages[k].evaluate(ctx, n)
 			if err != nil {
 				return nil, err
 			}
-			if k == 0 {
-				f.svcRoundTrip = append(f.svcRoundTrip, took...)
-			} else {
-				f.bareRoundTrip = append(f.bareRoundTrip, took...)
-			}
+			*roundTrips[k] = append(*roundTrips[k], took...)
 		}
 	}
 	for k := range pages {

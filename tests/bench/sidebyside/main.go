@@ -142,7 +142,7 @@ func run(o options) (err error) {
 	}
 
 	limits := map[string]*proc{}
-	bare, err := startLimit(limitBin, dir, "bare", "")
+	bare, err := startLimit(limitBin, dir, "bare")
 	if err != nil {
 		return err
 	}
@@ -157,7 +157,7 @@ func run(o options) (err error) {
 			return fmt.Errorf("limit tables: %w", err)
 		}
 		for _, mode := range []string{"read", "tx"} {
-			p, err := startLimit(limitBin, dir, mode, limitURL)
+			p, err := startLimit(limitBin, dir, mode, "-database", limitURL)
 			if err != nil {
 				return err
 			}
@@ -301,7 +301,7 @@ func run(o options) (err error) {
 					rep.skipped = append(rep.skipped, "The service before the sandbox not measured: "+err.Error())
 				}
 			}
-			rep.browsers, err = measureBrowsers(ctx, svcBin, beforeBin, dir, chromiumPath, bwrapPath, o.browsers)
+			rep.browsers, err = measureBrowsers(ctx, browserBins{svc: svcBin, before: beforeBin, limit: limitBin}, dir, chromiumPath, bwrapPath, o.browsers)
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "browsers:", err)
 				rep.browsersSkipped = "Browser figures not taken: " + err.Error()

@@ -169,10 +169,10 @@ func waitHealthy(ctx context.Context, p *proc, addr string, t0 time.Time, limit 
 	}
 }
 
-// startLimit starts the limit server in mode and reads the address it
-// prints.
-func startLimit(bin, dir, mode, database string) (*proc, error) {
-	cmd := exec.Command(bin, "-mode", mode, "-database", database)
+// startLimit starts the limit server in mode, with flags, and reads the
+// address it prints.
+func startLimit(bin, dir, mode string, flags ...string) (*proc, error) {
+	cmd := exec.Command(bin, append([]string{"-mode", mode}, flags...)...)
 	cmd.Env = []string{}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	log := filepath.Join(dir, "limit-"+mode+".log")

@@ -136,11 +136,15 @@ func (r *report) browserGoals() []goalRow {
 			ratio("Browser launch until CDP answers p50, service ÷ bare Chromium", f.svcLaunch, f.bareLaunch, 50, 0),
 		}
 	}
-	return append(launch,
+	rows := append(launch,
 		goalRow{"Connect + new page through the relay p50", fmt.Sprintf("%.1f ms (bare Chromium %.1f ms)", connect, pct(f.bareConnect, 50)), fmt.Sprintf("≤ %d ms", relayConnectGoalMs), verdict(connect <= relayConnectGoalMs)},
 		ratio("CDP round trip p50, relay ÷ bare Chromium's DevTools WebSocket", f.svcRoundTrip, f.bareRoundTrip, 50, roundTripRatioGoal),
 		ratio("CDP round trip p99, relay ÷ bare Chromium's DevTools WebSocket", f.svcRoundTrip, f.bareRoundTrip, 99, 0),
 	)
+	if len(f.fwdRoundTrip) > 0 {
+		rows = append(rows, ratio("CDP round trip p50, plain Go TCP forwarder ÷ bare Chromium's DevTools WebSocket (the floor of a Go relay)", f.fwdRoundTrip, f.bareRoundTrip, 50, 0))
+	}
+	return rows
 }
 
 func safeDiv(a, b float64) float64 {
@@ -264,7 +268,7 @@ func (r *report) browserSection(p func(format string, args ...any)) {
 		"Launch: POST /launch, or the exec, until Browser.getVersion is answered on a new WebSocket; %d of each after one unmeasured round, the kinds taking turns. "+
 		"Release: POST /release (cookies read, Browser.close, the directory packed and stored, the lease ended); for the bare browser SIGKILL to its group until none of it runs, and its directory removed. "+
 		"Connect + new page: dial, Target.createTarget about:blank, Target.attachToTarget flatten until its answer (page closed afterwards, unmeasured), %d of each, alternating, on one running browser of each kind. "+
-		"Round trip: Runtime.evaluate of 1 on an attached page, %d sequential calls of each in alternating blocks of 100. "+
+		"Round trip: Runtime.evaluate of 1 on an attached page, %d sequential calls of each in blocks of 100, taking turns with a third page: the bare browser's reached through a plain Go TCP forwarder (the limit server's forward mode, io.Copy both ways, a process of its own), the least a Go process in the middle of the connection adds. "+
 		"Memory: each browser alone, as launched with one client connected, once settled; the sum over its processes (for the service, every process below it: bwrap and the browser), median of %d by PSS. "+
 		"PSS shares Chromium's code out among every process that maps it, other browsers on the machine included, so it is lower while other Chromiums run; USS, the pages no other process maps, is not.\n\n",
 		orDash(f.product), o.launches, o.connects, o.roundTrips, o.memory)
@@ -280,6 +284,9 @@ func (r *report) browserSection(p func(format string, args ...any)) {
 	row("connect + new page, p95", pct(f.svcConnect, 95), pct(f.bareConnect, 95), "ms")
 	row("Runtime.evaluate round trip, p50", pct(f.svcRoundTrip, 50), pct(f.bareRoundTrip, 50), "ms")
 	row("Runtime.evaluate round trip, p99", pct(f.svcRoundTrip, 99), pct(f.bareRoundTrip, 99), "ms")
+	if len(f.fwdRoundTrip) > 0 {
+		row("Runtime.evaluate round trip, p50, bare Chromium through a plain Go TCP forwarder (in place of the service)", pct(f.fwdRoundTrip, 50), pct(f.bareRoundTrip, 50), "ms")
+	}
 	row("memory per browser, PSS", float64(f.svcMemory.pss)/(1<<20), float64(f.bareMemory.pss)/(1<<20), "MB")
 	row("memory per browser, USS (pages of its own)", float64(f.svcMemory.uss)/(1<<20), float64(f.bareMemory.uss)/(1<<20), "MB")
 	row("memory per browser, RSS (shared pages in every process)", float64(f.svcMemory.rss)/(1<<20), float64(f.bareMemory.rss)/(1<<20), "MB")
