@@ -394,7 +394,7 @@ func toSnapshotDTO(s snapshot.Snapshot) snapshotDTO {
 		ID: s.ID, ProfileID: s.ProfileID, Label: s.Label, Kind: string(s.Kind),
 		Profile: snapshotProfileDTO{
 			Name: st.Name, TemplateID: st.TemplateID,
-			Fingerprint: fingerprintDTO{UserAgent: fp.UserAgent, Platform: fp.Platform, Locale: fp.Locale, Timezone: fp.Timezone, Screen: screenDTO(fp.Screen)},
+			Fingerprint: fingerprintDTO{UserAgent: fp.UserAgent, Platform: fp.Platform, Locale: fp.Locale, Timezone: fp.Timezone, Screen: screenDTO{Width: fp.Screen.Width, Height: fp.Screen.Height}},
 			Tags:        st.Tags, Notes: st.Notes,
 		},
 		CreatedAt: s.CreatedAt.UnixMilli(),

@@ -58,7 +58,7 @@ type templateDTO struct {
 func toTemplateDTO(t profile.Template) templateDTO {
 	return templateDTO{
 		ID: t.ID, Name: t.Name, Browser: t.Browser, OS: t.OS, UserAgent: t.UserAgent,
-		Platform: t.Platform, Locale: t.Locale, Timezone: t.Timezone, Screen: screenDTO(t.Screen),
+		Platform: t.Platform, Locale: t.Locale, Timezone: t.Timezone, Screen: screenDTO{Width: t.Screen.Width, Height: t.Screen.Height},
 	}
 }
 
@@ -118,7 +118,7 @@ func toProfileDTO(p profile.Profile) profileDTO {
 	fp := p.Fingerprint
 	d := profileDTO{
 		ID: p.ID, Name: p.Name, TemplateID: p.TemplateID, Browser: p.Browser,
-		Fingerprint: fingerprintDTO{UserAgent: fp.UserAgent, Platform: fp.Platform, Locale: fp.Locale, Timezone: fp.Timezone, Screen: screenDTO(fp.Screen)},
+		Fingerprint: fingerprintDTO{UserAgent: fp.UserAgent, Platform: fp.Platform, Locale: fp.Locale, Timezone: fp.Timezone, Screen: screenDTO{Width: fp.Screen.Width, Height: fp.Screen.Height}},
 		Tags:        p.Tags, Notes: p.Notes, Status: string(p.Status()), Version: p.Version,
 		CreatedAt: p.CreatedAt.UnixMilli(), UpdatedAt: p.UpdatedAt.UnixMilli(),
 	}
@@ -158,7 +158,7 @@ func (f *fingerprintPatchDTO) patch() profile.FingerprintPatch {
 	}
 	p := profile.FingerprintPatch{UserAgent: f.UserAgent, Platform: f.Platform, Locale: f.Locale, Timezone: f.Timezone}
 	if f.Screen != nil {
-		s := profile.Screen(*f.Screen)
+		s := profile.Screen{Width: f.Screen.Width, Height: f.Screen.Height}
 		p.Screen = &s
 	}
 	return p

@@ -11,19 +11,102 @@ import (
 	"github.com/profilesvc/profilesvc/domain"
 )
 
-// Screen is the screen size a profile reports, in CSS pixels.
+// Screen is the display a profile reports, in CSS pixels.
 type Screen struct {
-	Width  int
-	Height int
+	Width, Height int
+	// AvailWidth and AvailHeight are what the taskbar, dock or menu bar
+	// leave of the screen (screen.availWidth, screen.availHeight).
+	AvailWidth, AvailHeight int
+	// ColorDepth is screen.colorDepth and screen.pixelDepth: 24, or 30 on
+	// wide-gamut displays such as newer Macs'.
+	ColorDepth int
+	// PixelRatio is window.devicePixelRatio: device pixels per CSS pixel.
+	PixelRatio float64
 }
 
-// Fingerprint is what a profile's browser presents to the sites it visits.
+// Navigator holds the navigator properties of a device beyond its user
+// agent and platform.
+type Navigator struct {
+	HardwareConcurrency int
+	// DeviceMemory is navigator.deviceMemory in GiB, which browsers round
+	// to one of 0.25, 0.5, 1, 2, 4 or 8.
+	DeviceMemory float64
+	// MaxTouchPoints is 0 on desktops, 5 or 10 on phones.
+	MaxTouchPoints int
+	// Languages is navigator.languages; the first is the fingerprint's
+	// locale. With an "auto" locale the runtime derives them at launch.
+	Languages []string
+}
+
+// ClientHints are the User-Agent Client Hints of the device. The brands
+// and the full version list come from the engine at launch.
+type ClientHints struct {
+	Platform        string // "Windows", "macOS", "Linux", "Android"
+	PlatformVersion string // "15.0.0" (Windows 11), "10.0.0" (Windows 10), "14.6.1"
+	Architecture    string // "x86", "arm" or ""
+	Bitness         string // "64", "32" or ""
+	Model           string // a phone's model ("Pixel 8"); "" otherwise
+	Mobile          bool
+}
+
+// Window is the browser's own chrome around the page.
+type Window struct {
+	ChromeWidth  int // outerWidth - innerWidth
+	ChromeHeight int // outerHeight - innerHeight (tabs, toolbar)
+}
+
+// WebGL is what WEBGL_debug_renderer_info and getParameter answer.
+type WebGL struct {
+	// Vendor and Renderer are UNMASKED_VENDOR_WEBGL and
+	// UNMASKED_RENDERER_WEBGL, such as "Google Inc. (NVIDIA)" and an ANGLE
+	// renderer string.
+	Vendor, Renderer             string
+	MaxTextureSize               int
+	MaxRenderbufferSize          int
+	MaxViewportDims              [2]int
+	MaxVertexAttribs             int
+	MaxVertexUniformVectors      int
+	MaxFragmentUniformVectors    int
+	MaxVaryingVectors            int
+	MaxCombinedTextureImageUnits int
+	MaxTextureImageUnits         int
+	MaxVertexTextureImageUnits   int
+	MaxCubeMapTextureSize        int
+	AliasedLineWidthRange        [2]float64
+	AliasedPointSizeRange        [2]float64
+}
+
+// MediaDevices counts the devices navigator.mediaDevices.enumerateDevices
+// lists, by kind.
+type MediaDevices struct{ AudioInputs, VideoInputs, AudioOutputs int }
+
+// WebRTC policies: what a page's RTCPeerConnection may reveal.
+const (
+	// WebRTCProxyOnly lets WebRTC use only the proxied route, so the only
+	// address it shows is the proxy's.
+	WebRTCProxyOnly = "disable_non_proxied_udp"
+	// WebRTCDisabled removes RTCPeerConnection.
+	WebRTCDisabled = "disabled"
+)
+
+// Fingerprint is the device a profile's browser presents to the sites it
+// visits.
 type Fingerprint struct {
-	UserAgent string
-	Platform  string
-	Locale    string
-	Timezone  string
-	Screen    Screen
+	UserAgent    string
+	Platform     string // navigator.platform
+	Locale       string // or "auto"
+	Timezone     string // or "auto"
+	Screen       Screen
+	Navigator    Navigator
+	ClientHints  ClientHints
+	Window       Window
+	WebGL        WebGL
+	Fonts        []string // font families the device has, in its platform's names
+	MediaDevices MediaDevices
+	WebRTC       string // WebRTCProxyOnly or WebRTCDisabled
+	// NoiseSeed is 16 lowercase hex characters; it seeds the noise of
+	// canvas, WebGL readPixels, audio and client rects.
+	NoiseSeed string
 }
 
 // FingerprintPatch overrides some fields of a fingerprint; nil fields keep

@@ -184,7 +184,7 @@ func TestTagCountIsCheckedFirst(t *testing.T) {
 }
 
 func TestAutoTimezoneAndLocaleFollowTheProxy(t *testing.T) {
-	auto := profile.Fingerprint{UserAgent: "ua", Platform: "Win32", Locale: profile.Auto, Timezone: profile.Auto, Screen: profile.Screen{1920, 1080}}
+	auto := profile.Fingerprint{UserAgent: "ua", Platform: "Win32", Locale: profile.Auto, Timezone: profile.Auto, Screen: profile.Screen{Width: 1920, Height: 1080}}
 	cases := []struct {
 		tz, country    string
 		wantTZ, wantLc string
