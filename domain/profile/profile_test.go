@@ -2,6 +2,7 @@ package profile_test
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -201,7 +202,7 @@ func TestAutoTimezoneAndLocaleFollowTheProxy(t *testing.T) {
 		}
 	}
 	fixed := profile.Fingerprint{Locale: "fr-FR", Timezone: "Europe/Paris"}
-	if got := fixed.Resolve("Asia/Tokyo", "JP"); got != fixed {
+	if got := fixed.Resolve("Asia/Tokyo", "JP"); !reflect.DeepEqual(got, fixed) {
 		t.Errorf("a fixed fingerprint changed: %+v", got)
 	}
 	tz, lc := profile.Auto, profile.Auto
