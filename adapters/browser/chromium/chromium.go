@@ -81,6 +81,9 @@ type Runtime struct {
 	opts  Options
 	log   *slog.Logger
 	exits chan ports.BrowserExit
+	// version is the engine's ("156.0.8078.108"), read once at New; ""
+	// when the binary does not say.
+	version string
 
 	mu sync.Mutex
 	// sessions are the browsers started and not yet stopped.
@@ -165,12 +168,20 @@ func New(opts Options) (*Runtime, error) {
 	if err := clearWorkDir(opts.WorkDir); err != nil {
 		return nil, fmt.Errorf("chromium: %w", err)
 	}
+	version, err := engineVersion(opts.Path)
+	if err != nil {
+		log.Warn("browser: the engine's version is unknown; user agents keep the version they name", "path", opts.Path, "error", err)
+	}
 	return &Runtime{
-		opts: opts, log: log,
+		opts: opts, log: log, version: version,
 		exits:    make(chan ports.BrowserExit, opts.MaxBrowsers+exitsBuffer),
 		sessions: map[string]*session{}, starting: map[string]bool{},
 	}, nil
 }
+
+// Version is the engine's version, as "156.0.8078.108"; "" when the
+// binary did not tell it.
+func (r *Runtime) Version() string { return r.version }
 
 // Start launches the session's browser from its data and answers once the
 // browser accepts CDP with the fingerprint in place and the cookies put.
@@ -290,6 +301,9 @@ func (r *Runtime) launch(ctx context.Context, s *session, spec ports.LaunchSpec)
 		return err
 	}
 	fp := spec.Profile.Fingerprint
+	// The browser says the version it is: what a page can feature-test
+	// agrees with the user agent.
+	fp.UserAgent = withEngineVersion(fp.UserAgent, r.version)
 	headless := spec.Headless
 	if !headless && os.Getenv("DISPLAY") == "" {
 		r.log.Info("browser: no display for a headed browser, running it headless", "session", s.id)
@@ -330,7 +344,7 @@ func (r *Runtime) launch(ctx context.Context, s *session, spec ports.LaunchSpec)
 			r.log.Warn("browser: cookies not read before the client closed the browser", "session", s.id, "error", err)
 		}
 	}
-	s.ctl = newControl(s.mux, overridesFor(fp), r.log.With("session", s.id))
+	s.ctl = newControl(s.mux, overridesFor(fp, r.version), r.log.With("session", s.id))
 
 	startCtx, cancel := context.WithTimeout(ctx, r.opts.StartTimeout)
 	defer cancel()
@@ -381,6 +395,9 @@ func browserArgs(headless bool, fp profile.Fingerprint) []string {
 		"--use-mock-keychain",
 		"--disable-features=Translate,MediaRouter,OptimizationHints,NetworkTimeServiceQuerying,CertificateTransparencyComponentUpdater,OptimizationGuideModelDownloading,OptimizationHintsFetching,OptimizationTargetPrediction,AutofillServerCommunication,InterestFeedContentSuggestions,MediaDrmPreprovisioning",
 		"--disable-component-extensions-with-background-pages",
+		// navigator.webdriver stays false: the pipe is for the service and
+		// its clients, not a mark for every page to read.
+		"--disable-blink-features=AutomationControlled",
 		"--disable-client-side-phishing-detection",
 		"--disable-domain-reliability",
 		"--no-service-autorun",

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
 
@@ -171,13 +173,27 @@ func TestAPageSeesTheFingerprint(t *testing.T) {
 		UserAgent: navigator.userAgent, Platform: navigator.platform, Language: navigator.language,
 		TimeZone: Intl.DateTimeFormat().resolvedOptions().timeZone,
 		Width: screen.width, Height: screen.height})`)
-	want := seen{testFingerprint.UserAgent, "Win32", "de-DE", "Asia/Tokyo", 1366, 768}
-	if got != want {
-		t.Errorf("the page sees %+v, want %+v", got, want)
+	// The user agent names the version of the engine, as the browser
+	// itself reports it ("HeadlessChrome/156.0.8078.108").
+	version, err := chromedp.CallBrowser(page, cdpbrowser.GetVersion, cdp.Empty{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	product := version.Product
+	_, engine, _ := strings.Cut(product, "/")
+	major, _, _ := strings.Cut(engine, ".")
+	wantUA := strings.Replace(testFingerprint.UserAgent, "Chrome/131.0.0.0", "Chrome/"+major+".0.0.0", 1)
+	want := seen{wantUA, "Win32", "de-DE", "Asia/Tokyo", 1366, 768}
+	if major == "" || got != want {
+		t.Errorf("the page sees %+v, want %+v (the engine is %s)", got, want, product)
 	}
 	brands := evaluate[string](t, page, `navigator.userAgentData.brands.map(b => b.brand + "/" + b.version).join(",") + " " + navigator.userAgentData.platform`)
-	if !strings.Contains(brands, "Chromium/131") || !strings.HasSuffix(brands, " Windows") {
-		t.Errorf("navigator.userAgentData says %q, want Chromium 131 on Windows", brands)
+	if !strings.Contains(brands, "Chromium/"+major+",") || !strings.Contains(brands, "Google Chrome/"+major) || !strings.HasSuffix(brands, " Windows") {
+		t.Errorf("navigator.userAgentData says %q, want Chromium and Google Chrome %s on Windows", brands, major)
+	}
+	full := evaluate[string](t, page, `navigator.userAgentData.getHighEntropyValues(["fullVersionList"]).then(v => v.fullVersionList.map(b => b.brand + "/" + b.version).join(","))`)
+	if !strings.Contains(full, "Chromium/"+engine) {
+		t.Errorf("the full version list %q lacks Chromium/%s", full, engine)
 	}
 	srv.mu.Lock()
 	languages := append([]string(nil), srv.languages...)

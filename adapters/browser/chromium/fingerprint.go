@@ -3,6 +3,7 @@ package chromium
 import (
 	"encoding/json"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/chromedp/cdproto/emulation"
@@ -37,37 +38,45 @@ func posixLocale(locale string) string {
 
 // userAgentMetadata derives the client hints (navigator.userAgentData,
 // Sec-CH-UA-*) that a real browser sending ua on platform would send, so
-// that the hints do not contradict the user agent. It is nil for a user
-// agent that names no Chrome version: such hints would be made up.
-func userAgentMetadata(ua, platform string) *emulation.UserAgentMetadata {
+// that the hints do not contradict the user agent: the brands in the order
+// and with the made-up brand the engine of that major version uses, and
+// the engine's full version. It is nil for a user agent that names no
+// Chrome version: such hints would be made up.
+func userAgentMetadata(ua, platform, version string) *emulation.UserAgentMetadata {
 	m := chromeVersion.FindStringSubmatch(ua)
 	if m == nil {
 		return nil
 	}
-	major, full := m[1], m[1]+m[2]
+	major := m[1]
+	full := m[1] + m[2]
+	if majorOf(version) == major {
+		full = version
+	}
 	brand := "Google Chrome"
-	if e := edgeVersion.FindStringSubmatch(ua); e != nil {
-		brand, major, full = "Microsoft Edge", e[1], e[1]+e[2]
+	if edgeVersion.MatchString(ua) {
+		brand = "Microsoft Edge"
 	}
-	brands := []*emulation.UserAgentBrandVersion{
-		{Brand: "Not_A Brand", Version: "24"},
-		{Brand: "Chromium", Version: m[1]},
-		{Brand: brand, Version: major},
-	}
-	fullList := []*emulation.UserAgentBrandVersion{
-		{Brand: "Not_A Brand", Version: "24.0.0.0"},
-		{Brand: "Chromium", Version: m[1] + m[2]},
-		{Brand: brand, Version: full},
-	}
+	n, _ := strconv.Atoi(major) // digits, as the pattern says
+	grease, greaseVersion, order := greasedBrand(n)
+	var brands, fullList [3]*emulation.UserAgentBrandVersion
+	brands[order[0]] = &emulation.UserAgentBrandVersion{Brand: grease, Version: greaseVersion}
+	brands[order[1]] = &emulation.UserAgentBrandVersion{Brand: "Chromium", Version: major}
+	brands[order[2]] = &emulation.UserAgentBrandVersion{Brand: brand, Version: major}
+	fullList[order[0]] = &emulation.UserAgentBrandVersion{Brand: grease, Version: greaseVersion + ".0.0.0"}
+	fullList[order[1]] = &emulation.UserAgentBrandVersion{Brand: "Chromium", Version: full}
+	fullList[order[2]] = &emulation.UserAgentBrandVersion{Brand: brand, Version: full}
 	md := &emulation.UserAgentMetadata{
-		Brands: brands, FullVersionList: fullList,
-		Architecture: "x86", Bitness: "64",
+		Brands: brands[:], FullVersionList: fullList[:],
+		Architecture: "x86", Bitness: "64", FormFactors: []string{"Desktop"},
 	}
 	switch {
 	case strings.Contains(ua, "Android"):
 		md.Platform = "Android"
 		md.Architecture = "arm"
 		md.Mobile = strings.Contains(ua, " Mobile")
+		if md.Mobile {
+			md.FormFactors = []string{"Mobile"}
+		}
 		if a := androidInfo.FindStringSubmatch(ua); a != nil {
 			md.PlatformVersion = a[1]
 			md.Model = a[2]
@@ -112,13 +121,14 @@ func platformScript(platform string) string {
 })();`
 }
 
-func overridesFor(fp profile.Fingerprint) overrides {
+// overridesFor are the overrides of fp on an engine of version.
+func overridesFor(fp profile.Fingerprint, version string) overrides {
 	return overrides{
 		userAgent: emulation.SetUserAgentOverrideParams{
 			UserAgent:         fp.UserAgent,
 			AcceptLanguage:    acceptLanguage(fp.Locale),
 			Platform:          fp.Platform,
-			UserAgentMetadata: userAgentMetadata(fp.UserAgent, fp.Platform),
+			UserAgentMetadata: userAgentMetadata(fp.UserAgent, fp.Platform, version),
 		},
 		timezone: emulation.SetTimezoneOverrideParams{TimezoneID: fp.Timezone},
 		locale:   emulation.SetLocaleOverrideParams{Locale: fp.Locale},

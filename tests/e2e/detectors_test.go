@@ -1,0 +1,213 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// detectSiteName is the detectors' site: a .test name only the test's proxy
+// resolves, so the page is what a site behind the profile's proxy serves.
+const detectSiteName = "detect.test"
+
+// detectPage runs the open-source detectors a site would (BotD and
+// FingerprintJS, as published on npm, with their usage reports off) and
+// leaves their verdict in window.detect, a promise.
+const detectPage = `<!doctype html>
+<meta charset="utf-8">
+<title>detect</title>
+<script type="module">
+import { load as loadBotd } from '/botd.esm.js';
+import FingerprintJS from '/fp.esm.js';
+window.detect = (async () => {
+	const botd = await loadBotd({ monitoring: false });
+	const verdict = botd.detect();
+	const agent = await FingerprintJS.load({ monitoring: false });
+	const fp = await agent.get();
+	const components = {};
+	for (const [name, component] of Object.entries(fp.components)) {
+		components[name] = FingerprintJS.hashComponents({ [name]: component });
+	}
+	return {
+		bot: verdict.bot,
+		botKind: verdict.botKind || '',
+		detections: JSON.stringify(botd.getDetections()),
+		visitorId: fp.visitorId,
+		components,
+	};
+})();
+</script>
+<p>detect</p>`
+
+// detectorBundles are the files of the detectors the page imports, from
+// tests/e2e/node/node_modules (package.json pins their versions).
+var detectorBundles = map[string]string{
+	"/botd.esm.js": "@fingerprintjs/botd/dist/botd.esm.js",
+	"/fp.esm.js":   "@fingerprintjs/fingerprintjs/dist/fp.esm.js",
+}
+
+// detection is what the detectors said of one page.
+type detection struct {
+	Bot        bool              `json:"bot"`
+	BotKind    string            `json:"botKind"`
+	Detections string            `json:"detections"`
+	VisitorID  string            `json:"visitorId"`
+	Components map[string]string `json:"components"`
+}
+
+// newDetectSite serves the detectors' page and bundles.
+func newDetectSite(t *testing.T, nodeDir string) *httptest.Server {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte(detectPage))
+	})
+	for path, file := range detectorBundles {
+		full := filepath.Join(nodeDir, "node_modules", file)
+		if _, err := os.Stat(full); err != nil {
+			missingTool(t, "the detector test", "npm ci --prefix tests/e2e/node")(file + ": " + err.Error())
+		}
+		mux.HandleFunc("GET "+path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+			http.ServeFile(w, r, full)
+		})
+	}
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// detectorService runs the service with Chromium, an account and a
+// proxy that reaches the detectors' site.
+type detectorService struct {
+	base, token, proxyID, pageURL string
+	output                        *bytes.Buffer
+}
+
+func startDetectorService(t *testing.T) *detectorService {
+	t.Helper()
+	chromium, nodeDir := browserTools(t)
+	site := newDetectSite(t, nodeDir)
+	_, sitePort, err := net.SplitHostPort(site.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	siteHost := net.JoinHostPort(detectSiteName, sitePort)
+	proxy := newJourneyProxy(t, map[string]string{siteHost: site.Listener.Addr().String()})
+
+	dir, dataDir, tmpDir := browserDirs(t)
+	addr := freeAddr(t)
+	base := "http://" + addr
+	p := startProcess(t, dir, minimalEnv(
+		"HTTP_ADDR="+addr, "DATA_DIR="+dataDir, "TMPDIR="+tmpDir, "LOG_LEVEL=warn",
+		"BROWSER_RUNTIME=chromium", "CHROMIUM_PATH="+chromium, "ALLOW_PRIVATE_TARGETS=true",
+	), addr)
+	stopAtCleanup(t, p, dataDir)
+
+	var signIn struct {
+		AccessToken string `json:"accessToken"`
+	}
+	if code, err := post(base, "/api/v1/auth/register", "", map[string]string{
+		"email": "detect@example.com", "password": "a long enough password", "name": "Detect",
+	}, &signIn); err != nil || code != http.StatusCreated {
+		t.Fatalf("register: %d %v", code, err)
+	}
+	var proxyRes struct {
+		ID string `json:"id"`
+	}
+	_, proxyPort, _ := net.SplitHostPort(proxy.srv.Listener.Addr().String())
+	port, _ := strconv.Atoi(proxyPort)
+	if code, err := post(base, "/api/v1/proxies", signIn.AccessToken, map[string]any{
+		"type": "http", "host": "127.0.0.1", "port": port, "username": journeyProxyUser, "password": journeyProxyPass,
+	}, &proxyRes); err != nil || code != http.StatusCreated {
+		t.Fatalf("add proxy: %d %v", code, err)
+	}
+	return &detectorService{base: base, token: signIn.AccessToken, proxyID: proxyRes.ID, pageURL: "http://" + siteHost + "/", output: p.output}
+}
+
+// templateIDs lists the service's built-in templates.
+func (d *detectorService) templateIDs(t *testing.T) []string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, d.base+"/api/v1/templates", nil)
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var env struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("templates: %d %v", resp.StatusCode, err)
+	}
+	var ids []string
+	for _, tpl := range env.Data {
+		ids = append(ids, tpl.ID)
+	}
+	if len(ids) == 0 {
+		t.Fatal("the service lists no templates")
+	}
+	return ids
+}
+
+// newProfile creates a profile of template behind the test's proxy.
+func (d *detectorService) newProfile(t *testing.T, name, template string) *journeySession {
+	t.Helper()
+	var prof struct {
+		ID string `json:"id"`
+	}
+	if code, err := post(d.base, "/api/v1/profiles", d.token, map[string]any{
+		"name": name, "templateId": template, "proxy": map[string]string{"id": d.proxyID},
+	}, &prof); err != nil || code != http.StatusCreated {
+		t.Fatalf("create a profile of %s: %d %v", template, code, err)
+	}
+	return &journeySession{base: d.base, token: d.token, profile: prof.ID, output: d.output}
+}
+
+// detect opens the detectors' page in a new tab of the browser at cdpURL
+// and returns their verdict.
+func (d *detectorService) detect(t *testing.T, cdpURL string) detection {
+	t.Helper()
+	var got detection
+	withTab(t, cdpURL, func(ctx context.Context) (err error) {
+		if err := chromedp.Do(ctx, chromedp.Navigate(d.pageURL)); err != nil {
+			return err
+		}
+		got, err = chromedp.Run(ctx, chromedp.Evaluate[detection]("window.detect", chromedp.EvalAwaitPromise))
+		return err
+	})
+	return got
+}
+
+// TestDetectorsSeeNoAutomatedBrowser launches a profile of every built-in
+// template and runs BotD and FingerprintJS in a page behind its proxy, as
+// a site would: BotD finds no bot.
+func TestDetectorsSeeNoAutomatedBrowser(t *testing.T) {
+	d := startDetectorService(t)
+	for _, tpl := range d.templateIDs(t) {
+		t.Run(tpl, func(t *testing.T) {
+			s := d.newProfile(t, "Detect "+tpl, tpl)
+			got := d.detect(t, s.launch(t))
+			s.release(t)
+			if got.Bot {
+				t.Errorf("BotD: bot %q; detections %s", got.BotKind, got.Detections)
+			}
+			if got.VisitorID == "" || len(got.Components) == 0 {
+				t.Errorf("FingerprintJS answered no visitor: %+v", got)
+			}
+		})
+	}
+}
