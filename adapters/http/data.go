@@ -389,12 +389,11 @@ type snapshotDTO struct {
 
 func toSnapshotDTO(s snapshot.Snapshot) snapshotDTO {
 	st := s.Settings
-	fp := st.Fingerprint
 	d := snapshotDTO{
 		ID: s.ID, ProfileID: s.ProfileID, Label: s.Label, Kind: string(s.Kind),
 		Profile: snapshotProfileDTO{
 			Name: st.Name, TemplateID: st.TemplateID,
-			Fingerprint: fingerprintDTO{UserAgent: fp.UserAgent, Platform: fp.Platform, Locale: fp.Locale, Timezone: fp.Timezone, Screen: screenDTO{Width: fp.Screen.Width, Height: fp.Screen.Height}},
+			Fingerprint: toFingerprintDTO(st.Fingerprint),
 			Tags:        st.Tags, Notes: st.Notes,
 		},
 		CreatedAt: s.CreatedAt.UnixMilli(),

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"net/http"
 	"strconv"
 	"sync"
@@ -102,20 +103,9 @@ func appendProfile(b []byte, d *profileDTO) []byte {
 	b = appendJSONString(b, d.TemplateID)
 	b = append(b, `,"browser":`...)
 	b = appendJSONString(b, d.Browser)
-	fp := &d.Fingerprint
-	b = append(b, `,"fingerprint":{"userAgent":`...)
-	b = appendJSONString(b, fp.UserAgent)
-	b = append(b, `,"platform":`...)
-	b = appendJSONString(b, fp.Platform)
-	b = append(b, `,"locale":`...)
-	b = appendJSONString(b, fp.Locale)
-	b = append(b, `,"timezone":`...)
-	b = appendJSONString(b, fp.Timezone)
-	b = append(b, `,"screen":{"width":`...)
-	b = strconv.AppendInt(b, int64(fp.Screen.Width), 10)
-	b = append(b, `,"height":`...)
-	b = strconv.AppendInt(b, int64(fp.Screen.Height), 10)
-	b = append(b, `}},"proxy":`...)
+	b = append(b, `,"fingerprint":`...)
+	b = appendFingerprint(b, &d.Fingerprint)
+	b = append(b, `,"proxy":`...)
 	if px := d.Proxy; px == nil {
 		b = append(b, "null"...)
 	} else {
@@ -136,18 +126,7 @@ func appendProfile(b []byte, d *profileDTO) []byte {
 		b = append(b, '}')
 	}
 	b = append(b, `,"tags":`...)
-	if d.Tags == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i, t := range d.Tags {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(b, t)
-		}
-		b = append(b, ']')
-	}
+	b = appendJSONStrings(b, d.Tags)
 	b = append(b, `,"notes":`...)
 	b = appendJSONString(b, d.Notes)
 	b = append(b, `,"status":`...)
@@ -193,6 +172,103 @@ func appendProfile(b []byte, d *profileDTO) []byte {
 	b = append(b, `,"updatedAt":`...)
 	b = strconv.AppendInt(b, d.UpdatedAt, 10)
 	return append(b, '}')
+}
+
+// appendFingerprint appends a fingerprintDTO as encoding/json would.
+func appendFingerprint(b []byte, fp *fingerprintDTO) []byte {
+	b = append(b, `{"userAgent":`...)
+	b = appendJSONString(b, fp.UserAgent)
+	b = append(b, `,"platform":`...)
+	b = appendJSONString(b, fp.Platform)
+	b = append(b, `,"locale":`...)
+	b = appendJSONString(b, fp.Locale)
+	b = append(b, `,"timezone":`...)
+	b = appendJSONString(b, fp.Timezone)
+	s := &fp.Screen
+	b = appendInt(append(b, `,"screen":{"width":`...), s.Width)
+	b = appendInt(append(b, `,"height":`...), s.Height)
+	b = appendInt(append(b, `,"availWidth":`...), s.AvailWidth)
+	b = appendInt(append(b, `,"availHeight":`...), s.AvailHeight)
+	b = appendInt(append(b, `,"colorDepth":`...), s.ColorDepth)
+	b = appendJSONFloat(append(b, `,"pixelRatio":`...), s.PixelRatio)
+	n := &fp.Navigator
+	b = appendInt(append(b, `},"navigator":{"hardwareConcurrency":`...), n.HardwareConcurrency)
+	b = appendJSONFloat(append(b, `,"deviceMemory":`...), n.DeviceMemory)
+	b = appendInt(append(b, `,"maxTouchPoints":`...), n.MaxTouchPoints)
+	b = appendJSONStrings(append(b, `,"languages":`...), n.Languages)
+	c := &fp.ClientHints
+	b = appendJSONString(append(b, `},"clientHints":{"platform":`...), c.Platform)
+	b = appendJSONString(append(b, `,"platformVersion":`...), c.PlatformVersion)
+	b = appendJSONString(append(b, `,"architecture":`...), c.Architecture)
+	b = appendJSONString(append(b, `,"bitness":`...), c.Bitness)
+	b = appendJSONString(append(b, `,"model":`...), c.Model)
+	b = strconv.AppendBool(append(b, `,"mobile":`...), c.Mobile)
+	b = appendInt(append(b, `},"window":{"chromeWidth":`...), fp.Window.ChromeWidth)
+	b = appendInt(append(b, `,"chromeHeight":`...), fp.Window.ChromeHeight)
+	w := &fp.WebGL
+	b = appendJSONString(append(b, `},"webgl":{"vendor":`...), w.Vendor)
+	b = appendJSONString(append(b, `,"renderer":`...), w.Renderer)
+	b = appendInt(append(b, `,"maxTextureSize":`...), w.MaxTextureSize)
+	b = appendInt(append(b, `,"maxRenderbufferSize":`...), w.MaxRenderbufferSize)
+	b = appendInt(append(b, `,"maxViewportDims":[`...), w.MaxViewportDims[0])
+	b = appendInt(append(b, ','), w.MaxViewportDims[1])
+	b = appendInt(append(b, `],"maxVertexAttribs":`...), w.MaxVertexAttribs)
+	b = appendInt(append(b, `,"maxVertexUniformVectors":`...), w.MaxVertexUniformVectors)
+	b = appendInt(append(b, `,"maxFragmentUniformVectors":`...), w.MaxFragmentUniformVectors)
+	b = appendInt(append(b, `,"maxVaryingVectors":`...), w.MaxVaryingVectors)
+	b = appendInt(append(b, `,"maxCombinedTextureImageUnits":`...), w.MaxCombinedTextureImageUnits)
+	b = appendInt(append(b, `,"maxTextureImageUnits":`...), w.MaxTextureImageUnits)
+	b = appendInt(append(b, `,"maxVertexTextureImageUnits":`...), w.MaxVertexTextureImageUnits)
+	b = appendInt(append(b, `,"maxCubeMapTextureSize":`...), w.MaxCubeMapTextureSize)
+	b = appendJSONFloat(append(b, `,"aliasedLineWidthRange":[`...), w.AliasedLineWidthRange[0])
+	b = appendJSONFloat(append(b, ','), w.AliasedLineWidthRange[1])
+	b = appendJSONFloat(append(b, `],"aliasedPointSizeRange":[`...), w.AliasedPointSizeRange[0])
+	b = appendJSONFloat(append(b, ','), w.AliasedPointSizeRange[1])
+	b = appendJSONStrings(append(b, `]},"fonts":`...), fp.Fonts)
+	m := &fp.MediaDevices
+	b = appendInt(append(b, `,"mediaDevices":{"audioInputs":`...), m.AudioInputs)
+	b = appendInt(append(b, `,"videoInputs":`...), m.VideoInputs)
+	b = appendInt(append(b, `,"audioOutputs":`...), m.AudioOutputs)
+	b = appendJSONString(append(b, `},"webrtc":`...), fp.WebRTC)
+	b = appendJSONString(append(b, `,"noiseSeed":`...), fp.NoiseSeed)
+	return append(b, '}')
+}
+
+func appendInt(b []byte, n int) []byte { return strconv.AppendInt(b, int64(n), 10) }
+
+// appendJSONStrings appends a list of strings, null for nil.
+func appendJSONStrings(b []byte, list []string) []byte {
+	if list == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, s := range list {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, s)
+	}
+	return append(b, ']')
+}
+
+// appendJSONFloat appends f as encoding/json writes a float64: the
+// shortest decimal that reads back as f, in exponent form only below 1e-6
+// or from 1e21, with the exponent's leading zero dropped (1e-07 is 1e-7).
+// Fingerprints hold finite numbers only (NaN and infinities fail their
+// checks), for which encoding/json has no answer anyway.
+func appendJSONFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
 }
 
 // appendJSONString appends s quoted. The plain case (printable ASCII that

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"net/http/httptest"
 	"testing"
@@ -18,16 +19,10 @@ func randomProfileDTO(r *rand.Rand) profileDTO {
 	str := func() string { return oddStrings[r.IntN(len(oddStrings))] }
 	d := profileDTO{
 		ID: str(), Name: str(), TemplateID: str(), Browser: str(),
-		Fingerprint: fingerprintDTO{UserAgent: str(), Platform: str(), Locale: str(), Timezone: str(),
-			Screen: screenDTO{Width: r.IntN(5000) - 10, Height: r.IntN(5000)}},
-		Notes: str(), Status: str(), Version: r.IntN(1 << 30), CreatedAt: r.Int64() - r.Int64(), UpdatedAt: r.Int64(),
+		Fingerprint: randomFingerprintDTO(r, str),
+		Notes:       str(), Status: str(), Version: r.IntN(1 << 30), CreatedAt: r.Int64() - r.Int64(), UpdatedAt: r.Int64(),
 	}
-	switch r.IntN(3) {
-	case 0:
-		d.Tags = []string{}
-	case 1:
-		d.Tags = []string{str(), str(), str()}
-	}
+	d.Tags = randomStrings(r, str)
 	switch r.IntN(3) {
 	case 1:
 		d.Proxy = &proxyRefDTO{ID: str()}
@@ -46,6 +41,47 @@ func randomProfileDTO(r *rand.Rand) profileDTO {
 		d.Data = &dataDTO{SizeBytes: r.Int64(), SHA256: str(), UpdatedAt: r.Int64()}
 	}
 	return d
+}
+
+// oddFloats are numbers whose encoding takes each of encoding/json's
+// branches: integers, short and long fractions, exponents at both ends.
+var oddFloats = []float64{0, 1, -1, 0.25, 2.625, 1.0 / 3, 0.1 + 0.2, 255.875, 1e-6, 9.99e-7, 1e-7, 1.5e-300,
+	1e20, 1e21, 123456789e21, -2.5e-9, math.MaxFloat64, math.SmallestNonzeroFloat64}
+
+func randomStrings(r *rand.Rand, str func() string) []string {
+	switch r.IntN(3) {
+	case 0:
+		return nil
+	case 1:
+		return []string{}
+	}
+	out := make([]string, 1+r.IntN(5))
+	for i := range out {
+		out[i] = str()
+	}
+	return out
+}
+
+func randomFingerprintDTO(r *rand.Rand, str func() string) fingerprintDTO {
+	num := func() int { return r.IntN(1<<20) - 1<<19 }
+	float := func() float64 { return oddFloats[r.IntN(len(oddFloats))] }
+	return fingerprintDTO{
+		UserAgent: str(), Platform: str(), Locale: str(), Timezone: str(),
+		Screen: screenDTO{Width: num(), Height: num(), AvailWidth: num(), AvailHeight: num(), ColorDepth: num(), PixelRatio: float()},
+		Navigator: navigatorDTO{HardwareConcurrency: num(), DeviceMemory: float(), MaxTouchPoints: num(),
+			Languages: randomStrings(r, str)},
+		ClientHints: clientHintsDTO{Platform: str(), PlatformVersion: str(), Architecture: str(), Bitness: str(), Model: str(),
+			Mobile: r.IntN(2) == 0},
+		Window: windowDTO{ChromeWidth: num(), ChromeHeight: num()},
+		WebGL: webglDTO{Vendor: str(), Renderer: str(), MaxTextureSize: num(), MaxRenderbufferSize: num(),
+			MaxViewportDims: [2]int{num(), num()}, MaxVertexAttribs: num(), MaxVertexUniformVectors: num(),
+			MaxFragmentUniformVectors: num(), MaxVaryingVectors: num(), MaxCombinedTextureImageUnits: num(),
+			MaxTextureImageUnits: num(), MaxVertexTextureImageUnits: num(), MaxCubeMapTextureSize: num(),
+			AliasedLineWidthRange: [2]float64{float(), float()}, AliasedPointSizeRange: [2]float64{float(), float()}},
+		Fonts:        randomStrings(r, str),
+		MediaDevices: mediaDevicesDTO{AudioInputs: num(), VideoInputs: num(), AudioOutputs: num()},
+		WebRTC:       str(), NoiseSeed: str(),
+	}
 }
 
 // The profile answers are written by hand; encoding/json is the reference

@@ -38,36 +38,27 @@ func (h *ProfileHandlers) Routes() []Route {
 	}
 }
 
-type screenDTO struct {
-	Width  int `json:"width"`
-	Height int `json:"height"`
-}
-
+// templateDTO is a template with its representative device: the fields
+// a profile made from it starts with, and the whole device.
 type templateDTO struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	Browser   string    `json:"browser"`
-	OS        string    `json:"os"`
-	UserAgent string    `json:"userAgent"`
-	Platform  string    `json:"platform"`
-	Locale    string    `json:"locale"`
-	Timezone  string    `json:"timezone"`
-	Screen    screenDTO `json:"screen"`
+	ID          string         `json:"id"`
+	Name        string         `json:"name"`
+	Browser     string         `json:"browser"`
+	OS          string         `json:"os"`
+	UserAgent   string         `json:"userAgent"`
+	Platform    string         `json:"platform"`
+	Locale      string         `json:"locale"`
+	Timezone    string         `json:"timezone"`
+	Screen      screenDTO      `json:"screen"`
+	Fingerprint fingerprintDTO `json:"fingerprint"`
 }
 
-func toTemplateDTO(t profile.Template) templateDTO {
+func toTemplateDTO(t profiles.Template) templateDTO {
+	fp := toFingerprintDTO(t.Device)
 	return templateDTO{
-		ID: t.ID, Name: t.Name, Browser: t.Browser, OS: t.OS, UserAgent: t.UserAgent,
-		Platform: t.Platform, Locale: t.Locale, Timezone: t.Timezone, Screen: screenDTO{Width: t.Screen.Width, Height: t.Screen.Height},
+		ID: t.ID, Name: t.Name, Browser: t.Browser, OS: t.OS, UserAgent: fp.UserAgent,
+		Platform: fp.Platform, Locale: fp.Locale, Timezone: fp.Timezone, Screen: fp.Screen, Fingerprint: fp,
 	}
-}
-
-type fingerprintDTO struct {
-	UserAgent string    `json:"userAgent"`
-	Platform  string    `json:"platform"`
-	Locale    string    `json:"locale"`
-	Timezone  string    `json:"timezone"`
-	Screen    screenDTO `json:"screen"`
 }
 
 type proxyRefDTO struct {
@@ -115,10 +106,9 @@ type profileDTO struct {
 }
 
 func toProfileDTO(p profile.Profile) profileDTO {
-	fp := p.Fingerprint
 	d := profileDTO{
 		ID: p.ID, Name: p.Name, TemplateID: p.TemplateID, Browser: p.Browser,
-		Fingerprint: fingerprintDTO{UserAgent: fp.UserAgent, Platform: fp.Platform, Locale: fp.Locale, Timezone: fp.Timezone, Screen: screenDTO{Width: fp.Screen.Width, Height: fp.Screen.Height}},
+		Fingerprint: toFingerprintDTO(p.Fingerprint),
 		Tags:        p.Tags, Notes: p.Notes, Status: string(p.Status()), Version: p.Version,
 		CreatedAt: p.CreatedAt.UnixMilli(), UpdatedAt: p.UpdatedAt.UnixMilli(),
 	}
@@ -140,28 +130,6 @@ func toProfileDTO(p profile.Profile) profileDTO {
 		d.Data = &data
 	}
 	return d
-}
-
-// fingerprintPatchDTO overrides some fingerprint fields; absent ones keep
-// the template's (or the profile's) value.
-type fingerprintPatchDTO struct {
-	UserAgent *string    `json:"userAgent"`
-	Platform  *string    `json:"platform"`
-	Locale    *string    `json:"locale"`
-	Timezone  *string    `json:"timezone"`
-	Screen    *screenDTO `json:"screen"`
-}
-
-func (f *fingerprintPatchDTO) patch() profile.FingerprintPatch {
-	if f == nil {
-		return profile.FingerprintPatch{}
-	}
-	p := profile.FingerprintPatch{UserAgent: f.UserAgent, Platform: f.Platform, Locale: f.Locale, Timezone: f.Timezone}
-	if f.Screen != nil {
-		s := profile.Screen{Width: f.Screen.Width, Height: f.Screen.Height}
-		p.Screen = &s
-	}
-	return p
 }
 
 type createProfileRequest struct {

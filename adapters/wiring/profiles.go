@@ -80,7 +80,7 @@ var Profiles = fx.Module("profiles",
 			return profiles.New(profiles.Deps{
 				Tx: d.Tx, Teams: d.Store.Teams(), Profiles: notifyingProfiles{Profiles: d.Store.Profiles(), wake: d.Commits.committed}, Users: d.Store.Users(), Proxies: d.Proxies, Outbox: d.Outbox,
 				Runtime: d.Runtime, Blobs: d.Blobs, BlobRefs: d.Store.BlobRefs(), Snapshots: d.Store.Snapshots(),
-				Clock: d.Clock, IDs: d.IDs, Log: d.Log, Cache: d.Cache.Cache,
+				Clock: d.Clock, IDs: d.IDs, Log: d.Log, Cache: d.Cache.Cache, EngineVersion: engineVersion(d.Runtime),
 				Policy: profiles.Policy{
 					SessionTTLDefault: d.Config.SessionTTLDefault, SessionTTLMax: d.Config.SessionTTLMax,
 					MaxProfiles: d.Config.Quotas.Profiles, DataMax: d.Config.ProfileDataMax,
@@ -143,6 +143,19 @@ func nodeURL(cfg config.Config, listen *ListenAddr) func() string {
 		configured.set(cfg.HTTPAddr)
 		return configured.BaseURL()
 	}
+}
+
+// engine is a runtime that knows the version of the browser it runs
+// (chromium.Runtime: "156.0.8078.108").
+type engine interface{ Version() string }
+
+// engineVersion is the version of the browser rt runs, which user agents
+// name; "" for a runtime that runs none (leases only).
+func engineVersion(rt ports.BrowserRuntime) string {
+	if e, ok := rt.(engine); ok {
+		return e.Version()
+	}
+	return ""
 }
 
 // browsersMax is BROWSERS_MAX for a runtime that runs browsers, else 0.

@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/profilesvc/profilesvc/application/paging"
@@ -79,6 +81,10 @@ type Deps struct {
 	Policy    Policy
 	// Cache, when set, serves Get (see cache.go); nil reads the store.
 	Cache profilestore.Cache
+	// EngineVersion is the version of the browser engine the runtime
+	// runs ("156.0.8078.108"): user agents name it. "" (a runtime that
+	// runs no browser) is profile.DefaultEngineVersion.
+	EngineVersion string
 }
 
 // TeamLock takes a team's lock for the rest of the unit of work
@@ -115,6 +121,16 @@ type Service struct {
 	d     Deps
 	b     browsers
 	pages pageCopies
+	// templates are the catalogue's with their devices on this engine,
+	// the same for the life of the service.
+	templates []Template
+}
+
+// Template is a template of the catalogue with its representative device
+// on the engine this instance runs.
+type Template struct {
+	profile.Template
+	Device profile.Fingerprint
 }
 
 // New returns the service.
@@ -150,30 +166,41 @@ func New(d Deps) *Service {
 		d.Profiles = droppingProfiles{Profiles: d.Profiles, drops: drops}
 	}
 	svc.d = d
+	for _, t := range profile.Templates() {
+		svc.templates = append(svc.templates, Template{Template: t, Device: t.Device(d.EngineVersion)})
+	}
 	if d.Policy.BrowsersMax > 0 {
 		svc.b.slots = make(chan struct{}, d.Policy.BrowsersMax)
 	}
 	return svc
 }
 
-// Templates lists the built-in fingerprint templates.
-func (s *Service) Templates(actor team.Actor) ([]profile.Template, error) {
+// Templates lists the built-in fingerprint templates; the caller may
+// change the copy.
+func (s *Service) Templates(actor team.Actor) ([]Template, error) {
 	if err := actor.Require(team.ActRead); err != nil {
 		return nil, err
 	}
-	return profile.Templates(), nil
+	return slices.Clone(s.templates), nil
 }
 
 // Template returns one template.
-func (s *Service) Template(actor team.Actor, id string) (profile.Template, error) {
+func (s *Service) Template(actor team.Actor, id string) (Template, error) {
 	if err := actor.Require(team.ActRead); err != nil {
-		return profile.Template{}, err
+		return Template{}, err
 	}
-	t, ok := profile.TemplateByID(id)
-	if !ok {
-		return profile.Template{}, domain.NotFound("template")
+	for _, t := range s.templates {
+		if t.ID == id {
+			return t, nil
+		}
 	}
-	return t, nil
+	return Template{}, domain.NotFound("template")
+}
+
+// device is a new device of t's kind, on this instance's engine, from a
+// source of its own.
+func (s *Service) device(t profile.Template) profile.Fingerprint {
+	return profile.Generate(t, s.d.EngineVersion, rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())))
 }
 
 // Create stores a new profile of the actor's team, with its inline proxy
@@ -189,7 +216,7 @@ func (s *Service) Create(ctx context.Context, actor team.Actor, in profile.Setti
 	if inline != nil {
 		in.ProxyID = inline.ID
 	}
-	p, err := profile.New(s.d.IDs.New("prf"), actor.TeamID, actor.UserID, in, s.d.Clock.Now())
+	p, err := profile.New(s.d.IDs.New("prf"), actor.TeamID, actor.UserID, in, s.device, s.d.Clock.Now())
 	if err != nil {
 		return profile.Profile{}, err
 	}
@@ -402,7 +429,7 @@ func (s *Service) Update(ctx context.Context, actor team.Actor, id string, patch
 				out = s.withProxy(ctx, cur)
 				return nil
 			}
-			next, err := cur.Apply(patch, s.d.Clock.Now())
+			next, err := cur.Apply(patch, s.device, s.d.Clock.Now())
 			if err != nil {
 				return err
 			}

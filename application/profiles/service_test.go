@@ -3,6 +3,7 @@ package profiles_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -23,7 +24,7 @@ import (
 func (f *fixture) renamedAfterRead(t *testing.T, p profile.Profile, staleReads int) *byIDHook {
 	t.Helper()
 	name := "Rival"
-	next, err := p.Apply(profile.Patch{Name: &name}, t0)
+	next, err := p.Apply(profile.Patch{Name: &name}, nil, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +219,7 @@ func TestCreate(t *testing.T) {
 	if err != nil || len(evs) != 1 {
 		t.Fatalf("events %+v %v", evs, err)
 	}
-	want := `{"profile":{"id":"prf_004","name":"Shop","browser":"chromium","fingerprint_template":"Chrome 131 on Windows (US)","created_at":"2030-01-01T12:00:00Z"}}`
+	want := `{"profile":{"id":"prf_004","name":"Shop","browser":"chromium","fingerprint_template":"Chrome on Windows (US)","created_at":"2030-01-01T12:00:00Z"}}`
 	if string(evs[0].Data) != want || evs[0].Type != event.ProfileCreated || evs[0].TeamID != "team_1" {
 		t.Fatalf("event %s %s", evs[0].Type, evs[0].Data)
 	}
@@ -235,8 +236,12 @@ func TestTemplates(t *testing.T) {
 	_, err = f.svc.Templates(nobody)
 	apptest.WantKind(t, err, domain.KindForbidden)
 	tpl, err := f.svc.Template(viewer, "tpl_chrome_mac_fr")
-	if err != nil || tpl.Name != "Chrome 131 on macOS (France)" {
+	if err != nil || tpl.Name != "Chrome on macOS (France)" || tpl.Device.WebGL.Vendor != "Google Inc. (Apple)" || tpl.Device.Locale != "fr-FR" {
 		t.Fatalf("template %+v %v", tpl, err)
+	}
+	// Without an engine of its own, the devices name the default version.
+	if ua := tpl.Device.UserAgent; !strings.Contains(ua, " Chrome/156.0.0.0 ") {
+		t.Fatalf("user agent %q", ua)
 	}
 	_, err = f.svc.Template(viewer, "tpl_nope")
 	apptest.WantKind(t, err, domain.KindNotFound)
@@ -306,4 +311,64 @@ type refusingCreates struct {
 func (r *refusingCreates) CreateWithin(_ context.Context, _ profile.Profile, _ int, events ...event.Event) error {
 	r.events = append(r.events, events...)
 	return r.err
+}
+
+// TestDevicesFollowTheEngine: the engine the runtime runs names the version
+// of templates' and new profiles' user agents; each template shows the
+// same device on every call, and each new profile is a device of its own.
+func TestDevicesFollowTheEngine(t *testing.T) {
+	f := newFixture(t)
+	f.deps.EngineVersion = "158.0.8200.7"
+	f.build()
+	list, err := f.svc.Templates(viewer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := f.svc.Templates(viewer)
+	for i, tpl := range list {
+		if !strings.Contains(tpl.Device.UserAgent, " Chrome/158.0.0.0 ") || tpl.Device.Validate() != nil {
+			t.Errorf("template %s: %+v", tpl.ID, tpl.Device)
+		}
+		if !reflect.DeepEqual(tpl.Device, again[i].Device) {
+			t.Errorf("template %s shows another device on the next call", tpl.ID)
+		}
+	}
+	a, b := f.create(t, "A"), f.create(t, "B")
+	for _, p := range []profile.Profile{a, b} {
+		if !strings.Contains(p.Fingerprint.UserAgent, " Chrome/158.0.0.0 ") || p.Fingerprint.Validate() != nil || p.Fingerprint.Platform != "Win32" {
+			t.Fatalf("profile %s: %+v", p.Name, p.Fingerprint)
+		}
+		if !reflect.DeepEqual(f.stored(t, p.ID).Fingerprint, p.Fingerprint) {
+			t.Fatalf("profile %s: stored another device than it answered", p.Name)
+		}
+	}
+	if a.Fingerprint.NoiseSeed == b.Fingerprint.NoiseSeed || reflect.DeepEqual(a.Fingerprint, b.Fingerprint) {
+		t.Fatal("two profiles of one template are one device")
+	}
+}
+
+// TestUpdateOfTheTemplateIsANewDevice: a new template gives a device of its
+// kind with the patch's fields on top; a nested field alone changes that
+// field alone.
+func TestUpdateOfTheTemplateIsANewDevice(t *testing.T) {
+	f, p := newShop(t)
+	cores := 6
+	got, err := f.svc.Update(ctx, alice, p.ID, profile.Patch{Fingerprint: &profile.FingerprintPatch{Navigator: &profile.NavigatorPatch{HardwareConcurrency: &cores}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := p.Fingerprint
+	want.Navigator.HardwareConcurrency = 6
+	if !reflect.DeepEqual(got.Fingerprint, want) || !reflect.DeepEqual(f.stored(t, p.ID).Fingerprint, want) {
+		t.Fatalf("got %+v\nwant %+v", got.Fingerprint, want)
+	}
+	mac := "tpl_chrome_mac_us"
+	got, err = f.svc.Update(ctx, alice, p.ID, profile.Patch{TemplateID: &mac, Fingerprint: &profile.FingerprintPatch{Navigator: &profile.NavigatorPatch{HardwareConcurrency: &cores}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := got.Fingerprint
+	if fp.Platform != "MacIntel" || fp.WebGL.Vendor != "Google Inc. (Apple)" || fp.Navigator.HardwareConcurrency != 6 || fp.NoiseSeed == p.Fingerprint.NoiseSeed {
+		t.Fatalf("not a new Mac: %+v", fp)
+	}
 }

@@ -40,7 +40,8 @@ func LocaleOf(country string) string {
 }
 
 // Resolve returns the fingerprint with "auto" replaced: the timezone by
-// timezone (when it is a valid zone) and the locale by that of country.
+// timezone (when it is a valid zone), the locale by that of country and
+// the languages by that locale's.
 func (fp Fingerprint) Resolve(timezone, country string) Fingerprint {
 	if fp.Timezone == Auto {
 		fp.Timezone = FallbackTimezone
@@ -50,6 +51,7 @@ func (fp Fingerprint) Resolve(timezone, country string) Fingerprint {
 	}
 	if fp.Locale == Auto {
 		fp.Locale = LocaleOf(country)
+		fp.Navigator.Languages = LanguagesFor(fp.Locale)
 	}
 	return fp
 }

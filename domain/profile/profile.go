@@ -160,9 +160,13 @@ type Settings struct {
 	Notes       string
 }
 
-// New builds a profile from settings: the fingerprint starts from the
-// template and takes the validated overrides.
-func New(id, teamID, createdBy string, s Settings, now time.Time) (Profile, error) {
+// Devices makes the device of a profile made from a template: Generate
+// with a random source of its own, for a new device each time.
+type Devices func(Template) Fingerprint
+
+// New builds a profile from settings: the fingerprint is a new device of
+// the template's kind, with the validated overrides.
+func New(id, teamID, createdBy string, s Settings, devices Devices, now time.Time) (Profile, error) {
 	v := &domain.Validation{}
 	name := checkName(v, s.Name)
 	tpl, ok := TemplateByID(s.TemplateID)
@@ -171,9 +175,10 @@ func New(id, teamID, createdBy string, s Settings, now time.Time) (Profile, erro
 	}
 	tags := checkTags(v, s.Tags)
 	checkNotes(v, s.Notes)
-	fp := tpl.Fingerprint()
+	var fp Fingerprint
 	if ok {
-		fp = s.Fingerprint.applyTo(v, fp)
+		fp = s.Fingerprint.applyTo(v, devices(tpl))
+		fp.check(v)
 	}
 	if err := v.Err(); err != nil {
 		return Profile{}, err
@@ -191,7 +196,7 @@ type Patch struct {
 	Name       *string
 	TemplateID *string
 	// Fingerprint overrides fields of the fingerprint; with TemplateID, it
-	// applies on top of the new template's fingerprint.
+	// applies on top of the new device of the new template's kind.
 	Fingerprint *FingerprintPatch
 	// ProxyID: nil keeps the proxy, "" removes it.
 	ProxyID *string
@@ -207,8 +212,9 @@ func (p Patch) Empty() bool {
 }
 
 // Apply returns the profile with the patch applied, its version raised and
-// UpdatedAt set to now.
-func (p Profile) Apply(patch Patch, now time.Time) (Profile, error) {
+// UpdatedAt set to now. A new template gives the profile a new device of
+// its kind, from devices.
+func (p Profile) Apply(patch Patch, devices Devices, now time.Time) (Profile, error) {
 	v := &domain.Validation{}
 	next := p
 	if patch.Name != nil {
@@ -219,11 +225,12 @@ func (p Profile) Apply(patch Patch, now time.Time) (Profile, error) {
 		if !ok {
 			v.Add("templateId", "must name a template from GET /api/v1/templates")
 		} else if tpl.ID != p.TemplateID {
-			next.TemplateID, next.Browser, next.Fingerprint = tpl.ID, tpl.Browser, tpl.Fingerprint()
+			next.TemplateID, next.Browser, next.Fingerprint = tpl.ID, tpl.Browser, devices(tpl)
 		}
 	}
 	if patch.Fingerprint != nil {
 		next.Fingerprint = patch.Fingerprint.applyTo(v, next.Fingerprint)
+		next.Fingerprint.check(v)
 	}
 	if patch.ProxyID != nil {
 		next.ProxyID = *patch.ProxyID

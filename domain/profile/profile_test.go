@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,10 @@ import (
 )
 
 var now = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// devices gives each template its representative device, so that tests
+// know the device a profile starts with.
+func devices(t profile.Template) profile.Fingerprint { return t.Device("") }
 
 func fields(t *testing.T, err error) []string {
 	t.Helper()
@@ -33,14 +38,15 @@ func TestEveryTemplateIsValidAndUnique(t *testing.T) {
 			t.Errorf("duplicate template id %s", tpl.ID)
 		}
 		seen[tpl.ID] = true
-		fp := tpl.Fingerprint()
-		// A template must pass the checks a client's override would.
-		_, err := profile.New("prf_1", "team_1", "usr_1", profile.Settings{
-			Name: "x", TemplateID: tpl.ID,
-			Fingerprint: profile.FingerprintPatch{UserAgent: &fp.UserAgent, Platform: &fp.Platform, Locale: &fp.Locale, Timezone: &fp.Timezone, Screen: &fp.Screen},
-		}, now)
+		fp := tpl.Device("")
+		// A template's device must pass the checks a client's override
+		// would, set field by field.
+		_, err := profile.New("prf_1", "team_1", "usr_1", profile.Settings{Name: "x", TemplateID: tpl.ID, Fingerprint: patchOf(fp)}, devices, now)
 		if err != nil {
 			t.Errorf("template %s does not pass its own checks: %v", tpl.ID, err)
+		}
+		if strings.Contains(tpl.Name, "131") {
+			t.Errorf("template %s names a browser version: %q", tpl.ID, tpl.Name)
 		}
 	}
 	if len(seen) < 8 {
@@ -53,12 +59,12 @@ func TestNewStartsFromTheTemplate(t *testing.T) {
 	p, err := profile.New("prf_1", "team_1", "usr_1", profile.Settings{
 		Name: "  Shop  ", TemplateID: "tpl_chrome_mac_us", Tags: []string{"a", " a ", "b"},
 		Fingerprint: profile.FingerprintPatch{Timezone: &tz},
-	}, now)
+	}, devices, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tpl, _ := profile.TemplateByID("tpl_chrome_mac_us")
-	if p.Name != "Shop" || p.Fingerprint.Timezone != tz || p.Fingerprint.UserAgent != tpl.UserAgent ||
+	const ua = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36"
+	if p.Name != "Shop" || p.Fingerprint.Timezone != tz || p.Fingerprint.UserAgent != ua || p.Fingerprint.Platform != "MacIntel" ||
 		p.Version != 1 || p.Status() != profile.StatusIdle || !slices.Equal(p.Tags, []string{"a", "b"}) || p.Browser != profile.BrowserChromium {
 		t.Fatalf("unexpected profile %+v", p)
 	}
@@ -68,7 +74,7 @@ func TestNewNamesEveryBadField(t *testing.T) {
 	bad := "Bad/Zone"
 	_, err := profile.New("prf_1", "team_1", "usr_1", profile.Settings{
 		Name: "", TemplateID: "tpl_nope", Tags: []string{""}, Fingerprint: profile.FingerprintPatch{Timezone: &bad},
-	}, now)
+	}, devices, now)
 	got := fields(t, err)
 	for _, f := range []string{"name", "templateId", "tags"} {
 		if !slices.Contains(got, f) {
@@ -81,7 +87,7 @@ func TestTimezones(t *testing.T) {
 	for tz, ok := range map[string]bool{"UTC": true, "Asia/Tokyo": true, "America/Argentina/Buenos_Aires": true,
 		"Local": false, "": false, "../etc/passwd": false, "Mars/Olympus": false, "EST": false} {
 		_, err := profile.New("prf_1", "t", "u", profile.Settings{Name: "x", TemplateID: "tpl_chrome_win_us",
-			Fingerprint: profile.FingerprintPatch{Timezone: &tz}}, now)
+			Fingerprint: profile.FingerprintPatch{Timezone: &tz}}, devices, now)
 		if (err == nil) != ok {
 			t.Errorf("timezone %q: err = %v, want ok = %v", tz, err, ok)
 		}
@@ -89,13 +95,13 @@ func TestTimezones(t *testing.T) {
 }
 
 func TestApplyIsPartialAndRaisesTheVersion(t *testing.T) {
-	p, err := profile.New("prf_1", "team_1", "usr_1", profile.Settings{Name: "A", TemplateID: "tpl_chrome_win_us", Notes: "n"}, now)
+	p, err := profile.New("prf_1", "team_1", "usr_1", profile.Settings{Name: "A", TemplateID: "tpl_chrome_win_us", Notes: "n"}, devices, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	name := "B"
 	later := now.Add(time.Minute)
-	next, err := p.Apply(profile.Patch{Name: &name}, later)
+	next, err := p.Apply(profile.Patch{Name: &name}, devices, later)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +115,7 @@ func TestApplyIsPartialAndRaisesTheVersion(t *testing.T) {
 	for i := range tooMany {
 		tooMany[i] = string(rune('a' + i))
 	}
-	if _, err := p.Apply(profile.Patch{Tags: &tooMany}, later); !slices.Contains(fields(t, err), "tags") {
+	if _, err := p.Apply(profile.Patch{Tags: &tooMany}, devices, later); !slices.Contains(fields(t, err), "tags") {
 		t.Fatal("21 tags accepted")
 	}
 }
@@ -122,7 +128,7 @@ func TestSessionExpiry(t *testing.T) {
 }
 
 func TestSessionTransitions(t *testing.T) {
-	p, err := profile.New("prf_1", "team_1", "usr_1", profile.Settings{Name: "A", TemplateID: "tpl_chrome_win_us"}, now)
+	p, err := profile.New("prf_1", "team_1", "usr_1", profile.Settings{Name: "A", TemplateID: "tpl_chrome_win_us"}, devices, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,13 +178,13 @@ func TestTagCountIsCheckedFirst(t *testing.T) {
 		"an invalid tag past the limit": append(slices.Repeat([]string{"ok"}, 20), ""),
 		"duplicates past the limit":     slices.Repeat([]string{"same"}, 100000),
 	} {
-		_, err := profile.New("prf_1", "tm_1", "usr_1", profile.Settings{Name: "A", TemplateID: "tpl_chrome_mac_us", Tags: tags}, now)
+		_, err := profile.New("prf_1", "tm_1", "usr_1", profile.Settings{Name: "A", TemplateID: "tpl_chrome_mac_us", Tags: tags}, devices, now)
 		var de *domain.Error
 		if !errors.As(err, &de) || len(de.Fields) != 1 || de.Fields[0].Field != "tags" || de.Fields[0].Issue != "at most 20 tags" {
 			t.Errorf("%s: %v, want one issue on tags: at most 20 tags", name, err)
 		}
 	}
-	got, err := profile.New("prf_1", "tm_1", "usr_1", profile.Settings{Name: "A", TemplateID: "tpl_chrome_mac_us", Tags: slices.Repeat([]string{"same"}, 20)}, now)
+	got, err := profile.New("prf_1", "tm_1", "usr_1", profile.Settings{Name: "A", TemplateID: "tpl_chrome_mac_us", Tags: slices.Repeat([]string{"same"}, 20)}, devices, now)
 	if err != nil || !slices.Equal(got.Tags, []string{"same"}) {
 		t.Fatalf("20 copies of one tag: %v, %v; want the tag once", got.Tags, err)
 	}
@@ -206,7 +212,7 @@ func TestAutoTimezoneAndLocaleFollowTheProxy(t *testing.T) {
 		t.Errorf("a fixed fingerprint changed: %+v", got)
 	}
 	tz, lc := profile.Auto, profile.Auto
-	if _, err := profile.New("prf_1", "team_1", "usr_1", profile.Settings{Name: "n", TemplateID: "tpl_chrome_win_us", Fingerprint: profile.FingerprintPatch{Timezone: &tz, Locale: &lc}}, time.Now()); err != nil {
+	if _, err := profile.New("prf_1", "team_1", "usr_1", profile.Settings{Name: "n", TemplateID: "tpl_chrome_win_us", Fingerprint: profile.FingerprintPatch{Timezone: &tz, Locale: &lc}}, devices, time.Now()); err != nil {
 		t.Fatalf("auto timezone and locale refused: %v", err)
 	}
 }

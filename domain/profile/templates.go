@@ -1,60 +1,65 @@
 package profile
 
-// Template is a built-in, internally consistent fingerprint: a user agent
-// with the platform, locale, time zone and screen a real device of that
-// kind reports.
-type Template struct {
-	ID        string
-	Name      string
-	Browser   string
-	OS        string
-	UserAgent string
-	Platform  string
-	Locale    string
-	Timezone  string
-	Screen    Screen
-}
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"math/rand/v2"
+)
 
-// Fingerprint is the fingerprint a profile created from t starts with.
-func (t Template) Fingerprint() Fingerprint {
-	return Fingerprint{UserAgent: t.UserAgent, Platform: t.Platform, Locale: t.Locale, Timezone: t.Timezone, Screen: t.Screen}
+// Template is a kind of device: an operating system, the browser the user
+// agent names, and the locale and time zone of a country. A profile made
+// from it gets a device of that kind (Generate); the template's own
+// representative device is Device.
+type Template struct {
+	ID      string
+	Name    string
+	Browser string // the engine: BrowserChromium
+	OS      string // OSWindows, OSMacOS, OSLinux or OSAndroid
+	// Brand is the browser the user agent names: BrandChrome or BrandEdge.
+	Brand    string
+	Locale   string
+	Timezone string
 }
 
 // BrowserChromium is the engine every built-in template runs on.
 const BrowserChromium = "chromium"
 
+// Operating systems of templates.
 const (
-	uaWindows = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
-	uaMac     = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
-	uaLinux   = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
-	uaAndroid = "Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36"
-	uaEdgeWin = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 Edg/131.0.0.0"
+	OSWindows = "windows"
+	OSMacOS   = "macos"
+	OSLinux   = "linux"
+	OSAndroid = "android"
+)
+
+// Browsers a user agent names.
+const (
+	BrandChrome = "chrome"
+	BrandEdge   = "edge"
 )
 
 // templates is the catalogue, in the order GET /api/v1/templates lists it.
-// Chrome reports "Windows NT 10.0" on Windows 11 and a frozen macOS version,
-// as the reduced user-agent strings of current Chrome do.
 var templates = []Template{
-	{ID: "tpl_chrome_win_us", Name: "Chrome 131 on Windows (US)", Browser: BrowserChromium, OS: "windows",
-		UserAgent: uaWindows, Platform: "Win32", Locale: "en-US", Timezone: "America/New_York", Screen: Screen{Width: 1920, Height: 1080}},
-	{ID: "tpl_chrome_win_de", Name: "Chrome 131 on Windows (Germany)", Browser: BrowserChromium, OS: "windows",
-		UserAgent: uaWindows, Platform: "Win32", Locale: "de-DE", Timezone: "Europe/Berlin", Screen: Screen{Width: 1536, Height: 864}},
-	{ID: "tpl_edge_win_gb", Name: "Edge 131 on Windows (UK)", Browser: BrowserChromium, OS: "windows",
-		UserAgent: uaEdgeWin, Platform: "Win32", Locale: "en-GB", Timezone: "Europe/London", Screen: Screen{Width: 1366, Height: 768}},
-	{ID: "tpl_chrome_mac_us", Name: "Chrome 131 on macOS (US)", Browser: BrowserChromium, OS: "macos",
-		UserAgent: uaMac, Platform: "MacIntel", Locale: "en-US", Timezone: "America/Los_Angeles", Screen: Screen{Width: 1512, Height: 982}},
-	{ID: "tpl_chrome_mac_fr", Name: "Chrome 131 on macOS (France)", Browser: BrowserChromium, OS: "macos",
-		UserAgent: uaMac, Platform: "MacIntel", Locale: "fr-FR", Timezone: "Europe/Paris", Screen: Screen{Width: 1440, Height: 900}},
-	{ID: "tpl_chrome_linux_us", Name: "Chrome 131 on Linux (US)", Browser: BrowserChromium, OS: "linux",
-		UserAgent: uaLinux, Platform: "Linux x86_64", Locale: "en-US", Timezone: "America/Chicago", Screen: Screen{Width: 1920, Height: 1080}},
-	{ID: "tpl_chrome_linux_br", Name: "Chrome 131 on Linux (Brazil)", Browser: BrowserChromium, OS: "linux",
-		UserAgent: uaLinux, Platform: "Linux x86_64", Locale: "pt-BR", Timezone: "America/Sao_Paulo", Screen: Screen{Width: 1600, Height: 900}},
-	{ID: "tpl_chrome_android_us", Name: "Chrome 131 on Android (US)", Browser: BrowserChromium, OS: "android",
-		UserAgent: uaAndroid, Platform: "Linux armv81", Locale: "en-US", Timezone: "America/Denver", Screen: Screen{Width: 412, Height: 915}},
-	{ID: "tpl_chrome_android_jp", Name: "Chrome 131 on Android (Japan)", Browser: BrowserChromium, OS: "android",
-		UserAgent: uaAndroid, Platform: "Linux armv81", Locale: "ja-JP", Timezone: "Asia/Tokyo", Screen: Screen{Width: 393, Height: 873}},
-	{ID: "tpl_chrome_win_in", Name: "Chrome 131 on Windows (India)", Browser: BrowserChromium, OS: "windows",
-		UserAgent: uaWindows, Platform: "Win32", Locale: "en-IN", Timezone: "Asia/Kolkata", Screen: Screen{Width: 1366, Height: 768}},
+	{ID: "tpl_chrome_win_us", Name: "Chrome on Windows (US)", Browser: BrowserChromium,
+		OS: OSWindows, Brand: BrandChrome, Locale: "en-US", Timezone: "America/New_York"},
+	{ID: "tpl_chrome_win_de", Name: "Chrome on Windows (Germany)", Browser: BrowserChromium,
+		OS: OSWindows, Brand: BrandChrome, Locale: "de-DE", Timezone: "Europe/Berlin"},
+	{ID: "tpl_edge_win_gb", Name: "Edge on Windows (UK)", Browser: BrowserChromium,
+		OS: OSWindows, Brand: BrandEdge, Locale: "en-GB", Timezone: "Europe/London"},
+	{ID: "tpl_chrome_mac_us", Name: "Chrome on macOS (US)", Browser: BrowserChromium,
+		OS: OSMacOS, Brand: BrandChrome, Locale: "en-US", Timezone: "America/Los_Angeles"},
+	{ID: "tpl_chrome_mac_fr", Name: "Chrome on macOS (France)", Browser: BrowserChromium,
+		OS: OSMacOS, Brand: BrandChrome, Locale: "fr-FR", Timezone: "Europe/Paris"},
+	{ID: "tpl_chrome_linux_us", Name: "Chrome on Linux (US)", Browser: BrowserChromium,
+		OS: OSLinux, Brand: BrandChrome, Locale: "en-US", Timezone: "America/Chicago"},
+	{ID: "tpl_chrome_linux_br", Name: "Chrome on Linux (Brazil)", Browser: BrowserChromium,
+		OS: OSLinux, Brand: BrandChrome, Locale: "pt-BR", Timezone: "America/Sao_Paulo"},
+	{ID: "tpl_chrome_android_us", Name: "Chrome on Android (US)", Browser: BrowserChromium,
+		OS: OSAndroid, Brand: BrandChrome, Locale: "en-US", Timezone: "America/Denver"},
+	{ID: "tpl_chrome_android_jp", Name: "Chrome on Android (Japan)", Browser: BrowserChromium,
+		OS: OSAndroid, Brand: BrandChrome, Locale: "ja-JP", Timezone: "Asia/Tokyo"},
+	{ID: "tpl_chrome_win_in", Name: "Chrome on Windows (India)", Browser: BrowserChromium,
+		OS: OSWindows, Brand: BrandChrome, Locale: "en-IN", Timezone: "Asia/Kolkata"},
 }
 
 // Templates returns the catalogue; the caller may change the copy.
@@ -72,4 +77,24 @@ func TemplateByID(id string) (Template, bool) {
 		}
 	}
 	return Template{}, false
+}
+
+// Device is the template's representative device on an engine of
+// engineVersion ("" for DefaultEngineVersion): generated from a source
+// seeded by the template's id, so that every instance and every call shows
+// the same one.
+func (t Template) Device(engineVersion string) Fingerprint {
+	return Generate(t, engineVersion, seededRand("template", t.ID))
+}
+
+// Fingerprint is the template's representative device on
+// DefaultEngineVersion.
+func (t Template) Fingerprint() Fingerprint { return t.Device("") }
+
+// seededRand is a random source that depends on purpose and id alone: the
+// same on every instance and in every release (PCG's output is fixed, and
+// the generator reads only Uint64 from it).
+func seededRand(purpose, id string) *rand.Rand {
+	sum := sha256.Sum256([]byte(purpose + "\x00" + id))
+	return rand.New(rand.NewPCG(binary.LittleEndian.Uint64(sum[:8]), binary.LittleEndian.Uint64(sum[8:16])))
 }

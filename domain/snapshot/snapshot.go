@@ -68,7 +68,7 @@ func Take(id, createdBy string, p profile.Profile, label string, kind Kind, now 
 	s := Snapshot{
 		ID: id, TeamID: p.TeamID, ProfileID: p.ID, Label: label, Kind: kind,
 		Settings: Settings{
-			Name: p.Name, TemplateID: p.TemplateID, Browser: p.Browser, Fingerprint: p.Fingerprint,
+			Name: p.Name, TemplateID: p.TemplateID, Browser: p.Browser, Fingerprint: p.Fingerprint.Clone(),
 			ProxyID: p.ProxyID, Tags: slices.Clone(p.Tags), Notes: p.Notes,
 		},
 		CreatedBy: createdBy, CreatedAt: now.UTC(),
@@ -108,7 +108,7 @@ func (s Snapshot) Blobs() []string {
 func (s Snapshot) RestoreOnto(p profile.Profile, proxyExists bool, now time.Time) profile.Profile {
 	next := p
 	st := s.Settings
-	next.Name, next.TemplateID, next.Browser, next.Fingerprint = st.Name, st.TemplateID, st.Browser, st.Fingerprint
+	next.Name, next.TemplateID, next.Browser, next.Fingerprint = st.Name, st.TemplateID, st.Browser, st.Fingerprint.Clone()
 	next.Tags, next.Notes = slices.Clone(st.Tags), st.Notes
 	next.ProxyID = ""
 	if proxyExists {

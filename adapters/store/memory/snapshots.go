@@ -79,6 +79,7 @@ func (r snapshots) DeleteAll(ctx context.Context, teamID, profileID string) ([]s
 }
 
 func cloneSnapshot(s snapshot.Snapshot) snapshot.Snapshot {
+	s.Settings.Fingerprint = s.Settings.Fingerprint.Clone()
 	s.Settings.Tags = slices.Clone(s.Settings.Tags)
 	if s.Settings.Tags == nil {
 		s.Settings.Tags = []string{}

@@ -146,6 +146,7 @@ func cloneEvent(e event.Event) event.Event {
 }
 
 func cloneProfile(p profile.Profile) profile.Profile {
+	p.Fingerprint = p.Fingerprint.Clone()
 	p.Tags = slices.Clone(p.Tags)
 	if p.Tags == nil {
 		p.Tags = []string{}
