@@ -72,6 +72,12 @@ type cdpMux struct {
 	// beforeClose runs before a client's Browser.close reaches the
 	// browser, so that what it holds is read first.
 	beforeClose func()
+	// preparing holds, for each target the browser attached to the root
+	// session and paused, a channel closed once the control has put the
+	// fingerprint on it (prepared): a client's Target.createTarget is
+	// answered only then, so that nothing it does in the new target runs
+	// before the fingerprint is there.
+	preparing map[string]chan struct{}
 }
 
 // wireHead is what routing reads of every message of the browser.
@@ -92,7 +98,7 @@ type wireMsg struct {
 }
 
 func newCDPMux(in, out *os.File, maxClients int, log *slog.Logger) *cdpMux {
-	m := &cdpMux{in: in, out: out, log: log, maxClients: maxClients, owners: map[string]*endpoint{}, pending: map[int64]chan wireMsg{}, clients: map[*endpoint]bool{}}
+	m := &cdpMux{in: in, out: out, log: log, maxClients: maxClients, owners: map[string]*endpoint{}, pending: map[int64]chan wireMsg{}, clients: map[*endpoint]bool{}, preparing: map[string]chan struct{}{}}
 	m.root = newEndpoint(m, "", false)
 	go m.read()
 	return m
@@ -161,13 +167,21 @@ func (m *cdpMux) route(raw []byte, msg wireHead) {
 	// it was attached on: a client's page sessions are the client's alone.
 	switch msg.Method {
 	case "Target.attachedToTarget":
-		if child := eventSession(raw); child != "" && to != nil {
-			m.owners[child] = to
+		ev := attachEvent(raw)
+		if ev.SessionID != "" && to != nil {
+			m.owners[ev.SessionID] = to
+		}
+		if to == m.root && ev.WaitingForDebugger && ev.TargetInfo.TargetID != "" {
+			m.preparing[ev.TargetInfo.TargetID] = make(chan struct{})
 		}
 	case "Target.detachedFromTarget":
 		if child := eventSession(raw); child != "" {
 			delete(m.owners, child)
 		}
+	}
+	var gate <-chan struct{}
+	if to != nil && to.client && msg.ID != 0 && msg.Method == "" && to.takeCreate(msg.ID) {
+		gate = m.preparing[createdTarget(raw)]
 	}
 	m.mu.Unlock()
 	if to == nil {
@@ -187,7 +201,45 @@ func (m *cdpMux) route(raw []byte, msg wireHead) {
 		}
 		raw = stripped
 	}
-	to.deliver(raw)
+	to.deliverGated(raw, gate)
+}
+
+// prepared says that the control has put the fingerprint on a target.
+func (m *cdpMux) prepared(targetID string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if ch := m.preparing[targetID]; ch != nil {
+		close(ch)
+		delete(m.preparing, targetID)
+	}
+}
+
+// attachedEvent is what routing reads of Target.attachedToTarget.
+type attachedEvent struct {
+	SessionID          string `json:"sessionId"`
+	WaitingForDebugger bool   `json:"waitingForDebugger"`
+	TargetInfo         struct {
+		TargetID string `json:"targetId"`
+	} `json:"targetInfo"`
+}
+
+func attachEvent(raw []byte) attachedEvent {
+	var ev struct {
+		Params attachedEvent `json:"params"`
+	}
+	_ = json.Unmarshal(raw, &ev) // a message that does not parse attaches nothing
+	return ev.Params
+}
+
+// createdTarget is the targetId of Target.createTarget's answer.
+func createdTarget(raw []byte) string {
+	var a struct {
+		Result struct {
+			TargetID string `json:"targetId"`
+		} `json:"result"`
+	}
+	_ = json.Unmarshal(raw, &a)
+	return a.Result.TargetID
 }
 
 // eventSession is params.sessionId of a browser's message.
@@ -377,25 +429,38 @@ type endpoint struct {
 	client  bool
 
 	mu     sync.Mutex
-	queue  [][]byte
+	queue  []queued
 	queued int
 	err    error
 	ready  chan struct{}
 	once   sync.Once
+	// creating are the ids of the client's Target.createTarget commands
+	// not yet answered.
+	creating map[int64]bool
+}
+
+// queued is a message that waits for its endpoint; one with a gate is not
+// passed on before the gate closes (or prepareTimeout passes).
+type queued struct {
+	msg  []byte
+	gate <-chan struct{}
 }
 
 func newEndpoint(m *cdpMux, session string, client bool) *endpoint {
-	return &endpoint{m: m, session: session, client: client, ready: make(chan struct{}, 1)}
+	return &endpoint{m: m, session: session, client: client, ready: make(chan struct{}, 1), creating: map[int64]bool{}}
 }
 
 // deliver queues a message for the endpoint; it never blocks the reader.
-func (e *endpoint) deliver(msg []byte) {
+func (e *endpoint) deliver(msg []byte) { e.deliverGated(msg, nil) }
+
+// deliverGated queues a message that Receive holds until gate closes.
+func (e *endpoint) deliverGated(msg []byte, gate <-chan struct{}) {
 	e.mu.Lock()
 	if e.err != nil {
 		e.mu.Unlock()
 		return
 	}
-	e.queue = append(e.queue, msg)
+	e.queue = append(e.queue, queued{msg, gate})
 	e.queued += len(msg)
 	slow := e.client && e.queued > maxClientQueued
 	e.mu.Unlock()
@@ -431,12 +496,23 @@ func (e *endpoint) Receive(ctx context.Context) ([]byte, error) {
 	for {
 		e.mu.Lock()
 		if len(e.queue) > 0 {
-			msg := e.queue[0]
-			e.queue[0] = nil
+			q := e.queue[0]
+			e.queue[0] = queued{}
 			e.queue = e.queue[1:]
-			e.queued -= len(msg)
+			e.queued -= len(q.msg)
 			e.mu.Unlock()
-			return msg, nil
+			if q.gate != nil {
+				wait := time.NewTimer(prepareTimeout)
+				select {
+				case <-q.gate:
+				case <-wait.C:
+				case <-ctx.Done():
+					wait.Stop()
+					return nil, ctx.Err()
+				}
+				wait.Stop()
+			}
+			return q.msg, nil
 		}
 		err := e.err
 		e.mu.Unlock()
@@ -503,6 +579,11 @@ func (e *endpoint) Send(ctx context.Context, raw []byte) error {
 		e.answer(*cmd.ID, cmd.SessionID, -32000, err.Error())
 		return nil
 	}
+	if cmd.Method == "Target.createTarget" {
+		e.mu.Lock()
+		e.creating[*cmd.ID] = true
+		e.mu.Unlock()
+	}
 	if cmd.Method == "Browser.close" && e.m.beforeClose != nil {
 		e.m.beforeClose()
 	}
@@ -511,6 +592,18 @@ func (e *endpoint) Send(ctx context.Context, raw []byte) error {
 		return err
 	}
 	return e.m.write(out)
+}
+
+// takeCreate reports whether id is a Target.createTarget of the client's,
+// and forgets it.
+func (e *endpoint) takeCreate(id int64) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.creating[id] {
+		return false
+	}
+	delete(e.creating, id)
+	return true
 }
 
 func (e *endpoint) owns(session string) bool {

@@ -344,7 +344,7 @@ func (r *Runtime) launch(ctx context.Context, s *session, spec ports.LaunchSpec)
 			r.log.Warn("browser: cookies not read before the client closed the browser", "session", s.id, "error", err)
 		}
 	}
-	s.ctl = newControl(s.mux, overridesFor(fp, r.version), r.log.With("session", s.id))
+	s.ctl = newControl(s.mux, overridesFor(fp, r.version, headless), r.log.With("session", s.id))
 
 	startCtx, cancel := context.WithTimeout(ctx, r.opts.StartTimeout)
 	defer cancel()
@@ -407,10 +407,15 @@ func browserArgs(headless bool, fp profile.Fingerprint) []string {
 		"--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
 		"--user-agent=" + fp.UserAgent,
 		"--lang=" + fp.Locale,
-		"--window-size=" + strconv.Itoa(fp.Screen.Width) + "," + strconv.Itoa(fp.Screen.Height),
 	}
-	if headless {
+	switch {
+	case headless && !fp.ClientHints.Mobile:
+		args = append(append(args, "--headless=new"), screenFlags(fp)...)
+	case headless:
+		// A phone's screen and viewport are emulated on each page.
 		args = append(args, "--headless=new")
+	default:
+		args = append(args, "--window-size="+strconv.Itoa(fp.Screen.Width)+","+strconv.Itoa(fp.Screen.Height))
 	}
 	return append(args, "about:blank")
 }

@@ -172,6 +172,11 @@ func (c *control) autoAttach(ctx context.Context, session target.SessionID) erro
 func (c *control) prepare(ev *target.EventAttachedToTarget) {
 	ctx, cancel := context.WithTimeout(context.Background(), prepareTimeout)
 	defer cancel()
+	if ev.TargetInfo != nil {
+		// Whatever happened, a client that waits for this target waits
+		// no longer.
+		defer c.mux.prepared(string(ev.TargetInfo.TargetID))
+	}
 	s := ev.SessionID
 	kind := ""
 	if ev.TargetInfo != nil {
@@ -191,20 +196,22 @@ func (c *control) prepare(ev *target.EventAttachedToTarget) {
 		note(err)
 		_, err = call(ctx, c, s, emulation.SetLocaleOverride, c.fp.locale)
 		note(err)
-		if kind == "page" {
-			_, err = call(ctx, c, s, emulation.SetDeviceMetricsOverride, c.fp.metrics)
+		if kind == "page" && c.fp.metrics != nil {
+			_, err = call(ctx, c, s, emulation.SetDeviceMetricsOverride, *c.fp.metrics)
+			note(err)
+			_, err = call(ctx, c, s, emulation.SetTouchEmulationEnabled, *c.fp.touch)
 			note(err)
 		}
 		// The page agent runs added scripts only while it is enabled.
 		_, err = call(ctx, c, s, page.Enable, page.EnableParams{})
 		note(err)
 		now := true
-		_, err = call(ctx, c, s, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: c.fp.platformScript, RunImmediately: &now})
+		_, err = call(ctx, c, s, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: c.fp.script, RunImmediately: &now})
 		note(err)
 		note(c.autoAttach(ctx, s))
 	case "worker", "shared_worker", "service_worker":
 		_, _ = call(ctx, c, s, emulation.SetUserAgentOverride, c.fp.userAgent)
-		_, _ = call(ctx, c, s, runtime.Evaluate, runtime.EvaluateParams{Expression: c.fp.platformScript})
+		_, _ = call(ctx, c, s, runtime.Evaluate, runtime.EvaluateParams{Expression: c.fp.script})
 		_, _ = call(ctx, c, s, emulation.SetTimezoneOverride, c.fp.timezone)
 		_, _ = call(ctx, c, s, emulation.SetLocaleOverride, c.fp.locale)
 		_ = c.autoAttach(ctx, s)

@@ -1,7 +1,12 @@
 package chromium
 
 import (
+	"crypto/sha256"
+	_ "embed" // device.js
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -40,9 +45,11 @@ func posixLocale(locale string) string {
 // Sec-CH-UA-*) that a real browser sending ua on platform would send, so
 // that the hints do not contradict the user agent: the brands in the order
 // and with the made-up brand the engine of that major version uses, and
-// the engine's full version. It is nil for a user agent that names no
-// Chrome version: such hints would be made up.
-func userAgentMetadata(ua, platform, version string) *emulation.UserAgentMetadata {
+// the engine's full version, with the device's own hints. It is nil for a
+// user agent that names no Chrome version: such hints would be made up. A
+// fingerprint from before the device model has no hints of its own: they
+// are derived from the user agent and the platform.
+func userAgentMetadata(ua, platform, version string, hints profile.ClientHints) *emulation.UserAgentMetadata {
 	m := chromeVersion.FindStringSubmatch(ua)
 	if m == nil {
 		return nil
@@ -68,6 +75,14 @@ func userAgentMetadata(ua, platform, version string) *emulation.UserAgentMetadat
 	md := &emulation.UserAgentMetadata{
 		Brands: brands[:], FullVersionList: fullList[:],
 		Architecture: "x86", Bitness: "64", FormFactors: []string{"Desktop"},
+	}
+	if hints.Platform != "" {
+		md.Platform, md.PlatformVersion, md.Architecture, md.Bitness = hints.Platform, hints.PlatformVersion, hints.Architecture, hints.Bitness
+		md.Model, md.Mobile = hints.Model, hints.Mobile
+		if md.Mobile {
+			md.FormFactors = []string{"Mobile"}
+		}
+		return md
 	}
 	switch {
 	case strings.Contains(ua, "Android"):
@@ -104,38 +119,173 @@ type overrides struct {
 	userAgent emulation.SetUserAgentOverrideParams
 	timezone  emulation.SetTimezoneOverrideParams
 	locale    emulation.SetLocaleOverrideParams
-	metrics   emulation.SetDeviceMetricsOverrideParams
-	// platformScript makes navigator.platform answer the fingerprint's
-	// platform in a document or a worker. The getter stays the browser's
-	// own function behind a Proxy, so it still reads as native code.
-	platformScript string
+	// metrics emulate a phone's screen and viewport; nil on a desktop,
+	// whose screen is the browser's own (--screen-info, or the display).
+	metrics *emulation.SetDeviceMetricsOverrideParams
+	// touch is the touch screen of a phone; nil on a desktop.
+	touch *emulation.SetTouchEmulationEnabledParams
+	// script presents what no flag or setting does (deviceScript), in a
+	// document or a worker.
+	script string
 }
 
-func platformScript(platform string) string {
-	quoted, _ := json.Marshal(platform) // a string always marshals
-	return `(() => {
-	const proto = (typeof WorkerNavigator !== "undefined" ? WorkerNavigator : Navigator).prototype;
-	const d = Object.getOwnPropertyDescriptor(proto, "platform");
-	if (!d || !d.get) return;
-	Object.defineProperty(proto, "platform", {...d, get: new Proxy(d.get, {apply: () => ` + string(quoted) + `})});
-})();`
+//go:embed device.js
+var deviceJS string
+
+// deviceConfig is what device.js reads of the fingerprint.
+type deviceConfig struct {
+	Platform            string         `json:"platform"`
+	HardwareConcurrency int            `json:"hardwareConcurrency,omitempty"`
+	DeviceMemory        float64        `json:"deviceMemory,omitempty"`
+	MaxTouchPoints      int            `json:"maxTouchPoints"`
+	Chrome              *[2]int        `json:"chrome,omitempty"`
+	WebGL               map[string]any `json:"webgl"`
+	NoiseSeed           string         `json:"noiseSeed"`
+	Media               [3]int         `json:"media"`
+	WebRTCOff           bool           `json:"webrtcOff"`
+}
+
+// WebGL parameter names (the GL enums a page passes to getParameter).
+const (
+	glUnmaskedVendor               = 0x9245
+	glUnmaskedRenderer             = 0x9246
+	glMaxTextureSize               = 0x0D33
+	glMaxRenderbufferSize          = 0x84E8
+	glMaxViewportDims              = 0x0D3A
+	glMaxVertexAttribs             = 0x8869
+	glMaxVertexUniformVectors      = 0x8DFB
+	glMaxFragmentUniformVectors    = 0x8DFD
+	glMaxVaryingVectors            = 0x8DFC
+	glMaxCombinedTextureImageUnits = 0x8B4D
+	glMaxTextureImageUnits         = 0x8872
+	glMaxVertexTextureImageUnits   = 0x8B4C
+	glMaxCubeMapTextureSize        = 0x851C
+	glAliasedLineWidthRange        = 0x846E
+	glAliasedPointSizeRange        = 0x846D
+)
+
+// webglParameters are the answers of getParameter that the device sets;
+// a zero value leaves the engine's own answer.
+func webglParameters(w profile.WebGL) map[string]any {
+	out := map[string]any{}
+	put := func(name int, v any, set bool) {
+		if set {
+			out[strconv.Itoa(name)] = v
+		}
+	}
+	put(glUnmaskedVendor, w.Vendor, w.Vendor != "")
+	put(glUnmaskedRenderer, w.Renderer, w.Renderer != "")
+	put(glMaxTextureSize, w.MaxTextureSize, w.MaxTextureSize > 0)
+	put(glMaxRenderbufferSize, w.MaxRenderbufferSize, w.MaxRenderbufferSize > 0)
+	put(glMaxViewportDims, w.MaxViewportDims[:], w.MaxViewportDims[0] > 0)
+	put(glMaxVertexAttribs, w.MaxVertexAttribs, w.MaxVertexAttribs > 0)
+	put(glMaxVertexUniformVectors, w.MaxVertexUniformVectors, w.MaxVertexUniformVectors > 0)
+	put(glMaxFragmentUniformVectors, w.MaxFragmentUniformVectors, w.MaxFragmentUniformVectors > 0)
+	put(glMaxVaryingVectors, w.MaxVaryingVectors, w.MaxVaryingVectors > 0)
+	put(glMaxCombinedTextureImageUnits, w.MaxCombinedTextureImageUnits, w.MaxCombinedTextureImageUnits > 0)
+	put(glMaxTextureImageUnits, w.MaxTextureImageUnits, w.MaxTextureImageUnits > 0)
+	put(glMaxVertexTextureImageUnits, w.MaxVertexTextureImageUnits, w.MaxVertexTextureImageUnits > 0)
+	put(glMaxCubeMapTextureSize, w.MaxCubeMapTextureSize, w.MaxCubeMapTextureSize > 0)
+	put(glAliasedLineWidthRange, w.AliasedLineWidthRange[:], w.AliasedLineWidthRange[1] > 0)
+	put(glAliasedPointSizeRange, w.AliasedPointSizeRange[:], w.AliasedPointSizeRange[1] > 0)
+	return out
+}
+
+// deviceScript is device.js applied to fp; headless says whether the
+// window has no chrome of its own to show.
+func deviceScript(fp profile.Fingerprint, headless bool) string {
+	cfg := deviceConfig{
+		Platform:            fp.Platform,
+		HardwareConcurrency: fp.Navigator.HardwareConcurrency,
+		DeviceMemory:        fp.Navigator.DeviceMemory,
+		MaxTouchPoints:      fp.Navigator.MaxTouchPoints,
+		WebGL:               webglParameters(fp.WebGL),
+		NoiseSeed:           fp.NoiseSeed,
+		Media:               [3]int{fp.MediaDevices.AudioInputs, fp.MediaDevices.VideoInputs, fp.MediaDevices.AudioOutputs},
+		WebRTCOff:           fp.WebRTC == profile.WebRTCDisabled,
+	}
+	if headless {
+		cfg.Chrome = &[2]int{fp.Window.ChromeWidth, fp.Window.ChromeHeight}
+	}
+	if len(cfg.NoiseSeed) != 16 {
+		// A fingerprint from before the noise seed: one of its own all
+		// the same, from what it is.
+		sum := sha256.Sum256([]byte(fp.UserAgent + "\x00" + fp.Platform + "\x00" + fp.Locale))
+		cfg.NoiseSeed = hex.EncodeToString(sum[:8])
+	}
+	doc, _ := json.Marshal(cfg) // plain values always marshal
+	return "(" + strings.TrimSpace(deviceJS) + ")(" + string(doc) + ");"
+}
+
+// languages is navigator.languages of fp: its own list when it starts
+// with the locale (an "auto" locale resolved at launch may not), else
+// the locale's.
+func languages(fp profile.Fingerprint) string {
+	if l := fp.Navigator.Languages; len(l) > 0 && l[0] == fp.Locale {
+		return strings.Join(l, ",")
+	}
+	return acceptLanguage(fp.Locale)
 }
 
 // overridesFor are the overrides of fp on an engine of version.
-func overridesFor(fp profile.Fingerprint, version string) overrides {
-	return overrides{
+func overridesFor(fp profile.Fingerprint, version string, headless bool) overrides {
+	o := overrides{
 		userAgent: emulation.SetUserAgentOverrideParams{
 			UserAgent:         fp.UserAgent,
-			AcceptLanguage:    acceptLanguage(fp.Locale),
+			AcceptLanguage:    languages(fp),
 			Platform:          fp.Platform,
-			UserAgentMetadata: userAgentMetadata(fp.UserAgent, fp.Platform, version),
+			UserAgentMetadata: userAgentMetadata(fp.UserAgent, fp.Platform, version, fp.ClientHints),
 		},
 		timezone: emulation.SetTimezoneOverrideParams{TimezoneID: fp.Timezone},
 		locale:   emulation.SetLocaleOverrideParams{Locale: fp.Locale},
-		metrics: emulation.SetDeviceMetricsOverrideParams{
-			Width: int64(fp.Screen.Width), Height: int64(fp.Screen.Height), DeviceScaleFactor: 1,
-			ScreenWidth: int64(fp.Screen.Width), ScreenHeight: int64(fp.Screen.Height),
-		},
-		platformScript: platformScript(fp.Platform),
+		script:   deviceScript(fp, headless),
 	}
+	if fp.ClientHints.Mobile {
+		sc := screenOf(fp)
+		o.metrics = &emulation.SetDeviceMetricsOverrideParams{
+			Width: int64(sc.Width), Height: int64(max(sc.AvailHeight-fp.Window.ChromeHeight, 1)), DeviceScaleFactor: sc.PixelRatio, Mobile: true,
+			ScreenWidth: int64(sc.Width), ScreenHeight: int64(sc.Height),
+		}
+		o.touch = &emulation.SetTouchEmulationEnabledParams{Enabled: true, MaxTouchPoints: int64(max(fp.Navigator.MaxTouchPoints, 1))}
+	}
+	return o
+}
+
+// screenOf is fp's screen with what a fingerprint from before the device
+// model lacks filled in: the whole screen available, 24-bit colour, one
+// device pixel per CSS pixel.
+func screenOf(fp profile.Fingerprint) profile.Screen {
+	sc := fp.Screen
+	if sc.AvailWidth <= 0 || sc.AvailWidth > sc.Width {
+		sc.AvailWidth = sc.Width
+	}
+	if sc.AvailHeight <= 0 || sc.AvailHeight > sc.Height {
+		sc.AvailHeight = sc.Height
+	}
+	if sc.ColorDepth <= 0 {
+		sc.ColorDepth = 24
+	}
+	if sc.PixelRatio <= 0 {
+		sc.PixelRatio = 1
+	}
+	return sc
+}
+
+// screenFlags are the flags that give a headless browser fp's screen, in
+// device pixels as --screen-info takes it (the taskbar at the bottom, a
+// Mac's menu bar at the top), and a window that fills the available part
+// less the browser's chrome.
+func screenFlags(fp profile.Fingerprint) []string {
+	sc := screenOf(fp)
+	px := func(css int) int { return int(math.Round(float64(css) * sc.PixelRatio)) }
+	edge := "workAreaBottom"
+	if fp.Platform == "MacIntel" {
+		edge = "workAreaTop"
+	}
+	info := fmt.Sprintf("{%dx%d %s=%d workAreaRight=%d colorDepth=%d devicePixelRatio=%s}",
+		px(sc.Width), px(sc.Height), edge, px(sc.Height-sc.AvailHeight), px(sc.Width-sc.AvailWidth),
+		sc.ColorDepth, strconv.FormatFloat(sc.PixelRatio, 'f', -1, 64))
+	w := max(sc.AvailWidth-fp.Window.ChromeWidth, 100)
+	h := max(sc.AvailHeight-fp.Window.ChromeHeight, 100)
+	return []string{"--screen-info=" + info, "--window-size=" + strconv.Itoa(w) + "," + strconv.Itoa(h)}
 }

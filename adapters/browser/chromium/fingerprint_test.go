@@ -39,7 +39,7 @@ func TestClientHintsFollowTheUserAgent(t *testing.T) {
 		// user agent's own version stands.
 		{win, "Win32", "", "Windows", brands131, "Google Chrome/131.0.0.0,Chromium/131.0.0.0,Not_A Brand/24.0.0.0", false},
 	} {
-		md := userAgentMetadata(c.ua, c.platform, c.version)
+		md := userAgentMetadata(c.ua, c.platform, c.version, profile.ClientHints{})
 		if md == nil {
 			t.Fatalf("no client hints for %s", c.ua)
 		}
@@ -54,10 +54,10 @@ func TestClientHintsFollowTheUserAgent(t *testing.T) {
 			t.Errorf("%s on %s: platform %q, brands %v, full %v, mobile %v", c.ua, c.platform, md.Platform, brands, full, md.Mobile)
 		}
 	}
-	if md := userAgentMetadata("Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0", "Linux x86_64", "131.0.6778.86"); md != nil {
+	if md := userAgentMetadata("Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0", "Linux x86_64", "131.0.6778.86", profile.ClientHints{}); md != nil {
 		t.Errorf("a Firefox user agent got Chrome's client hints: %+v", md)
 	}
-	if got := userAgentMetadata(mac, "MacIntel", "").PlatformVersion; got != "10.15.7" {
+	if got := userAgentMetadata(mac, "MacIntel", "", profile.ClientHints{}).PlatformVersion; got != "10.15.7" {
 		t.Errorf("macOS platform version %q, want 10.15.7", got)
 	}
 }
