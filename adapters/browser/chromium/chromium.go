@@ -313,7 +313,7 @@ func (r *Runtime) launch(ctx context.Context, s *session, spec ports.LaunchSpec)
 	if !headless {
 		env["DISPLAY"] = os.Getenv("DISPLAY")
 	}
-	sb, err := r.opts.Sandbox.start(sandboxLaunch{chromium: r.opts.Path, sessionDir: profileDir, args: browserArgs(headless, fp), env: env}, ctx.Done())
+	sb, err := r.opts.Sandbox.start(sandboxLaunch{chromium: r.opts.Path, sessionDir: profileDir, args: browserArgs(headless, fp), env: env, fonts: fontsConfig(fp.Fonts)}, ctx.Done())
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,7 @@ var deviceFingerprint = profile.Fingerprint{
 		MaxTextureSize: 16384, MaxRenderbufferSize: 16384, MaxViewportDims: [2]int{32767, 32767},
 		AliasedLineWidthRange: [2]float64{1, 1}, AliasedPointSizeRange: [2]float64{1, 1024},
 	},
+	Fonts:        []string{"Calibri", "Segoe UI", "DejaVu Sans"},
 	MediaDevices: profile.MediaDevices{AudioInputs: 2, VideoInputs: 1, AudioOutputs: 3},
 	WebRTC:       profile.WebRTCProxyOnly,
 	NoiseSeed:    "0123456789abcdef",
@@ -51,6 +52,7 @@ type deviceView struct {
 	ChromeSize          []int    `json:"chromeSize,omitempty"`
 	MaxTouchPoints      int      `json:"maxTouchPoints"`
 	Media               []string `json:"media,omitempty"`
+	Fonts               []string `json:"fonts,omitempty"`
 	NativeLooking       []string `json:"nativeLooking"`
 }
 
@@ -80,6 +82,20 @@ const deviceViewScript = `(async () => {
 		v.pixelRatio = devicePixelRatio;
 		v.chromeSize = [outerWidth - innerWidth, outerHeight - innerHeight];
 		v.media = (await navigator.mediaDevices.enumerateDevices()).map(d => d.kind);
+		// A family is there when text in it, with monospace after it, is
+		// not as wide as in monospace alone.
+		const width = (family) => {
+			const s = document.createElement('span');
+			s.style.cssText = 'font-size: 72px; position: absolute';
+			s.style.fontFamily = family;
+			s.textContent = 'mmmmmmmmmmlli';
+			document.body.append(s);
+			const w = s.offsetWidth;
+			s.remove();
+			return w;
+		};
+		const base = width('monospace');
+		v.fonts = ['Calibri', 'Segoe UI', 'Century', 'Menlo'].filter((f) => width("'" + f + "', monospace") !== base);
 	}
 	return v;
 })()`
@@ -137,6 +153,7 @@ func TestEveryScriptSeesTheDevice(t *testing.T) {
 	wantWindow.ColorDepth, wantWindow.PixelRatio = 30, 1.25
 	wantWindow.ChromeSize = []int{16, 79}
 	wantWindow.Media = []string{"audioinput", "audioinput", "videoinput", "audiooutput", "audiooutput", "audiooutput"}
+	wantWindow.Fonts = []string{"Calibri", "Segoe UI"}
 
 	check := func(where string, got, want deviceView) {
 		t.Helper()

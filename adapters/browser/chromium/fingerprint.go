@@ -5,7 +5,9 @@ import (
 	_ "embed" // device.js
 	"encoding/hex"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"regexp"
 	"strconv"
@@ -288,4 +290,44 @@ func screenFlags(fp profile.Fingerprint) []string {
 	w := max(sc.AvailWidth-fp.Window.ChromeWidth, 100)
 	h := max(sc.AvailHeight-fp.Window.ChromeHeight, 100)
 	return []string{"--screen-info=" + info, "--window-size=" + strconv.Itoa(w) + "," + strconv.Itoa(h)}
+}
+
+// fontFaces are the faces of the fonts a browser's host has (Chromium's
+// Debian package brings Liberation, fontconfig DejaVu) that stand in for
+// the device's fonts: each of the device's families is drawn with one of
+// them, so a page that measures text in that family finds it installed,
+// while a family the device lacks falls back to the default, as a missing
+// font does. Chromium takes a family that the font configuration puts
+// first for the one asked as a good match.
+var fontFaces = []string{
+	"Liberation Sans", "Liberation Serif", "Liberation Mono", "Liberation Sans Narrow",
+	"DejaVu Sans", "DejaVu Serif", "DejaVu Sans Mono", "DejaVu Sans Condensed", "DejaVu Serif Condensed",
+}
+
+// fontsConfig is the fontconfig document of a device with fonts: the
+// host's configuration, and each family drawn with a face of fontFaces,
+// chosen by its name so that it is the same face on every launch.
+func fontsConfig(fonts []string) []byte {
+	var b strings.Builder
+	b.WriteString(`<?xml version="1.0"?>` + "\n" + `<!DOCTYPE fontconfig SYSTEM "urn:fontconfig:fonts.dtd">` + "\n<fontconfig>\n")
+	b.WriteString(`<include ignore_missing="yes">/etc/fonts/fonts.conf</include>` + "\n")
+	for _, name := range fonts {
+		if hostFace(name) {
+			continue // drawn with itself
+		}
+		h := fnv.New32a()
+		h.Write([]byte(strings.ToLower(name)))
+		face := fontFaces[h.Sum32()%uint32(len(fontFaces))]
+		b.WriteString("<alias><family>")
+		_ = xml.EscapeText(&b, []byte(name)) // a strings.Builder does not fail
+		b.WriteString("</family><prefer><family>" + face + "</family></prefer></alias>\n")
+	}
+	b.WriteString("</fontconfig>\n")
+	return []byte(b.String())
+}
+
+// hostFace reports whether name is one of the host's own families.
+func hostFace(name string) bool {
+	n := strings.ToLower(name)
+	return strings.HasPrefix(n, "dejavu ") || strings.HasPrefix(n, "liberation ")
 }

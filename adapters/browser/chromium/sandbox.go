@@ -60,9 +60,15 @@ const (
 	fdHandback = 5
 	fdSelf     = 6
 	fdDir      = 7
-	// fdPolicy is the first of the policy files, one per policyDirs.
+	// fdPolicy is the first of the policy files, one per policyDirs; the
+	// device's font configuration follows them.
 	fdPolicy = 8
+	fdFonts  = fdPolicy + 2
 )
+
+// sandboxFontsConf is where a browser finds its device's font
+// configuration (FONTCONFIG_FILE).
+const sandboxFontsConf = "/run/profilesvc/fonts.conf"
 
 // hostEtc are the files of /etc a browser reads; the rest of /etc (users,
 // host names, the service's configuration) stays out.
@@ -138,6 +144,7 @@ type sandboxLaunch struct {
 	sessionDir string   // host path of the session's profile directory
 	args       []string // Chromium's flags, without --proxy-server
 	env        map[string]string
+	fonts      []byte // the fontconfig document of the device's fonts
 }
 
 // start runs the browser in its sandbox and waits until it has handed
@@ -182,13 +189,18 @@ func (sb Sandbox) start(l sandboxLaunch, done <-chan struct{}) (*sandboxed, erro
 	theirs := os.NewFile(uintptr(pair[1]), "handback-browser")
 	// Files given to the child: 3, 4, 5 as the browser expects them, then
 	// the two descriptors bwrap binds from.
-	policyFDs, err := policyFiles()
+	dataFDs, err := policyFiles()
+	if err == nil {
+		var fonts *os.File
+		fonts, err = dataFile(l.fonts)
+		dataFDs = append(dataFDs, fonts)
+	}
+	defer closeAll(dataFDs...)
 	if err != nil {
 		closeAll(inR, inW, outR, outW, handback, theirs)
 		return nil, err
 	}
-	defer closeAll(policyFDs...)
-	extra := append([]*os.File{inR, outW, theirs, selfFD, dirFD}, policyFDs...)
+	extra := append([]*os.File{inR, outW, theirs, selfFD, dirFD}, dataFDs...)
 
 	args := sb.args(l, fdSelf, fdDir)
 	cmd := exec.Command(sb.Bwrap, args...)
@@ -242,6 +254,7 @@ func (sb Sandbox) args(l sandboxLaunch, selfFD, dirFD int) []string {
 	for i, dir := range policyDirs {
 		a = append(a, "--ro-bind-data", strconv.Itoa(fdPolicy+i), dir+"/profilesvc.json")
 	}
+	a = append(a, "--ro-bind-data", strconv.Itoa(fdFonts), sandboxFontsConf, "--setenv", "FONTCONFIG_FILE", sandboxFontsConf)
 	// A browser installed outside /usr (/opt/google/chrome) brings its
 	// own directory.
 	if real, err := filepath.EvalSymlinks(l.chromium); err == nil && !strings.HasPrefix(real, "/usr/") {
@@ -291,22 +304,34 @@ func policyFiles() ([]*os.File, error) {
 	}
 	var files []*os.File
 	for range policyDirs {
-		r, w, err := os.Pipe()
+		f, err := dataFile(doc)
 		if err != nil {
 			closeAll(files...)
 			return nil, err
 		}
-		// A pipe holds 64 KiB: the document, a kilobyte, fits whole.
-		_, err = w.Write(doc)
-		w.Close()
-		if err != nil {
-			r.Close()
-			closeAll(files...)
-			return nil, err
-		}
-		files = append(files, r)
+		files = append(files, f)
 	}
 	return files, nil
+}
+
+// dataFile is the read end of a pipe that holds doc, for bwrap's
+// --ro-bind-data. A pipe holds 64 KiB: the documents, a few kilobytes,
+// fit whole.
+func dataFile(doc []byte) (*os.File, error) {
+	if len(doc) > 64<<10 {
+		return nil, fmt.Errorf("sandbox: a document of %d bytes does not fit a pipe", len(doc))
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	_, err = w.Write(doc)
+	w.Close()
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
 }
 
 // receiveListener reads the forwarder's listener that the sandbox's first
