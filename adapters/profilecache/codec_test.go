@@ -1,6 +1,7 @@
 package profilecache
 
 import (
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -25,6 +26,12 @@ func fill(r *rand.Rand, v reflect.Value) {
 		v.SetInt(r.Int64() - r.Int64())
 	case reflect.Bool:
 		v.SetBool(r.IntN(2) == 0)
+	case reflect.Float64:
+		v.SetFloat([]float64{0, -1, 2.625, 1.0 / 3, 1e-300, math.MaxFloat64, math.Inf(1)}[r.IntN(7)])
+	case reflect.Array:
+		for i := range v.Len() {
+			fill(r, v.Index(i))
+		}
 	case reflect.Pointer:
 		if r.IntN(3) == 0 {
 			v.SetZero()

@@ -24,24 +24,18 @@ const swapRaces = 50
 // profile returns an idle profile of the team with the given name and tags.
 func (f storeFixture) profile(teamID, name string, tags ...string) profile.Profile {
 	return profile.Profile{
-		ID:         storeID("prf"),
-		TeamID:     teamID,
-		Name:       name,
-		TemplateID: "tpl_chrome_win_us",
-		Browser:    profile.BrowserChromium,
-		Fingerprint: profile.Fingerprint{
-			UserAgent: "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
-			Platform:  "Win32",
-			Locale:    "en-US",
-			Timezone:  "America/New_York",
-			Screen:    profile.Screen{Width: 1920, Height: 1080},
-		},
-		Tags:      tags,
-		Notes:     "warm-up: log in weekly",
-		Version:   1,
-		CreatedBy: storeID("usr"),
-		CreatedAt: storeAt(0),
-		UpdatedAt: storeAt(0),
+		ID:          storeID("prf"),
+		TeamID:      teamID,
+		Name:        name,
+		TemplateID:  "tpl_chrome_win_us",
+		Browser:     profile.BrowserChromium,
+		Fingerprint: windowsDevice(),
+		Tags:        tags,
+		Notes:       "warm-up: log in weekly",
+		Version:     1,
+		CreatedBy:   storeID("usr"),
+		CreatedAt:   storeAt(0),
+		UpdatedAt:   storeAt(0),
 	}
 }
 
@@ -157,9 +151,25 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		f.expectProfile(f.ctx, cookiesOnly)
 		bare := f.profile(teamID, "Bare")
 		bare.Notes = ""
+		// A device with empty lists, an auto locale and time zone, and a
+		// phone's fields.
+		bare.Fingerprint.Locale, bare.Fingerprint.Timezone = profile.Auto, profile.Auto
+		bare.Fingerprint.Navigator = profile.Navigator{HardwareConcurrency: 8, DeviceMemory: 0.5, MaxTouchPoints: 5, Languages: []string{}}
+		bare.Fingerprint.ClientHints = profile.ClientHints{Platform: "Android", PlatformVersion: "14.0.0", Model: "Pixel 8", Mobile: true}
+		bare.Fingerprint.Screen.PixelRatio = 2.625
+		bare.Fingerprint.Fonts = nil
 		f.createProfiles(full, bare)
 		f.expectProfile(f.ctx, full)
 		f.expectProfile(f.ctx, bare)
+		// A list reads the same devices.
+		listed := f.list(teamID, profilestore.Filter{Limit: 10})
+		for _, want := range []profile.Profile{full, bare} {
+			i := slices.IndexFunc(listed, func(p profile.Profile) bool { return p.ID == want.ID })
+			if i < 0 {
+				t.Fatalf("List does not read %s", want.ID)
+			}
+			checkEqual(t, "listed profile.Fingerprint", listed[i].Fingerprint, want.Fingerprint)
+		}
 	})
 
 	t.Run("reads carry the view of the team's proxy", func(t *testing.T) {
@@ -371,6 +381,7 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		s := f.session(storeAt(0), time.Hour)
 		want := p
 		want.Tags = slices.Clone(p.Tags)
+		want.Fingerprint = p.Fingerprint.Clone()
 		sessCopy := *s
 		want.Session = &sessCopy
 		data, cookies := *p.Data, *p.Cookies
@@ -378,16 +389,19 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		f.createProfiles(p)
 		f.start(p, s)
 		p.Tags[0] = "changed"
+		p.Fingerprint.Fonts[0], p.Fingerprint.Navigator.Languages[0] = "changed", "changed"
 		s.ID, s.Headless = "changed", false
 		p.Data.SHA256, p.Cookies.Size = "changed", 1
 
 		got, err := f.s.Profiles().ByID(f.ctx, p.TeamID, p.ID)
 		f.must("ByID", err)
 		got.Tags[1] = "changed"
+		got.Fingerprint.Fonts[1], got.Fingerprint.Navigator.Languages[1] = "changed", "changed"
 		got.Session.ID = "changed"
 		got.Data.Size, got.Cookies.SHA256 = 1, "changed"
 		listed := f.list(p.TeamID, profilestore.Filter{Limit: 10})
 		listed[0].Tags[0] = "changed"
+		listed[0].Fingerprint.Fonts[2] = "changed"
 		listed[0].Session.CDPURL = "changed"
 		listed[0].Data.UpdatedAt, listed[0].Cookies.Size = storeAt(time.Hour), 2
 
@@ -502,11 +516,7 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		next.Name = "After"
 		next.TemplateID = "tpl_chrome_mac_fr"
 		next.Browser = "chromium-next"
-		next.Fingerprint = profile.Fingerprint{
-			UserAgent: "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7)",
-			Platform:  "MacIntel", Locale: "fr-FR", Timezone: "Europe/Paris",
-			Screen: profile.Screen{Width: 1440, Height: 900},
-		}
+		next.Fingerprint = macDevice()
 		next.ProxyID = ""
 		next.Tags = []string{"c", "new", "a"}
 		next.Notes = "changed"

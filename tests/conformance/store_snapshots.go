@@ -34,13 +34,10 @@ func (f storeFixture) snapshot(teamID, profileID string) snapshot.Snapshot {
 		Label: "before the checkout \u00e9\u4e16 \"quoted\"", Kind: snapshot.KindManual,
 		Settings: snapshot.Settings{
 			Name: "Shop", TemplateID: "tpl_chrome_win_us", Browser: profile.BrowserChromium,
-			Fingerprint: profile.Fingerprint{
-				UserAgent: "Mozilla/5.0 (Windows NT 10.0; Win64; x64)", Platform: "Win32",
-				Locale: "en-US", Timezone: "America/New_York", Screen: profile.Screen{Width: 1920, Height: 1080},
-			},
-			ProxyID: storeID("prx"),
-			Tags:    []string{"zeta", "alpha", "mid"},
-			Notes:   "line one\nline two",
+			Fingerprint: windowsDevice(),
+			ProxyID:     storeID("prx"),
+			Tags:        []string{"zeta", "alpha", "mid"},
+			Notes:       "line one\nline two",
 		},
 		Data:      f.content(5 << 30),
 		Cookies:   f.content(4096),

@@ -32,7 +32,8 @@ import (
 	"github.com/profilesvc/profilesvc/ports/profilestore"
 )
 
-// profileRow is a profile with its fingerprint in columns of its own. The
+// profileRow is a profile with the first fields of its fingerprint in
+// columns of their own and the rest in device (see deviceColumn). The
 // session columns are all NULL while the profile is idle.
 type profileRow struct {
 	bun.BaseModel `bun:"table:profiles,alias:p"`
@@ -48,6 +49,7 @@ type profileRow struct {
 	Timezone     string    `bun:"timezone"`
 	ScreenWidth  int       `bun:"screen_width"`
 	ScreenHeight int       `bun:"screen_height"`
+	Device       string    `bun:"device,notnull"`
 	ProxyID      string    `bun:"proxy_id,nullzero"` // "" (no proxy) is NULL
 	Notes        string    `bun:"notes"`
 	Version      int       `bun:"version"`
@@ -90,7 +92,7 @@ type profileRow struct {
 // identity, the creation and the session.
 var profileSettingsColumns = []string{
 	"name", "template_id", "browser", "user_agent", "platform", "locale", "timezone", "tags",
-	"screen_width", "screen_height", "proxy_id", "notes", "version", "updated_at",
+	"screen_width", "screen_height", "device", "proxy_id", "notes", "version", "updated_at",
 	"data_sha256", "data_size", "data_updated_at", "cookies_sha256", "cookies_size",
 }
 
@@ -114,6 +116,7 @@ func newProfileRow(p profile.Profile) *profileRow {
 		Timezone:     p.Fingerprint.Timezone,
 		ScreenWidth:  p.Fingerprint.Screen.Width,
 		ScreenHeight: p.Fingerprint.Screen.Height,
+		Device:       deviceJSON(p.Fingerprint),
 		ProxyID:      p.ProxyID,
 		Notes:        p.Notes,
 		Version:      p.Version,
@@ -191,30 +194,34 @@ func (r *profileRow) profile() (profile.Profile, error) {
 			return profile.Profile{}, fmt.Errorf("bunstore: read profile tags: %w", err)
 		}
 	}
+	fp, err := withDevice(profile.Fingerprint{
+		UserAgent: r.UserAgent,
+		Platform:  r.Platform,
+		Locale:    r.Locale,
+		Timezone:  r.Timezone,
+		Screen:    profile.Screen{Width: r.ScreenWidth, Height: r.ScreenHeight},
+	}, r.Device, r.TemplateID, r.ID)
+	if err != nil {
+		return profile.Profile{}, err
+	}
 	return profile.Profile{
-		ID:         r.ID,
-		TeamID:     r.TeamID,
-		Name:       r.Name,
-		TemplateID: r.TemplateID,
-		Browser:    r.Browser,
-		Fingerprint: profile.Fingerprint{
-			UserAgent: r.UserAgent,
-			Platform:  r.Platform,
-			Locale:    r.Locale,
-			Timezone:  r.Timezone,
-			Screen:    profile.Screen{Width: r.ScreenWidth, Height: r.ScreenHeight},
-		},
-		ProxyID:   r.ProxyID,
-		Proxy:     r.proxy(),
-		Tags:      tags,
-		Notes:     r.Notes,
-		Session:   r.session(),
-		Data:      r.data(),
-		Cookies:   content(r.CookiesSHA256, r.CookiesSize),
-		Version:   r.Version,
-		CreatedBy: r.CreatedBy,
-		CreatedAt: utc(r.CreatedAt),
-		UpdatedAt: utc(r.UpdatedAt),
+		ID:          r.ID,
+		TeamID:      r.TeamID,
+		Name:        r.Name,
+		TemplateID:  r.TemplateID,
+		Browser:     r.Browser,
+		Fingerprint: fp,
+		ProxyID:     r.ProxyID,
+		Proxy:       r.proxy(),
+		Tags:        tags,
+		Notes:       r.Notes,
+		Session:     r.session(),
+		Data:        r.data(),
+		Cookies:     content(r.CookiesSHA256, r.CookiesSize),
+		Version:     r.Version,
+		CreatedBy:   r.CreatedBy,
+		CreatedAt:   utc(r.CreatedAt),
+		UpdatedAt:   utc(r.UpdatedAt),
 	}, nil
 }
 
@@ -310,7 +317,7 @@ func (r profileRepository) selectProfiles(db bun.IDB, rows any) *bun.SelectQuery
 // to bun's), named rather than p.*, which on PostgreSQL also holds the
 // proxy's view.
 const profileRowColumns = `p.id, p.team_id, p.name, p.template_id, p.browser, p.user_agent, p.platform, p.locale, p.timezone,
-	p.screen_width, p.screen_height, p.proxy_id, p.notes, p.version, p.created_by, p.created_at, p.updated_at,
+	p.screen_width, p.screen_height, p.device, p.proxy_id, p.notes, p.version, p.created_by, p.created_at, p.updated_at,
 	p.session_id, p.session_started_at, p.session_expires_at, p.session_launched_by, p.session_headless,
 	p.session_cdp_url, p.session_cdp_token_hash, p.session_node,
 	p.data_sha256, p.data_size, p.data_updated_at, p.cookies_sha256, p.cookies_size, p.quota_shard, p.tags`
@@ -336,7 +343,7 @@ func (r *profileRow) scanPG(rows pgx.Rows, byHand bool) error {
 	}
 	var proxyID, view *string
 	err := rows.Scan(&r.ID, &r.TeamID, &r.Name, &r.TemplateID, &r.Browser, &r.UserAgent, &r.Platform, &r.Locale, &r.Timezone,
-		&r.ScreenWidth, &r.ScreenHeight, &proxyID, &r.Notes, &r.Version, &r.CreatedBy, &r.CreatedAt, &r.UpdatedAt,
+		&r.ScreenWidth, &r.ScreenHeight, &r.Device, &proxyID, &r.Notes, &r.Version, &r.CreatedBy, &r.CreatedAt, &r.UpdatedAt,
 		&r.SessionID, &r.SessionStartedAt, &r.SessionExpiresAt, &r.SessionLaunchedBy, &r.SessionHeadless,
 		&r.SessionCDPURL, &r.SessionTokenHash, &r.SessionNode,
 		&r.DataSHA256, &r.DataSize, &r.DataUpdatedAt, &r.CookiesSHA256, &r.CookiesSize, &r.QuotaShard, &r.Tags,
@@ -365,6 +372,7 @@ func (r *profileRow) decodePG(values [][]byte, fields []pgconn.FieldDescription)
 	d.str(&r.Timezone)
 	d.int(&r.ScreenWidth)
 	d.int(&r.ScreenHeight)
+	d.str(&r.Device)
 	r.ProxyID, _ = d.nullStr()
 	d.str(&r.Notes)
 	d.int(&r.Version)
@@ -409,7 +417,7 @@ const (
 // pgProfileKinds are the kinds of pgProfileColumns, in its order.
 var pgProfileKinds = [...]pgKind{
 	pgText, pgText, pgText, pgText, pgText, pgText, pgText, pgText, pgText, // id to timezone
-	pgInt, pgInt, pgText, pgText, pgInt, pgText, pgTime, pgTime, // screen_width to updated_at
+	pgInt, pgInt, pgText, pgText, pgText, pgInt, pgText, pgTime, pgTime, // screen_width to updated_at
 	pgText, pgTime, pgTime, pgText, pgBool, pgText, pgText, pgText, // the session
 	pgText, pgInt, pgTime, pgText, pgInt, // data and cookies
 	pgInt, pgText, pgText, // quota_shard, tags, the proxy's view

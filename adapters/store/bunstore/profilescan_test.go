@@ -46,10 +46,9 @@ func randomTime(rng *rand.Rand) time.Time {
 func randomProfile(rng *rand.Rand, i int) profile.Profile {
 	p := profile.Profile{
 		ID: fmt.Sprintf("prf_%04d", i) + randomText(rng), TeamID: "tm_1", Name: randomText(rng), TemplateID: randomText(rng),
-		Browser: randomText(rng),
-		Fingerprint: profile.Fingerprint{UserAgent: randomText(rng), Platform: randomText(rng), Locale: randomText(rng),
-			Timezone: randomText(rng), Screen: profile.Screen{Width: rng.IntN(1 << 31), Height: -rng.IntN(1 << 31)}},
-		Notes: randomText(rng), Version: rng.IntN(1 << 31), CreatedBy: randomText(rng),
+		Browser:     randomText(rng),
+		Fingerprint: randomFingerprint(rng),
+		Notes:       randomText(rng), Version: rng.IntN(1 << 31), CreatedBy: randomText(rng),
 		CreatedAt: randomTime(rng), UpdatedAt: randomTime(rng),
 	}
 	switch rng.IntN(3) {
@@ -74,6 +73,40 @@ func randomProfile(rng *rand.Rand, i int) profile.Profile {
 		p.Cookies = &profile.Content{SHA256: randomText(rng), Size: rng.Int64N(1 << 40)}
 	}
 	return p
+}
+
+// randomFingerprint sets every field of a fingerprint at random; its lists
+// are nil, empty or not.
+func randomFingerprint(rng *rand.Rand) profile.Fingerprint {
+	n := func() int { return rng.IntN(1<<31) - rng.IntN(1<<31) }
+	f := func() float64 { return float64(n()) / float64(1+rng.IntN(1000)) }
+	list := func() []string {
+		switch rng.IntN(3) {
+		case 0:
+			return nil
+		case 1:
+			return []string{}
+		}
+		out := make([]string, 1+rng.IntN(20))
+		for i := range out {
+			out[i] = randomText(rng)
+		}
+		return out
+	}
+	return profile.Fingerprint{UserAgent: randomText(rng), Platform: randomText(rng), Locale: randomText(rng), Timezone: randomText(rng),
+		Screen:    profile.Screen{Width: rng.IntN(1 << 31), Height: -rng.IntN(1 << 31), AvailWidth: n(), AvailHeight: n(), ColorDepth: n(), PixelRatio: f()},
+		Navigator: profile.Navigator{HardwareConcurrency: n(), DeviceMemory: f(), MaxTouchPoints: n(), Languages: list()},
+		ClientHints: profile.ClientHints{Platform: randomText(rng), PlatformVersion: randomText(rng), Architecture: randomText(rng),
+			Bitness: randomText(rng), Model: randomText(rng), Mobile: rng.IntN(2) == 0},
+		Window: profile.Window{ChromeWidth: n(), ChromeHeight: n()},
+		WebGL: profile.WebGL{Vendor: randomText(rng), Renderer: randomText(rng), MaxTextureSize: n(), MaxRenderbufferSize: n(),
+			MaxViewportDims: [2]int{n(), n()}, MaxVertexAttribs: n(), MaxVertexUniformVectors: n(), MaxFragmentUniformVectors: n(),
+			MaxVaryingVectors: n(), MaxCombinedTextureImageUnits: n(), MaxTextureImageUnits: n(), MaxVertexTextureImageUnits: n(),
+			MaxCubeMapTextureSize: n(), AliasedLineWidthRange: [2]float64{f(), f()}, AliasedPointSizeRange: [2]float64{f(), f()}},
+		Fonts:        list(),
+		MediaDevices: profile.MediaDevices{AudioInputs: n(), VideoInputs: n(), AudioOutputs: n()},
+		WebRTC:       randomText(rng), NoiseSeed: randomText(rng),
+	}
 }
 
 // testProxy is the proxy prx_1 that random profiles refer to.
@@ -294,7 +327,7 @@ func profileFields() []pgconn.FieldDescription {
 	const text, int4, int8, tstz, boolean = 25, 23, 20, 1184, 16
 	oids := []uint32{
 		text, text, text, text, text, text, text, text, text, // id to timezone
-		int4, int4, text, text, int4, text, tstz, tstz, // screen_width to updated_at
+		int4, int4, text, text, text, int4, text, tstz, tstz, // screen_width to updated_at
 		text, tstz, tstz, text, boolean, text, text, text, // the session
 		text, int8, tstz, text, int8, // data and cookies
 		int4, text, text, // quota_shard, tags, the proxy's view
@@ -323,13 +356,14 @@ func TestProfileFieldsDecodable(t *testing.T) {
 		{"varchar", func(f []pgconn.FieldDescription) []pgconn.FieldDescription { f[2].DataTypeOID = varchar; return f }, true},
 		{"int2", func(f []pgconn.FieldDescription) []pgconn.FieldDescription { f[9].DataTypeOID = int2; return f }, true},
 		{"int4 as text", func(f []pgconn.FieldDescription) []pgconn.FieldDescription { f[9].Format = 0; return f }, false},
-		{"timestamptz as text", func(f []pgconn.FieldDescription) []pgconn.FieldDescription { f[15].Format = 0; return f }, false},
-		{"bool as text", func(f []pgconn.FieldDescription) []pgconn.FieldDescription { f[21].Format = 0; return f }, false},
+		{"timestamptz as text", func(f []pgconn.FieldDescription) []pgconn.FieldDescription { f[16].Format = 0; return f }, false},
+		{"bool as text", func(f []pgconn.FieldDescription) []pgconn.FieldDescription { f[22].Format = 0; return f }, false},
 		{"numeric", func(f []pgconn.FieldDescription) []pgconn.FieldDescription { f[10].DataTypeOID = numeric; return f }, false},
-		{"timestamp", func(f []pgconn.FieldDescription) []pgconn.FieldDescription { f[27].DataTypeOID = timestamp; return f }, false},
-		{"jsonb tags", func(f []pgconn.FieldDescription) []pgconn.FieldDescription { f[31].DataTypeOID = jsonb; return f }, false},
-		{"an unknown type", func(f []pgconn.FieldDescription) []pgconn.FieldDescription { f[32].DataTypeOID = 987654; return f }, false},
-		{"int8 for a bool", func(f []pgconn.FieldDescription) []pgconn.FieldDescription { f[21].DataTypeOID = 20; return f }, false},
+		{"timestamp", func(f []pgconn.FieldDescription) []pgconn.FieldDescription { f[28].DataTypeOID = timestamp; return f }, false},
+		{"jsonb device", func(f []pgconn.FieldDescription) []pgconn.FieldDescription { f[11].DataTypeOID = jsonb; return f }, false},
+		{"jsonb tags", func(f []pgconn.FieldDescription) []pgconn.FieldDescription { f[32].DataTypeOID = jsonb; return f }, false},
+		{"an unknown type", func(f []pgconn.FieldDescription) []pgconn.FieldDescription { f[33].DataTypeOID = 987654; return f }, false},
+		{"int8 for a bool", func(f []pgconn.FieldDescription) []pgconn.FieldDescription { f[22].DataTypeOID = 20; return f }, false},
 		{"a column fewer", func(f []pgconn.FieldDescription) []pgconn.FieldDescription { return f[:len(f)-1] }, false},
 		{"a column more", func(f []pgconn.FieldDescription) []pgconn.FieldDescription { return append(f, f[0]) }, false},
 	} {

@@ -18,8 +18,8 @@ import (
 	"github.com/profilesvc/profilesvc/ports/snapshotstore"
 )
 
-// snapshotRow is a snapshot with its fingerprint in columns of its own, as
-// profiles have it, the proxy as it looked in the proxy_ref columns (all
+// snapshotRow is a snapshot with its fingerprint in columns of its own and
+// its device column, as profiles have them, the proxy as it looked in the proxy_ref columns (all
 // NULL when none is shown) and its tags as a JSON array in their order.
 type snapshotRow struct {
 	bun.BaseModel `bun:"table:snapshots,alias:sn"`
@@ -38,6 +38,7 @@ type snapshotRow struct {
 	Timezone     string    `bun:"timezone"`
 	ScreenWidth  int       `bun:"screen_width"`
 	ScreenHeight int       `bun:"screen_height"`
+	Device       string    `bun:"device,notnull"`
 	ProxyID      string    `bun:"proxy_id,nullzero"` // "" (no proxy) is NULL
 	ProxyRefID   *string   `bun:"proxy_ref_id"`
 	ProxyRefType *string   `bun:"proxy_ref_type"`
@@ -69,6 +70,7 @@ func newSnapshotRow(s snapshot.Snapshot) (*snapshotRow, error) {
 		UserAgent: st.Fingerprint.UserAgent, Platform: st.Fingerprint.Platform,
 		Locale: st.Fingerprint.Locale, Timezone: st.Fingerprint.Timezone,
 		ScreenWidth: st.Fingerprint.Screen.Width, ScreenHeight: st.Fingerprint.Screen.Height,
+		Device:  deviceJSON(st.Fingerprint),
 		ProxyID: st.ProxyID, Tags: string(rawTags), Notes: st.Notes,
 		CreatedBy: s.CreatedBy, CreatedAt: utc(s.CreatedAt),
 	}
@@ -89,14 +91,19 @@ func (r *snapshotRow) snapshot() (snapshot.Snapshot, error) {
 	if tags == nil {
 		tags = []string{}
 	}
+	// A snapshot taken before the device column existed gets the device
+	// its profile gets (it is seeded by the profile's id).
+	fp, err := withDevice(profile.Fingerprint{
+		UserAgent: r.UserAgent, Platform: r.Platform, Locale: r.Locale, Timezone: r.Timezone,
+		Screen: profile.Screen{Width: r.ScreenWidth, Height: r.ScreenHeight},
+	}, r.Device, r.TemplateID, r.ProfileID)
+	if err != nil {
+		return snapshot.Snapshot{}, err
+	}
 	s := snapshot.Snapshot{
 		ID: r.ID, TeamID: r.TeamID, ProfileID: r.ProfileID, Label: r.Label, Kind: snapshot.Kind(r.Kind),
 		Settings: snapshot.Settings{
-			Name: r.Name, TemplateID: r.TemplateID, Browser: r.Browser,
-			Fingerprint: profile.Fingerprint{
-				UserAgent: r.UserAgent, Platform: r.Platform, Locale: r.Locale, Timezone: r.Timezone,
-				Screen: profile.Screen{Width: r.ScreenWidth, Height: r.ScreenHeight},
-			},
+			Name: r.Name, TemplateID: r.TemplateID, Browser: r.Browser, Fingerprint: fp,
 			ProxyID: r.ProxyID, Tags: tags, Notes: r.Notes,
 		},
 		Data:      content(r.DataSHA256, r.DataSize),
