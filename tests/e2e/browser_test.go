@@ -288,13 +288,19 @@ type journeySession struct {
 // at the end of t, so that the next step can launch.
 func (s *journeySession) launch(t *testing.T) string {
 	t.Helper()
+	return s.launchAs(t, true)
+}
+
+// launchAs is launch, headless or headed.
+func (s *journeySession) launchAs(t *testing.T, headless bool) string {
+	t.Helper()
 	var res struct {
 		Session struct {
 			ID     string  `json:"id"`
 			CDPURL *string `json:"cdpUrl"`
 		} `json:"session"`
 	}
-	code, err := post(s.base, "/api/v1/profiles/"+s.profile+"/launch", s.token, map[string]any{"headless": true}, &res)
+	code, err := post(s.base, "/api/v1/profiles/"+s.profile+"/launch", s.token, map[string]any{"headless": headless}, &res)
 	if err != nil || code != http.StatusOK {
 		t.Fatalf("launch: %d %v\n%s", code, err, s.output)
 	}

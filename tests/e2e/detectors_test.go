@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -193,21 +195,27 @@ func (d *detectorService) detect(t *testing.T, cdpURL string) detection {
 }
 
 // TestDetectorsSeeNoAutomatedBrowser launches a profile of every built-in
-// template and runs BotD and FingerprintJS in a page behind its proxy, as
-// a site would: BotD finds no bot.
+// template, headless and headed (on the display of its own sandbox), and
+// runs BotD and FingerprintJS in a page behind its proxy, as a site would:
+// BotD finds no bot.
 func TestDetectorsSeeNoAutomatedBrowser(t *testing.T) {
+	if _, err := exec.LookPath("Xvfb"); err != nil {
+		missingTool(t, "the detector test", "apt-get install xvfb")("Xvfb: " + err.Error())
+	}
 	d := startDetectorService(t)
 	for _, tpl := range d.templateIDs(t) {
-		t.Run(tpl, func(t *testing.T) {
-			s := d.newProfile(t, "Detect "+tpl, tpl)
-			got := d.detect(t, s.launch(t))
-			s.release(t)
-			if got.Bot {
-				t.Errorf("BotD: bot %q; detections %s", got.BotKind, got.Detections)
-			}
-			if got.VisitorID == "" || len(got.Components) == 0 {
-				t.Errorf("FingerprintJS answered no visitor: %+v", got)
-			}
-		})
+		s := d.newProfile(t, "Detect "+tpl, tpl)
+		for _, headless := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/headless=%v", tpl, headless), func(t *testing.T) {
+				got := d.detect(t, s.launchAs(t, headless))
+				s.release(t)
+				if got.Bot {
+					t.Errorf("BotD: bot %q; detections %s", got.BotKind, got.Detections)
+				}
+				if got.VisitorID == "" || len(got.Components) == 0 {
+					t.Errorf("FingerprintJS answered no visitor: %+v", got)
+				}
+			})
+		}
 	}
 }

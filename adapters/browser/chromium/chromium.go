@@ -168,6 +168,9 @@ func New(opts Options) (*Runtime, error) {
 	if err := clearWorkDir(opts.WorkDir); err != nil {
 		return nil, fmt.Errorf("chromium: %w", err)
 	}
+	if opts.Sandbox.Xvfb == "" {
+		opts.Sandbox.Xvfb, _ = exec.LookPath("Xvfb")
+	}
 	version, err := engineVersion(opts.Path)
 	if err != nil {
 		log.Warn("browser: the engine's version is unknown; user agents keep the version they name", "path", opts.Path, "error", err)
@@ -305,15 +308,16 @@ func (r *Runtime) launch(ctx context.Context, s *session, spec ports.LaunchSpec)
 	// agrees with the user agent.
 	fp.UserAgent = withEngineVersion(fp.UserAgent, r.version)
 	headless := spec.Headless
-	if !headless && os.Getenv("DISPLAY") == "" {
-		r.log.Info("browser: no display for a headed browser, running it headless", "session", s.id)
+	if !headless && r.opts.Sandbox.Xvfb == "" {
+		r.log.Info("browser: no Xvfb for a headed browser's display, running it headless (apt-get install xvfb)", "session", s.id)
 		headless = true
 	}
 	env := browserEnv(fp)
+	screen := ""
 	if !headless {
-		env["DISPLAY"] = os.Getenv("DISPLAY")
+		screen = displayScreen(fp)
 	}
-	sb, err := r.opts.Sandbox.start(sandboxLaunch{chromium: r.opts.Path, sessionDir: profileDir, args: browserArgs(headless, fp), env: env, fonts: fontsConfig(fp.Fonts)}, ctx.Done())
+	sb, err := r.opts.Sandbox.start(sandboxLaunch{chromium: r.opts.Path, sessionDir: profileDir, args: browserArgs(headless, fp), env: env, fonts: fontsConfig(fp.Fonts), screen: screen}, ctx.Done())
 	if err != nil {
 		return err
 	}
@@ -415,7 +419,15 @@ func browserArgs(headless bool, fp profile.Fingerprint) []string {
 		// A phone's screen and viewport are emulated on each page.
 		args = append(args, "--headless=new")
 	default:
-		args = append(args, "--window-size="+strconv.Itoa(fp.Screen.Width)+","+strconv.Itoa(fp.Screen.Height))
+		// The display is the device's screen; the window fills what the
+		// taskbar leaves of it.
+		sc := screenOf(fp)
+		args = append(args, "--window-position=0,0",
+			// The display has no GPU: WebGL is drawn in software, as a
+			// headless browser's is.
+			"--use-angle=swiftshader", "--enable-unsafe-swiftshader",
+			"--window-size="+strconv.Itoa(sc.AvailWidth)+","+strconv.Itoa(sc.AvailHeight),
+			"--force-device-scale-factor="+strconv.FormatFloat(sc.PixelRatio, 'f', -1, 64))
 	}
 	return append(args, "about:blank")
 }

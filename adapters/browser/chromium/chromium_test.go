@@ -438,14 +438,13 @@ func hasCookie(cookies []browserdata.Cookie, name, value string) bool {
 	return false
 }
 
-func TestAHeadedLaunchWithoutADisplayRuns(t *testing.T) {
-	t.Setenv("DISPLAY", "")
-	t.Setenv("WAYLAND_DISPLAY", "")
+func TestAHeadedLaunchWithoutXvfbRunsHeadless(t *testing.T) {
 	rt := newRuntime(t, 1)
+	rt.opts.Sandbox.Xvfb = ""
 	spec := launchSpec("prf_headed", "ses_headed")
 	spec.Headless = false
 	if _, err := rt.Start(testContext(t), spec); err != nil {
-		t.Fatalf("a headed launch without a display: %v", err)
+		t.Fatalf("a headed launch without Xvfb: %v", err)
 	}
 	expectVersion(t, rt, spec.SessionID)
 }

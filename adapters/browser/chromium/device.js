@@ -69,6 +69,12 @@
 		getter(G, 'outerHeight', (self, orig) => (self.innerHeight || orig()) + device.chrome[1]);
 	}
 
+	// The screen's available part, on a display without a taskbar.
+	if (device.avail && G.Screen) {
+		getter(G.Screen.prototype, 'availWidth', value(device.avail[0]));
+		getter(G.Screen.prototype, 'availHeight', value(device.avail[1]));
+	}
+
 	// WebGL: the device's GPU and its limits, and noise in what is read
 	// back.
 	const webgl = device.webgl;

@@ -8,6 +8,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/profilesvc/profilesvc/domain/profile"
@@ -176,6 +179,39 @@ func TestEveryScriptSeesTheDevice(t *testing.T) {
 		w.onmessage = (e) => resolve(e.data);
 		w.postMessage('read');
 	})`), want)
+}
+
+// A headed browser gets a display of its own in its sandbox, of the
+// device's screen, and pages there see the same device.
+func TestAHeadedBrowserHasADisplayOfItsOwn(t *testing.T) {
+	if _, err := exec.LookPath("Xvfb"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("no Xvfb: CI installs xvfb")
+		}
+		t.Skip("no Xvfb on PATH: install xvfb (apt-get install xvfb) to run headed browsers")
+	}
+	t.Setenv("DISPLAY", "")
+	rt := newRuntime(t, 1)
+	srv := devicePageServer(t)
+	spec := launchSpec("prf_headed", "ses_headed")
+	spec.Profile.Fingerprint = deviceFingerprint
+	spec.Headless = false
+	if _, err := rt.Start(testContext(t), spec); err != nil {
+		t.Fatal(err)
+	}
+	page := connect(t, relayURL(t, rt, "ses_headed")).page(srv.URL + "/")
+	got := evaluate[deviceView](t, page, deviceViewScript)
+	if got.Webdriver || got.HardwareConcurrency != 12 || got.WebGLRenderer != deviceFingerprint.WebGL.Renderer ||
+		fmt.Sprint(got.Screen) != "[1536 864 1536 816]" || got.ColorDepth != 30 || got.PixelRatio != 1.25 {
+		t.Errorf("a headed page sees %+v", got)
+	}
+	// The window is a real one: the browser's own chrome above the page.
+	if len(got.ChromeSize) != 2 || got.ChromeSize[1] < 30 {
+		t.Errorf("a headed window's chrome (outer - inner) is %v, want a toolbar's height", got.ChromeSize)
+	}
+	if ua := evaluate[string](t, page, "navigator.userAgent"); strings.Contains(ua, "Headless") {
+		t.Errorf("a headed browser says %q", ua)
+	}
 }
 
 func quote(s string) string {

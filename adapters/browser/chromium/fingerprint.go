@@ -141,6 +141,7 @@ type deviceConfig struct {
 	DeviceMemory        float64        `json:"deviceMemory,omitempty"`
 	MaxTouchPoints      int            `json:"maxTouchPoints"`
 	Chrome              *[2]int        `json:"chrome,omitempty"`
+	Avail               *[2]int        `json:"avail,omitempty"`
 	WebGL               map[string]any `json:"webgl"`
 	NoiseSeed           string         `json:"noiseSeed"`
 	Media               [3]int         `json:"media"`
@@ -208,6 +209,10 @@ func deviceScript(fp profile.Fingerprint, headless bool) string {
 	}
 	if headless {
 		cfg.Chrome = &[2]int{fp.Window.ChromeWidth, fp.Window.ChromeHeight}
+	} else {
+		// A virtual display has no taskbar.
+		sc := screenOf(fp)
+		cfg.Avail = &[2]int{sc.AvailWidth, sc.AvailHeight}
 	}
 	if len(cfg.NoiseSeed) != 16 {
 		// A fingerprint from before the noise seed: one of its own all
@@ -330,4 +335,12 @@ func fontsConfig(fonts []string) []byte {
 func hostFace(name string) bool {
 	n := strings.ToLower(name)
 	return strings.HasPrefix(n, "dejavu ") || strings.HasPrefix(n, "liberation ")
+}
+
+// displayScreen is the headed browser's display of fp's screen: its size
+// in device pixels and its colour depth ("1920x1080x24").
+func displayScreen(fp profile.Fingerprint) string {
+	sc := screenOf(fp)
+	px := func(css int) int { return int(math.Round(float64(css) * sc.PixelRatio)) }
+	return fmt.Sprintf("%dx%dx%d", px(sc.Width), px(sc.Height), sc.ColorDepth)
 }

@@ -1,6 +1,7 @@
 package chromium
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -110,12 +112,21 @@ var policyDirs = []string{"/etc/chromium/policies/managed", "/etc/opt/chrome/pol
 // sandboxEnvKeys are the only variables a browser gets (values set by the
 // runtime); the service's own environment, with its secrets, never
 // reaches it.
-var sandboxEnvKeys = []string{"TZ", "LANG", "DISPLAY"}
+var sandboxEnvKeys = []string{"TZ", "LANG"}
+
+// displayEnv tells the sandbox's first process to start the browser's
+// display first: the X server and its screen ("/usr/bin/Xvfb 1920x1080x24").
+// The browser itself does not get it.
+const displayEnv = "PROFILESVC_DISPLAY"
 
 // Sandbox is how the runtime contains each browser.
 type Sandbox struct {
 	// Bwrap is the bubblewrap binary.
 	Bwrap string
+	// Xvfb is the virtual X server a headed browser gets a display of its
+	// own from, inside its sandbox; "" finds Xvfb on PATH, and without one
+	// a headed launch runs headless.
+	Xvfb string
 }
 
 // FindBwrap returns the bubblewrap binary: path when set, else bwrap on
@@ -145,6 +156,9 @@ type sandboxLaunch struct {
 	args       []string // Chromium's flags, without --proxy-server
 	env        map[string]string
 	fonts      []byte // the fontconfig document of the device's fonts
+	// screen is the size and depth of a headed browser's display, in
+	// device pixels ("1920x1080x24"); "" for a headless browser.
+	screen string
 }
 
 // start runs the browser in its sandbox and waits until it has handed
@@ -276,14 +290,11 @@ func (sb Sandbox) args(l sandboxLaunch, selfFD, dirFD int) []string {
 		"--setenv", "HOME", sandboxHome,
 		"--setenv", "PATH", "/usr/bin:/bin",
 	)
-	if display := l.env["DISPLAY"]; display != "" {
-		// An X display's socket; the display itself is the runtime's
-		// (Xvfb), never the host's desktop.
-		if n, ok := strings.CutPrefix(display, ":"); ok {
-			n, _, _ = strings.Cut(n, ".")
-			sock := "/tmp/.X11-unix/X" + n
-			a = append(a, "--ro-bind-try", sock, sock)
-		}
+	if l.screen != "" && sb.Xvfb != "" {
+		// A display of the browser's own, in its own namespaces: its
+		// socket in the sandbox's /tmp, its compiled keymaps in a folder
+		// of the sandbox. No display of the host is in reach.
+		a = append(a, "--dir", "/var/lib/xkb", "--setenv", displayEnv, sb.Xvfb+" "+l.screen)
 	}
 	for _, k := range sandboxEnvKeys {
 		if v, ok := l.env[k]; ok {
@@ -435,8 +446,54 @@ func runBrowserInit(args []string) error {
 		}
 		_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC)
 	}
+	env := os.Environ()
+	if display := os.Getenv(displayEnv); display != "" {
+		env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, displayEnv+"=") })
+		n, err := startDisplay(display)
+		if err != nil {
+			return fmt.Errorf("the browser's display: %w", err)
+		}
+		env = append(env, "DISPLAY=:"+n)
+	}
 	argv := append(slices.Clip(args), "--proxy-server=http://127.0.0.1:"+strconv.Itoa(port))
-	return unix.Exec(args[0], argv, os.Environ())
+	return unix.Exec(args[0], argv, env)
+}
+
+// displayTimeout bounds the start of a browser's X server.
+const displayTimeout = 10 * time.Second
+
+// startDisplay starts the X server of spec ("<Xvfb> <screen>") and returns
+// its display number once it accepts clients. The server outlives this
+// process's exec into the browser, and ends with the sandbox.
+func startDisplay(spec string) (string, error) {
+	xvfb, screen, ok := strings.Cut(spec, " ")
+	if !ok {
+		return "", fmt.Errorf("%s is not <Xvfb> <screen>", spec)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	// -displayfd: the server picks a free display and writes its number
+	// once it is ready.
+	cmd := exec.Command(xvfb, "-displayfd", "3", "-screen", "0", screen, "-nolisten", "tcp", "-noreset", "-dpi", "96")
+	cmd.ExtraFiles = []*os.File{w}
+	cmd.Stderr = os.Stderr
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		return "", err
+	}
+	if err := r.SetReadDeadline(time.Now().Add(displayTimeout)); err != nil {
+		return "", err
+	}
+	line, err := bufio.NewReader(r).ReadString('\n')
+	n := strings.TrimSpace(line)
+	if _, convErr := strconv.Atoi(n); err != nil || convErr != nil {
+		return "", fmt.Errorf("%s did not say its display within %s: %v", xvfb, displayTimeout, err)
+	}
+	return n, nil
 }
 
 func closeAll(files ...*os.File) {
