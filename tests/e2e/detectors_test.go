@@ -11,7 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -218,4 +220,95 @@ func TestDetectorsSeeNoAutomatedBrowser(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestEveryProfileIsADeviceOfItsOwn launches five profiles of every
+// template and reads them with FingerprintJS: every profile is a visitor
+// of its own, the same one on every launch, and what a platform decides
+// (GPU, fonts, screen, cores, canvas, audio) is not one value for all.
+func TestEveryProfileIsADeviceOfItsOwn(t *testing.T) {
+	const perTemplate = 5
+	d := startDetectorService(t)
+	type seen struct {
+		template, profile string
+		got               detection
+	}
+	var all []seen
+	first := map[string]*journeySession{}
+	for _, tpl := range d.templateIDs(t) {
+		for i := range perTemplate {
+			s := d.newProfile(t, fmt.Sprintf("Device %s %d", tpl, i), tpl)
+			got := d.detect(t, s.launch(t))
+			s.release(t)
+			if got.Bot {
+				t.Errorf("%s: BotD: bot %q; detections %s", tpl, got.BotKind, got.Detections)
+			}
+			all = append(all, seen{tpl, s.profile, got})
+			if i == 0 {
+				first[tpl] = s
+			}
+		}
+	}
+	visitors := map[string]string{}
+	for _, s := range all {
+		if other, dup := visitors[s.got.VisitorID]; dup {
+			t.Errorf("profiles %s and %s are one visitor to FingerprintJS (%s)", other, s.profile, s.got.VisitorID)
+		}
+		visitors[s.got.VisitorID] = s.profile
+	}
+	// One profile is one device, launch after launch.
+	for tpl, s := range first {
+		again := d.detect(t, s.launch(t))
+		s.release(t)
+		var before detection
+		for _, x := range all {
+			if x.profile == s.profile {
+				before = x.got
+			}
+		}
+		if again.VisitorID != before.VisitorID {
+			t.Errorf("%s: profile %s is visitor %s, then %s on its next launch; changed components: %v",
+				tpl, s.profile, before.VisitorID, again.VisitorID, changedComponents(before.Components, again.Components))
+		}
+	}
+	for _, name := range []string{"canvas", "audio", "webGlBasics", "webGlExtensions", "fonts", "hardwareConcurrency", "screenResolution", "screenFrame"} {
+		values := map[string]bool{}
+		for _, s := range all {
+			values[s.got.Components[name]] = true
+		}
+		if len(values) < 2 {
+			t.Errorf("FingerprintJS's %s is one value for all %d profiles", name, len(all))
+		}
+	}
+	// What the README reports: how many values each component took.
+	distinct := map[string]map[string]bool{}
+	for _, s := range all {
+		for name, v := range s.got.Components {
+			if distinct[name] == nil {
+				distinct[name] = map[string]bool{}
+			}
+			distinct[name][v] = true
+		}
+	}
+	names := make([]string, 0, len(distinct))
+	for name := range distinct {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var counts []string
+	for _, name := range names {
+		counts = append(counts, fmt.Sprintf("%s %d", name, len(distinct[name])))
+	}
+	t.Logf("%d profiles, %d visitors; distinct values per component: %s", len(all), len(visitors), strings.Join(counts, ", "))
+}
+
+// changedComponents names the components whose values differ.
+func changedComponents(a, b map[string]string) []string {
+	var out []string
+	for k, v := range a {
+		if b[k] != v {
+			out = append(out, k)
+		}
+	}
+	return out
 }
