@@ -108,7 +108,15 @@ func startDetectorService(t *testing.T) *detectorService {
 	}
 	siteHost := net.JoinHostPort(detectSiteName, sitePort)
 	proxy := newJourneyProxy(t, map[string]string{siteHost: site.Listener.Addr().String()})
+	d := startServiceWithProxy(t, chromium, proxy, "detect@example.com")
+	d.pageURL = "http://" + siteHost + "/"
+	return d
+}
 
+// startServiceWithProxy runs the service with Chromium and an account
+// whose team has proxy as a stored proxy.
+func startServiceWithProxy(t *testing.T, chromium string, proxy *journeyProxy, email string) *detectorService {
+	t.Helper()
 	dir, dataDir, tmpDir := browserDirs(t)
 	addr := freeAddr(t)
 	base := "http://" + addr
@@ -122,7 +130,7 @@ func startDetectorService(t *testing.T) *detectorService {
 		AccessToken string `json:"accessToken"`
 	}
 	if code, err := post(base, "/api/v1/auth/register", "", map[string]string{
-		"email": "detect@example.com", "password": "a long enough password", "name": "Detect",
+		"email": email, "password": "a long enough password", "name": "Detect",
 	}, &signIn); err != nil || code != http.StatusCreated {
 		t.Fatalf("register: %d %v", code, err)
 	}
@@ -136,7 +144,7 @@ func startDetectorService(t *testing.T) *detectorService {
 	}, &proxyRes); err != nil || code != http.StatusCreated {
 		t.Fatalf("add proxy: %d %v", code, err)
 	}
-	return &detectorService{base: base, token: signIn.AccessToken, proxyID: proxyRes.ID, pageURL: "http://" + siteHost + "/", output: p.output}
+	return &detectorService{base: base, token: signIn.AccessToken, proxyID: proxyRes.ID, output: p.output}
 }
 
 // templateIDs lists the service's built-in templates.

@@ -413,11 +413,11 @@ func browserArgs(headless bool, fp profile.Fingerprint) []string {
 		"--lang=" + fp.Locale,
 	}
 	switch {
-	case headless && !fp.ClientHints.Mobile:
-		args = append(append(args, "--headless=new"), screenFlags(fp)...)
 	case headless:
-		// A phone's screen and viewport are emulated on each page.
-		args = append(args, "--headless=new")
+		// A phone's pages also emulate its viewport and touch screen;
+		// frames of other sites in processes of their own see the screen
+		// of the flag.
+		args = append(append(args, "--headless=new"), screenFlags(fp)...)
 	default:
 		// The display is the device's screen; the window fills what the
 		// taskbar leaves of it.

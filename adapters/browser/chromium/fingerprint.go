@@ -209,8 +209,10 @@ func deviceScript(fp profile.Fingerprint, headless bool) string {
 	}
 	if headless {
 		cfg.Chrome = &[2]int{fp.Window.ChromeWidth, fp.Window.ChromeHeight}
-	} else {
-		// A virtual display has no taskbar.
+	}
+	if !headless || fp.ClientHints.Mobile {
+		// Neither a virtual display nor an emulated phone screen has a
+		// taskbar or a status bar.
 		sc := screenOf(fp)
 		cfg.Avail = &[2]int{sc.AvailWidth, sc.AvailHeight}
 	}
@@ -284,7 +286,7 @@ func screenOf(fp profile.Fingerprint) profile.Screen {
 // less the browser's chrome.
 func screenFlags(fp profile.Fingerprint) []string {
 	sc := screenOf(fp)
-	px := func(css int) int { return int(math.Round(float64(css) * sc.PixelRatio)) }
+	px := devicePixels(sc.PixelRatio)
 	edge := "workAreaBottom"
 	if fp.Platform == "MacIntel" {
 		edge = "workAreaTop"
@@ -341,6 +343,13 @@ func hostFace(name string) bool {
 // in device pixels and its colour depth ("1920x1080x24").
 func displayScreen(fp profile.Fingerprint) string {
 	sc := screenOf(fp)
-	px := func(css int) int { return int(math.Round(float64(css) * sc.PixelRatio)) }
+	px := devicePixels(sc.PixelRatio)
 	return fmt.Sprintf("%dx%dx%d", px(sc.Width), px(sc.Height), sc.ColorDepth)
+}
+
+// devicePixels converts CSS pixels to device pixels at ratio, rounding
+// down: Chromium rounds a screen's size in CSS pixels up, so that
+// 412 CSS pixels at 2.625 are 1081 device pixels (1082 would read as 413).
+func devicePixels(ratio float64) func(css int) int {
+	return func(css int) int { return int(math.Floor(float64(css)*ratio + 1e-9)) }
 }
