@@ -6,10 +6,32 @@
 (device) => {
 	const G = globalThis;
 
-	const originals = new WeakMap();
+	// originals maps each replacement to the native function it stands
+	// for. Frames of one origin share one map, so that one frame's
+	// Function.prototype.toString answers for another's replacements as
+	// for natives: a frame asks its parent (or opener) for the map by
+	// calling that realm's toString with the launch's secret as argument,
+	// which no page knows and the native ignores.
+	let originals = null;
+	for (const other of [G.parent, G.opener]) {
+		try {
+			if (!other || other === G) continue;
+			const shared = Reflect.apply(other.Function.prototype.toString, other.Function, [device.secret]);
+			if (Object.prototype.toString.call(shared) === '[object WeakMap]') {
+				originals = shared;
+				break;
+			}
+		} catch {
+			// another origin's: its functions are out of this realm's reach.
+		}
+	}
+	originals = originals || new WeakMap();
 	const nativeToString = Function.prototype.toString;
 	const toStringProxy = new Proxy(nativeToString, {
-		apply: (target, self, args) => Reflect.apply(target, originals.get(self) || self, args),
+		apply: (target, self, args) => {
+			if (args[0] === device.secret) return originals;
+			return Reflect.apply(target, originals.get(self) || self, args);
+		},
 	});
 	originals.set(toStringProxy, nativeToString);
 	Object.defineProperty(Function.prototype, 'toString', { ...Object.getOwnPropertyDescriptor(Function.prototype, 'toString'), value: toStringProxy });

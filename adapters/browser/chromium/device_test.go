@@ -174,6 +174,21 @@ func TestEveryScriptSeesTheDevice(t *testing.T) {
 		f.onload = () => f.contentWindow.postMessage('read', '*');
 		document.body.append(f);
 	})`), wantWindow)
+	// A frame of the page's origin: its functions read as native from the
+	// page's realm, and the page's from its realm.
+	crossRealm := evaluate[string](t, page, `(() => {
+		const f = document.createElement('iframe');
+		document.body.append(f);
+		const w = f.contentWindow;
+		return [
+			Function.prototype.toString.call(w.HTMLCanvasElement.prototype.toDataURL),
+			w.Function.prototype.toString.call(HTMLCanvasElement.prototype.toDataURL),
+			String(w.navigator.hardwareConcurrency),
+		].join('|');
+	})()`)
+	if want := "function toDataURL() { [native code] }|function toDataURL() { [native code] }|12"; crossRealm != want {
+		t.Errorf("across the realms of a page and its frame: %q, want %q", crossRealm, want)
+	}
 	check("a dedicated worker", evaluate[deviceView](t, page, `new Promise((resolve) => {
 		const w = new Worker('/worker.js');
 		w.onmessage = (e) => resolve(e.data);

@@ -1,6 +1,7 @@
 package chromium
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	_ "embed" // device.js
 	"encoding/hex"
@@ -146,6 +147,9 @@ type deviceConfig struct {
 	NoiseSeed           string         `json:"noiseSeed"`
 	Media               [3]int         `json:"media"`
 	WebRTCOff           bool           `json:"webrtcOff"`
+	// Secret is the launch's own: frames pass it to share what device.js
+	// replaced (no page knows it).
+	Secret string `json:"secret"`
 }
 
 // WebGL parameter names (the GL enums a page passes to getParameter).
@@ -222,6 +226,9 @@ func deviceScript(fp profile.Fingerprint, headless bool) string {
 		sum := sha256.Sum256([]byte(fp.UserAgent + "\x00" + fp.Platform + "\x00" + fp.Locale))
 		cfg.NoiseSeed = hex.EncodeToString(sum[:8])
 	}
+	var secret [16]byte
+	_, _ = rand.Read(secret[:]) // crypto/rand does not fail
+	cfg.Secret = hex.EncodeToString(secret[:])
 	doc, _ := json.Marshal(cfg) // plain values always marshal
 	return "(" + strings.TrimSpace(deviceJS) + ")(" + string(doc) + ");"
 }
