@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -114,6 +115,19 @@ func TestTemplates(t *testing.T) {
 		}[os]
 		if !strings.Contains(ua, want[0]) || platform != want[1] {
 			t.Errorf("template %s (%s): user agent %q and platform %q do not match", tpl["id"], os, ua, platform)
+		}
+		// The template's device: the fields above are its, and its GPU and
+		// client hints are of its platform.
+		fp, _ := tpl["fingerprint"].(map[string]any)
+		renderer := str(fp["webgl"].(map[string]any)["renderer"])
+		hints := fp["clientHints"].(map[string]any)
+		gpu := map[string]string{"windows": "Direct3D11", "macos": "Apple M", "linux": "OpenGL", "android": ""}[os]
+		if fp["userAgent"] != ua || fp["platform"] != platform || fp["locale"] != tpl["locale"] || fp["timezone"] != tpl["timezone"] ||
+			!reflect.DeepEqual(fp["screen"], tpl["screen"]) || !strings.Contains(renderer, gpu) || (hints["mobile"] == true) != (os == "android") {
+			t.Errorf("template %s: device %v", tpl["id"], fp)
+		}
+		if strings.Contains(str(tpl["name"]), "131") {
+			t.Errorf("template %s names a browser version: %v", tpl["id"], tpl["name"])
 		}
 		if _, err := time.LoadLocation(str(tpl["timezone"])); err != nil {
 			t.Errorf("template %s: timezone %v: %v", tpl["id"], tpl["timezone"], err)
