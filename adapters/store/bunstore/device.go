@@ -9,79 +9,83 @@ import (
 
 // deviceColumn is the device column of profiles and snapshots: every field
 // of a fingerprint beyond the six that have columns of their own, as JSON.
-// Rows written before the column existed hold an empty string there.
+// Rows written before the column existed hold an empty string there. Its
+// parts have the fields of the domain's, in their order, so that each
+// converts to the other.
 type deviceColumn struct {
-	Screen struct {
-		AvailWidth  int     `json:"availWidth"`
-		AvailHeight int     `json:"availHeight"`
-		ColorDepth  int     `json:"colorDepth"`
-		PixelRatio  float64 `json:"pixelRatio"`
-	} `json:"screen"`
-	Navigator struct {
-		HardwareConcurrency int      `json:"hardwareConcurrency"`
-		DeviceMemory        float64  `json:"deviceMemory"`
-		MaxTouchPoints      int      `json:"maxTouchPoints"`
-		Languages           []string `json:"languages"`
-	} `json:"navigator"`
-	ClientHints struct {
-		Platform        string `json:"platform"`
-		PlatformVersion string `json:"platformVersion"`
-		Architecture    string `json:"architecture"`
-		Bitness         string `json:"bitness"`
-		Model           string `json:"model"`
-		Mobile          bool   `json:"mobile"`
-	} `json:"clientHints"`
-	Window struct {
-		ChromeWidth  int `json:"chromeWidth"`
-		ChromeHeight int `json:"chromeHeight"`
-	} `json:"window"`
-	WebGL struct {
-		Vendor                       string     `json:"vendor"`
-		Renderer                     string     `json:"renderer"`
-		MaxTextureSize               int        `json:"maxTextureSize"`
-		MaxRenderbufferSize          int        `json:"maxRenderbufferSize"`
-		MaxViewportDims              [2]int     `json:"maxViewportDims"`
-		MaxVertexAttribs             int        `json:"maxVertexAttribs"`
-		MaxVertexUniformVectors      int        `json:"maxVertexUniformVectors"`
-		MaxFragmentUniformVectors    int        `json:"maxFragmentUniformVectors"`
-		MaxVaryingVectors            int        `json:"maxVaryingVectors"`
-		MaxCombinedTextureImageUnits int        `json:"maxCombinedTextureImageUnits"`
-		MaxTextureImageUnits         int        `json:"maxTextureImageUnits"`
-		MaxVertexTextureImageUnits   int        `json:"maxVertexTextureImageUnits"`
-		MaxCubeMapTextureSize        int        `json:"maxCubeMapTextureSize"`
-		AliasedLineWidthRange        [2]float64 `json:"aliasedLineWidthRange"`
-		AliasedPointSizeRange        [2]float64 `json:"aliasedPointSizeRange"`
-	} `json:"webgl"`
-	Fonts        []string `json:"fonts"`
-	MediaDevices struct {
-		AudioInputs  int `json:"audioInputs"`
-		VideoInputs  int `json:"videoInputs"`
-		AudioOutputs int `json:"audioOutputs"`
-	} `json:"mediaDevices"`
-	WebRTC    string `json:"webrtc"`
-	NoiseSeed string `json:"noiseSeed"`
+	Screen       deviceScreen       `json:"screen"`
+	Navigator    deviceNavigator    `json:"navigator"`
+	ClientHints  deviceClientHints  `json:"clientHints"`
+	Window       deviceWindow       `json:"window"`
+	WebGL        deviceWebGL        `json:"webgl"`
+	Fonts        []string           `json:"fonts"`
+	MediaDevices deviceMediaDevices `json:"mediaDevices"`
+	WebRTC       string             `json:"webrtc"`
+	NoiseSeed    string             `json:"noiseSeed"`
+}
+
+// deviceScreen is the screen without its size, which has columns.
+type deviceScreen struct {
+	AvailWidth  int     `json:"availWidth"`
+	AvailHeight int     `json:"availHeight"`
+	ColorDepth  int     `json:"colorDepth"`
+	PixelRatio  float64 `json:"pixelRatio"`
+}
+
+type deviceNavigator struct {
+	HardwareConcurrency int      `json:"hardwareConcurrency"`
+	DeviceMemory        float64  `json:"deviceMemory"`
+	MaxTouchPoints      int      `json:"maxTouchPoints"`
+	Languages           []string `json:"languages"`
+}
+
+type deviceClientHints struct {
+	Platform        string `json:"platform"`
+	PlatformVersion string `json:"platformVersion"`
+	Architecture    string `json:"architecture"`
+	Bitness         string `json:"bitness"`
+	Model           string `json:"model"`
+	Mobile          bool   `json:"mobile"`
+}
+
+type deviceWindow struct {
+	ChromeWidth  int `json:"chromeWidth"`
+	ChromeHeight int `json:"chromeHeight"`
+}
+
+type deviceWebGL struct {
+	Vendor                       string     `json:"vendor"`
+	Renderer                     string     `json:"renderer"`
+	MaxTextureSize               int        `json:"maxTextureSize"`
+	MaxRenderbufferSize          int        `json:"maxRenderbufferSize"`
+	MaxViewportDims              [2]int     `json:"maxViewportDims"`
+	MaxVertexAttribs             int        `json:"maxVertexAttribs"`
+	MaxVertexUniformVectors      int        `json:"maxVertexUniformVectors"`
+	MaxFragmentUniformVectors    int        `json:"maxFragmentUniformVectors"`
+	MaxVaryingVectors            int        `json:"maxVaryingVectors"`
+	MaxCombinedTextureImageUnits int        `json:"maxCombinedTextureImageUnits"`
+	MaxTextureImageUnits         int        `json:"maxTextureImageUnits"`
+	MaxVertexTextureImageUnits   int        `json:"maxVertexTextureImageUnits"`
+	MaxCubeMapTextureSize        int        `json:"maxCubeMapTextureSize"`
+	AliasedLineWidthRange        [2]float64 `json:"aliasedLineWidthRange"`
+	AliasedPointSizeRange        [2]float64 `json:"aliasedPointSizeRange"`
+}
+
+type deviceMediaDevices struct {
+	AudioInputs  int `json:"audioInputs"`
+	VideoInputs  int `json:"videoInputs"`
+	AudioOutputs int `json:"audioOutputs"`
 }
 
 // deviceJSON is the device column of fp.
 func deviceJSON(fp profile.Fingerprint) string {
-	var d deviceColumn
-	s, n, c, w := fp.Screen, fp.Navigator, fp.ClientHints, fp.WebGL
-	d.Screen.AvailWidth, d.Screen.AvailHeight, d.Screen.ColorDepth, d.Screen.PixelRatio = s.AvailWidth, s.AvailHeight, s.ColorDepth, s.PixelRatio
-	d.Navigator.HardwareConcurrency, d.Navigator.DeviceMemory = n.HardwareConcurrency, n.DeviceMemory
-	d.Navigator.MaxTouchPoints, d.Navigator.Languages = n.MaxTouchPoints, n.Languages
-	d.ClientHints.Platform, d.ClientHints.PlatformVersion, d.ClientHints.Architecture = c.Platform, c.PlatformVersion, c.Architecture
-	d.ClientHints.Bitness, d.ClientHints.Model, d.ClientHints.Mobile = c.Bitness, c.Model, c.Mobile
-	d.Window.ChromeWidth, d.Window.ChromeHeight = fp.Window.ChromeWidth, fp.Window.ChromeHeight
-	d.WebGL.Vendor, d.WebGL.Renderer = w.Vendor, w.Renderer
-	d.WebGL.MaxTextureSize, d.WebGL.MaxRenderbufferSize, d.WebGL.MaxViewportDims = w.MaxTextureSize, w.MaxRenderbufferSize, w.MaxViewportDims
-	d.WebGL.MaxVertexAttribs, d.WebGL.MaxVertexUniformVectors = w.MaxVertexAttribs, w.MaxVertexUniformVectors
-	d.WebGL.MaxFragmentUniformVectors, d.WebGL.MaxVaryingVectors = w.MaxFragmentUniformVectors, w.MaxVaryingVectors
-	d.WebGL.MaxCombinedTextureImageUnits, d.WebGL.MaxTextureImageUnits = w.MaxCombinedTextureImageUnits, w.MaxTextureImageUnits
-	d.WebGL.MaxVertexTextureImageUnits, d.WebGL.MaxCubeMapTextureSize = w.MaxVertexTextureImageUnits, w.MaxCubeMapTextureSize
-	d.WebGL.AliasedLineWidthRange, d.WebGL.AliasedPointSizeRange = w.AliasedLineWidthRange, w.AliasedPointSizeRange
-	d.Fonts = fp.Fonts
-	d.MediaDevices.AudioInputs, d.MediaDevices.VideoInputs, d.MediaDevices.AudioOutputs = fp.MediaDevices.AudioInputs, fp.MediaDevices.VideoInputs, fp.MediaDevices.AudioOutputs
-	d.WebRTC, d.NoiseSeed = fp.WebRTC, fp.NoiseSeed
+	s := fp.Screen
+	d := deviceColumn{
+		Screen:    deviceScreen{AvailWidth: s.AvailWidth, AvailHeight: s.AvailHeight, ColorDepth: s.ColorDepth, PixelRatio: s.PixelRatio},
+		Navigator: deviceNavigator(fp.Navigator), ClientHints: deviceClientHints(fp.ClientHints), Window: deviceWindow(fp.Window),
+		WebGL: deviceWebGL(fp.WebGL), Fonts: fp.Fonts, MediaDevices: deviceMediaDevices(fp.MediaDevices),
+		WebRTC: fp.WebRTC, NoiseSeed: fp.NoiseSeed,
+	}
 	raw, err := json.Marshal(&d)
 	if err != nil { // plain data always encodes; NaN never passes the domain's checks
 		panic(fmt.Sprintf("bunstore: encode device: %v", err))
@@ -100,9 +104,9 @@ func withDevice(fp profile.Fingerprint, column, templateID, profileID string) (p
 	if err != nil {
 		return profile.Fingerprint{}, fmt.Errorf("bunstore: read device of profile %s: %w", profileID, err)
 	}
-	fp.Screen.AvailWidth, fp.Screen.AvailHeight, fp.Screen.ColorDepth, fp.Screen.PixelRatio = d.Screen.AvailWidth, d.Screen.AvailHeight, d.Screen.ColorDepth, d.Screen.PixelRatio
-	fp.Navigator = profile.Navigator{HardwareConcurrency: d.Navigator.HardwareConcurrency, DeviceMemory: d.Navigator.DeviceMemory,
-		MaxTouchPoints: d.Navigator.MaxTouchPoints, Languages: d.Navigator.Languages}
+	fp.Screen.AvailWidth, fp.Screen.AvailHeight = d.Screen.AvailWidth, d.Screen.AvailHeight
+	fp.Screen.ColorDepth, fp.Screen.PixelRatio = d.Screen.ColorDepth, d.Screen.PixelRatio
+	fp.Navigator = profile.Navigator(d.Navigator)
 	fp.ClientHints = profile.ClientHints(d.ClientHints)
 	fp.Window = profile.Window(d.Window)
 	fp.WebGL = profile.WebGL(d.WebGL)
