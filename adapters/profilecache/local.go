@@ -145,6 +145,7 @@ func (l *Local) evict(now time.Time) {
 // it was stored.
 func clone(p profile.Profile) profile.Profile {
 	p.Tags = slices.Clone(p.Tags)
+	p.Fingerprint = p.Fingerprint.Clone()
 	if p.Proxy != nil {
 		px := *p.Proxy
 		p.Proxy = &px

@@ -15,7 +15,8 @@ func TestLocalFillsOnlyUnderItsLeaseAndHidesOtherTeams(t *testing.T) {
 	ctx := context.Background()
 	c := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	l := profilecache.NewLocal(time.Minute, 100, c.Now)
-	p := profile.Profile{ID: "prf_1", TeamID: "tm_1", Name: "old", Tags: []string{"a"}}
+	p := profile.Profile{ID: "prf_1", TeamID: "tm_1", Name: "old", Tags: []string{"a"},
+		Fingerprint: profile.Fingerprint{Fonts: []string{"Arial"}, Navigator: profile.Navigator{Languages: []string{"en-US"}}}}
 
 	if _, hit, lease := l.Get(ctx, "tm_1", "prf_1"); hit || lease == "" {
 		t.Fatalf("first read: hit %v lease %q, want a miss with a lease", hit, lease)
@@ -42,7 +43,8 @@ func TestLocalFillsOnlyUnderItsLeaseAndHidesOtherTeams(t *testing.T) {
 		t.Fatalf("read after a fill: %+v hit %v", got, hit)
 	}
 	got.Tags[0] = "changed by a caller"
-	if again, _, _ := l.Get(ctx, "tm_1", "prf_1"); again.Tags[0] != "a" {
+	got.Fingerprint.Fonts[0], got.Fingerprint.Navigator.Languages[0] = "changed by a caller", "changed by a caller"
+	if again, _, _ := l.Get(ctx, "tm_1", "prf_1"); again.Tags[0] != "a" || again.Fingerprint.Fonts[0] != "Arial" || again.Fingerprint.Navigator.Languages[0] != "en-US" {
 		t.Fatal("a caller's change reached the cached entry")
 	}
 	if _, hit, _ := l.Get(ctx, "tm_2", "prf_1"); hit {
