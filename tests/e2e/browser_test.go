@@ -151,7 +151,7 @@ func TestBrowserJourney(t *testing.T) {
 		cdpURL := s.launch(t)
 		var view pageView
 		runNode(t, nodeDir, cdpURL, pageURL, "set", &view)
-		checkView(t, view)
+		checkView(t, chromium, view)
 		checkSite(t, site, proxy, siteHost)
 		s.release(t)
 
@@ -176,7 +176,7 @@ func TestBrowserJourney(t *testing.T) {
 			}
 			return chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.cookie = 'journey=c2; path=/; expires=Fri, 31 Dec 2060 23:59:59 GMT'; localStorage.setItem('k', 'v2')`))
 		})
-		checkView(t, view)
+		checkView(t, chromium, view)
 		checkSite(t, site, proxy, siteHost)
 		s.release(t)
 
@@ -366,11 +366,13 @@ func withTab(t *testing.T, cdpURL string, fn func(ctx context.Context) error, op
 	}
 }
 
-// checkView asserts that a page saw the journey's fingerprint.
-func checkView(t *testing.T, v pageView) {
+// checkView asserts that a page saw the journey's fingerprint, with the
+// user agent at the version of the engine (Chromium at chromium).
+func checkView(t *testing.T, chromium string, v pageView) {
 	t.Helper()
+	ua := strings.Replace(journeyUserAgent, "Chrome/131.0.0.0", "Chrome/"+engineMajor(t, chromium)+".0.0.0", 1)
 	want := pageView{
-		UserAgent: journeyUserAgent, Platform: journeyPlatform, Language: journeyLocale,
+		UserAgent: ua, Platform: journeyPlatform, Language: journeyLocale,
 		Timezone: journeyTimezone, ScreenWidth: journeyWidth, ScreenHeight: journeyHeight,
 		AcceptLanguage: v.AcceptLanguage,
 	}
@@ -380,6 +382,25 @@ func checkView(t *testing.T, v pageView) {
 	if first := firstLanguage(v.AcceptLanguage); first != journeyLocale {
 		t.Errorf("the site received Accept-Language %q, want %s first", v.AcceptLanguage, journeyLocale)
 	}
+}
+
+// engineMajor is the major version chromium says it is ("Chromium
+// 156.0.8078.108 built on Debian...").
+func engineMajor(t *testing.T, chromium string) string {
+	t.Helper()
+	out, err := exec.Command(chromium, "--version").Output()
+	if err != nil {
+		t.Fatalf("%s --version: %v", chromium, err)
+	}
+	for _, field := range strings.Fields(string(out)) {
+		if major, _, ok := strings.Cut(field, "."); ok {
+			if _, err := strconv.Atoi(major); err == nil {
+				return major
+			}
+		}
+	}
+	t.Fatalf("%s --version says no version: %q", chromium, out)
+	return ""
 }
 
 // firstLanguage is the first language tag of an Accept-Language value.

@@ -98,10 +98,18 @@ func (c *control) read() {
 // call sends one command, to the browser when session is "", and waits for
 // its answer.
 func call[P, R any](ctx context.Context, c *control, session target.SessionID, cmd cdp.Command[P, R], params P) (R, error) {
+	return send(ctx, c, session, cmd, params)()
+}
+
+// send sends one command and returns what waits for its answer: commands
+// to a target that does not answer before it runs (a service worker
+// waiting for its debugger) are all sent before the one that lets it run.
+func send[P, R any](ctx context.Context, c *control, session target.SessionID, cmd cdp.Command[P, R], params P) func() (R, error) {
 	var res R
+	fail := func(err error) func() (R, error) { return func() (R, error) { return res, err } }
 	buf, err := jsonv2.Marshal(params, chromedp.DefaultMarshalOptions)
 	if err != nil {
-		return res, err
+		return fail(err)
 	}
 	id := c.mux.ids.Add(1)
 	ch := make(chan *cdproto.Message, 1)
@@ -109,7 +117,7 @@ func call[P, R any](ctx context.Context, c *control, session target.SessionID, c
 	select {
 	case <-c.lost:
 		c.mu.Unlock()
-		return res, errConnectionLost
+		return fail(errConnectionLost)
 	default:
 	}
 	c.pending[id] = ch
@@ -122,25 +130,31 @@ func call[P, R any](ctx context.Context, c *control, session target.SessionID, c
 	raw, err := jsonv2.Marshal(&cdproto.Message{ID: id, SessionID: session, Method: cdproto.MethodType(cmd.Method), Params: buf}, chromedp.DefaultMarshalOptions)
 	if err != nil {
 		forget()
-		return res, err
+		return fail(err)
 	}
 	if err := c.mux.write(raw); err != nil {
 		forget()
-		return res, fmt.Errorf("%s: %w", cmd.Method, err)
+		return fail(fmt.Errorf("%s: %w", cmd.Method, err))
 	}
+	return func() (R, error) { return await[R](ctx, c, cmd.Method, id, ch, forget) }
+}
+
+// await waits for the answer of command id.
+func await[R any](ctx context.Context, c *control, method string, id int64, ch chan *cdproto.Message, forget func()) (R, error) {
+	var res R
 	select {
 	case <-ctx.Done():
 		forget()
 		return res, ctx.Err()
 	case <-c.lost:
 		forget()
-		return res, fmt.Errorf("%s: %w", cmd.Method, errConnectionLost)
+		return res, fmt.Errorf("%s: %w", method, errConnectionLost)
 	case answer := <-ch:
 		if answer.Error != nil {
-			return res, fmt.Errorf("%s: %w", cmd.Method, answer.Error)
+			return res, fmt.Errorf("%s: %w", method, answer.Error)
 		}
 		if err := jsonv2.Unmarshal(answer.Result, &res, chromedp.DefaultUnmarshalOptions); err != nil {
-			return res, fmt.Errorf("%s: %w", cmd.Method, err)
+			return res, fmt.Errorf("%s: %w", method, err)
 		}
 		return res, nil
 	}
@@ -210,11 +224,27 @@ func (c *control) prepare(ev *target.EventAttachedToTarget) {
 		note(err)
 		note(c.autoAttach(ctx, s))
 	case "worker", "shared_worker", "service_worker":
-		_, _ = call(ctx, c, s, emulation.SetUserAgentOverride, c.fp.userAgent)
-		_, _ = call(ctx, c, s, runtime.Evaluate, runtime.EvaluateParams{Expression: c.fp.script})
-		_, _ = call(ctx, c, s, emulation.SetTimezoneOverride, c.fp.timezone)
-		_, _ = call(ctx, c, s, emulation.SetLocaleOverride, c.fp.locale)
-		_ = c.autoAttach(ctx, s)
+		// A service worker answers nothing before it runs, and runs what
+		// it was sent first in order: everything is sent, then it is let
+		// run, then the answers are read.
+		flatten := true
+		answers := []func() error{
+			ignore(send(ctx, c, s, emulation.SetUserAgentOverride, c.fp.userAgent)),
+			ignore(send(ctx, c, s, runtime.Evaluate, runtime.EvaluateParams{Expression: c.fp.script})),
+			ignore(send(ctx, c, s, emulation.SetTimezoneOverride, c.fp.timezone)),
+			ignore(send(ctx, c, s, emulation.SetLocaleOverride, c.fp.locale)),
+			ignore(send(ctx, c, s, target.SetAutoAttach, target.SetAutoAttachParams{AutoAttach: true, WaitForDebuggerOnStart: true, Flatten: &flatten})),
+		}
+		if ev.WaitingForDebugger {
+			_, err := call(ctx, c, s, runtime.RunIfWaitingForDebugger, cdp.Empty{})
+			note(err)
+		}
+		// Workers take part of the overrides only; what they refuse is of
+		// no consequence.
+		for _, answer := range answers {
+			_ = answer()
+		}
+		ev.WaitingForDebugger = false
 	}
 	if ev.WaitingForDebugger {
 		_, err := call(ctx, c, s, runtime.RunIfWaitingForDebugger, cdp.Empty{})
@@ -328,4 +358,12 @@ func fromCDPCookie(ck *network.Cookie) browserdata.Cookie {
 		out.SameSite = browserdata.SameSiteLax
 	}
 	return out
+}
+
+// ignore turns a wait for an answer into a wait for its end.
+func ignore[R any](wait func() (R, error)) func() error {
+	return func() error {
+		_, err := wait()
+		return err
+	}
 }

@@ -112,6 +112,14 @@ func devicePageServer(t *testing.T) *httptest.Server {
 		w.Header().Set("Content-Type", "text/javascript")
 		_, _ = io.WriteString(w, "self.onmessage = async () => self.postMessage(await "+deviceViewScript+");")
 	})
+	mux.HandleFunc("GET /shared.js", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/javascript")
+		_, _ = io.WriteString(w, "self.onconnect = async (e) => e.ports[0].postMessage(await "+deviceViewScript+");")
+	})
+	mux.HandleFunc("GET /service.js", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/javascript")
+		_, _ = io.WriteString(w, "self.onmessage = async (e) => e.source.postMessage(await "+deviceViewScript+");")
+	})
 	mux.HandleFunc("GET /frame", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		_, _ = io.WriteString(w, `<!doctype html><script>
@@ -193,6 +201,18 @@ func TestEveryScriptSeesTheDevice(t *testing.T) {
 		const w = new Worker('/worker.js');
 		w.onmessage = (e) => resolve(e.data);
 		w.postMessage('read');
+	})`), want)
+	check("a shared worker", evaluate[deviceView](t, page, `new Promise((resolve) => {
+		const w = new SharedWorker('/shared.js');
+		w.port.onmessage = (e) => resolve(e.data);
+		w.port.start();
+	})`), want)
+	check("a service worker", evaluate[deviceView](t, page, `navigator.serviceWorker.register('/service.js').then(async (reg) => {
+		const sw = reg.installing || reg.waiting || reg.active;
+		return new Promise((resolve) => {
+			navigator.serviceWorker.onmessage = (e) => resolve(e.data);
+			sw.postMessage('read');
+		});
 	})`), want)
 }
 
