@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"slices"
@@ -37,6 +39,8 @@ type browserOptions struct {
 	memory     int // browsers of each kind whose memory is read, alone
 	// before is the git revision of the service before the sandbox.
 	before string
+	// beforeDevice is that of the service before the device model.
+	beforeDevice string
 }
 
 // browserFigures are what the browser section measured. The service's
@@ -47,8 +51,13 @@ type browserFigures struct {
 	svcRelease, bareKill  []time.Duration
 	// The service before the sandbox (-browser-before), when built.
 	beforeLaunch, beforeRelease []time.Duration
-	svcConnect, bareConnect     []time.Duration
-	svcRoundTrip, bareRoundTrip []time.Duration
+	// Launch until a first page has loaded: the service, and the service
+	// before the device model (-browser-before-device), with their
+	// memory per browser.
+	svcFirstPage, beforeDeviceFirstPage []time.Duration
+	beforeDeviceMemory                  treeMemory
+	svcConnect, bareConnect             []time.Duration
+	svcRoundTrip, bareRoundTrip         []time.Duration
 	// Round trips to the bare browser through a plain Go TCP forwarder.
 	fwdRoundTrip          []time.Duration
 	svcMemory, bareMemory treeMemory
@@ -65,7 +74,10 @@ type treeMemory struct {
 
 // The goals of issue #28.
 const (
-	launchRatioGoal    = 1.15
+	launchRatioGoal = 1.15
+	// Issue #29: the device may cost at most 10 % of the launch to a
+	// first page.
+	firstPageRatioGoal = 1.10
 	relayConnectGoalMs = 150
 	roundTripRatioGoal = 1.2
 )
@@ -89,6 +101,9 @@ func findBrowser() (chromiumPath, bwrapPath, why string) {
 // limit server, whose forward mode stands beside the relay.
 type browserBins struct {
 	svc, before, limit string
+	// beforeDevice is the service before the device model, for the
+	// launch to a first page and the memory (none when not built).
+	beforeDevice string
 }
 
 // measureBrowsers starts a service with the Chromium runtime and takes the
@@ -99,6 +114,8 @@ func measureBrowsers(ctx context.Context, bins browserBins, dir, chromiumPath, b
 	env := map[string]string{
 		"DATABASE_URL": "sqlite://{data}/bench.db", "BROWSER_RUNTIME": "chromium",
 		"CHROMIUM_PATH": chromiumPath, "BWRAP_PATH": bwrapPath, "BROWSERS_MAX": "4",
+		// The first page is the bench's own, on loopback.
+		"ALLOW_PRIVATE_TARGETS": "true",
 	}
 	svc, err := startBrowserService(ctx, bins.svc, dir, backend{key: "browsers", name: "SQLite, Chromium", env: env})
 	if err != nil {
@@ -240,12 +257,59 @@ func measureBrowsers(ctx context.Context, bins browserBins, dir, chromiumPath, b
 	}
 	br.kill()
 
-	// 4. Memory: each browser alone on the machine (pages that two
+	// 4. Launch until a first page has loaded, beside the service before
+	// the device model.
+	var beforeDevice *serviceBrowsers
+	if bins.beforeDevice != "" {
+		if beforeDevice, err = startBrowserService(ctx, bins.beforeDevice, dir, backend{key: "browsers-before-device", name: "SQLite, Chromium, before the device model", env: env}); err != nil {
+			return nil, fmt.Errorf("the service before the device model: %w", err)
+		}
+		defer beforeDevice.in.proc.stop()
+		page, err := firstPageServer()
+		if err != nil {
+			return nil, err
+		}
+		defer page.Close()
+		fmt.Fprintf(os.Stderr, "browsers: %d launches to a first page of each, in turns\n", o.launches)
+		kinds := []struct {
+			s   *serviceBrowsers
+			out *[]time.Duration
+		}{{svc, &f.svcFirstPage}, {beforeDevice, &f.beforeDeviceFirstPage}}
+		for i := -1; i < o.launches; i++ {
+			for j := range kinds {
+				k := kinds[(max(i, 0)+j)%len(kinds)]
+				took, err := k.s.launchToFirstPage(ctx, "http://"+page.Addr().String()+"/")
+				if err != nil {
+					return nil, err
+				}
+				if i >= 0 {
+					*k.out = append(*k.out, took)
+				}
+			}
+		}
+	}
+
+	// 5. Memory: each browser alone on the machine (pages that two
 	// browsers share would be shared out between them), as launched, with
 	// one client connected, after it settled.
 	fmt.Fprintf(os.Stderr, "browsers: memory of %d browsers of each, one at a time\n", o.memory)
-	var svcMem, bareMem []treeMemory
+	var svcMem, bareMem, beforeDeviceMem []treeMemory
 	for range o.memory {
+		if beforeDevice != nil {
+			sess, _, _, err := beforeDevice.launch(ctx)
+			if err != nil {
+				return nil, err
+			}
+			pid := beforeDevice.in.proc.cmd.Process.Pid
+			m, err := settledMemory(ctx, sess.CDPURL, func() treeMemory { return memoryOf(testenv.Descendants(pid)) })
+			if err != nil {
+				return nil, err
+			}
+			beforeDeviceMem = append(beforeDeviceMem, m)
+			if err := beforeDevice.release(); err != nil {
+				return nil, err
+			}
+		}
 		sess, _, _, err := svc.launch(ctx)
 		if err != nil {
 			return nil, err
@@ -271,7 +335,93 @@ func measureBrowsers(ctx context.Context, bins browserBins, dir, chromiumPath, b
 		bareMem = append(bareMem, m)
 	}
 	f.svcMemory, f.bareMemory = medianMemory(svcMem), medianMemory(bareMem)
+	if len(beforeDeviceMem) > 0 {
+		f.beforeDeviceMemory = medianMemory(beforeDeviceMem)
+	}
 	return f, nil
+}
+
+// firstPageServer serves the page every launch opens first.
+func firstPageServer() (net.Listener, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = io.WriteString(w, "<!doctype html><title>first</title><p>the first page</p>")
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	return ln, nil
+}
+
+// launchToFirstPage is POST /launch, then what a client does first:
+// connect through the cdpUrl, open a page and load url in it, until its
+// load event; then the release, unmeasured.
+func (s *serviceBrowsers) launchToFirstPage(ctx context.Context, url string) (time.Duration, error) {
+	t0 := time.Now()
+	var out struct {
+		Data struct {
+			Session browserSession `json:"session"`
+		} `json:"data"`
+	}
+	if err := api(s.in.addr, "POST", "/api/v1/profiles/"+s.profile+"/launch", [2]string{"X-API-Key", s.key}, map[string]any{"headless": true}, 200, &out); err != nil {
+		return 0, fmt.Errorf("launch: %w (%s)", err, s.in.proc.tail())
+	}
+	if err := loadFirstPage(ctx, out.Data.Session.CDPURL, url); err != nil {
+		return 0, fmt.Errorf("the first page: %w", err)
+	}
+	took := time.Since(t0)
+	return took, s.release()
+}
+
+// loadFirstPage connects to cdpURL, opens a page, navigates it to url and
+// waits for its load event.
+func loadFirstPage(ctx context.Context, cdpURL, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	c, err := dialCDP(ctx, cdpURL)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	_, session, err := c.newPage(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := c.call(ctx, session, "Page.enable", nil); err != nil {
+		return err
+	}
+	c.last++
+	raw, _ := json.Marshal(map[string]any{"id": c.last, "method": "Page.navigate", "params": map[string]any{"url": url}, "sessionId": session})
+	if err := c.ws.Write(ctx, websocket.MessageText, raw); err != nil {
+		return err
+	}
+	answered, loaded := false, false
+	for !answered || !loaded {
+		_, raw, err := c.ws.Read(ctx)
+		if err != nil {
+			return err
+		}
+		var m struct {
+			ID        int64           `json:"id"`
+			Method    string          `json:"method"`
+			SessionID string          `json:"sessionId"`
+			Error     json.RawMessage `json:"error"`
+		}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return err
+		}
+		switch {
+		case m.ID == c.last && m.Error != nil:
+			return fmt.Errorf("navigate: %s", m.Error)
+		case m.ID == c.last:
+			answered = true
+		case m.Method == "Page.loadEventFired" && m.SessionID == session:
+			loaded = true
+		}
+	}
+	return nil
 }
 
 // startBrowserService runs a service for the browser figures, with an

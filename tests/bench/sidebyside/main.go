@@ -61,6 +61,7 @@ func main() {
 	flag.IntVar(&o.browsers.connects, "browser-connects", 50, "connects + new page through the relay and to the bare Chromium each")
 	flag.IntVar(&o.browsers.roundTrips, "browser-round-trips", 2000, "Runtime.evaluate round trips through the relay and to the bare Chromium each")
 	flag.StringVar(&o.browsers.before, "browser-before", "cab2e0a^", "git revision of the service before the browser sandbox, launched beside it (empty: none)")
+	flag.StringVar(&o.browsers.beforeDevice, "browser-before-device", "d864eca^", "git revision of the service before the device model, launched to a first page beside it (empty: none)")
 	flag.IntVar(&o.browsers.memory, "browser-memory", 3, "browsers of each kind whose memory is read (the median is shown)")
 	flag.Parse()
 	o.hooks.conns = o.load.conns
@@ -301,7 +302,15 @@ func run(o options) (err error) {
 					rep.skipped = append(rep.skipped, "The service before the sandbox not measured: "+err.Error())
 				}
 			}
-			rep.browsers, err = measureBrowsers(ctx, browserBins{svc: svcBin, before: beforeBin, limit: limitBin}, dir, chromiumPath, bwrapPath, o.browsers)
+			var beforeDeviceBin string
+			if o.browsers.beforeDevice != "" {
+				fmt.Fprintln(os.Stderr, "building the service as it was before the device model ("+o.browsers.beforeDevice+")")
+				if beforeDeviceBin, err = buildAt(o.goTool, dir, o.browsers.beforeDevice, "./cmd/profilesvc", "profilesvc-before-device"); err != nil {
+					fmt.Fprintln(os.Stderr, "browsers:", err)
+					rep.skipped = append(rep.skipped, "The service before the device model not measured: "+err.Error())
+				}
+			}
+			rep.browsers, err = measureBrowsers(ctx, browserBins{svc: svcBin, before: beforeBin, limit: limitBin, beforeDevice: beforeDeviceBin}, dir, chromiumPath, bwrapPath, o.browsers)
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "browsers:", err)
 				rep.browsersSkipped = "Browser figures not taken: " + err.Error()

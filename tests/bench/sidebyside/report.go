@@ -141,6 +141,12 @@ func (r *report) browserGoals() []goalRow {
 		ratio("CDP round trip p50, relay ÷ bare Chromium's DevTools WebSocket", f.svcRoundTrip, f.bareRoundTrip, 50, roundTripRatioGoal),
 		ratio("CDP round trip p99, relay ÷ bare Chromium's DevTools WebSocket", f.svcRoundTrip, f.bareRoundTrip, 99, 0),
 	)
+	if len(f.beforeDeviceFirstPage) > 0 {
+		rows = append(rows,
+			ratio("Launch to a first page p50, service ÷ the service before the device model", f.svcFirstPage, f.beforeDeviceFirstPage, 50, firstPageRatioGoal),
+			ratio("Launch to a first page p95, service ÷ the service before the device model", f.svcFirstPage, f.beforeDeviceFirstPage, 95, 0),
+		)
+	}
 	if len(f.fwdRoundTrip) > 0 {
 		rows = append(rows, ratio("CDP round trip p50, plain Go TCP forwarder ÷ bare Chromium's DevTools WebSocket (the floor of a Go relay)", f.fwdRoundTrip, f.bareRoundTrip, 50, 0))
 	}
@@ -291,6 +297,16 @@ func (r *report) browserSection(p func(format string, args ...any)) {
 	row("memory per browser, USS (pages of its own)", float64(f.svcMemory.uss)/(1<<20), float64(f.bareMemory.uss)/(1<<20), "MB")
 	row("memory per browser, RSS (shared pages in every process)", float64(f.svcMemory.rss)/(1<<20), float64(f.bareMemory.rss)/(1<<20), "MB")
 	p("| processes per browser | %d | %d | |\n", f.svcMemory.processes, f.bareMemory.processes)
+	if len(f.beforeDeviceFirstPage) > 0 {
+		p("\nThe service before the device model (%s: the fingerprint's user agent, language, time zone and screen size only), built from that revision: "+
+			"launch until a first page has loaded (POST /launch, connect through the cdpUrl, Target.createTarget, Target.attachToTarget flat, Page.enable, "+
+			"Page.navigate to a page of the bench's on loopback, until Page.loadEventFired), %d of each after one unmeasured round, taking turns; and its memory per browser as above:\n\n", o.beforeDevice, o.launches)
+		p("| figure | service | service before the device model | after ÷ before |\n|---|---|---|---|\n")
+		row("launch to a first page, p50", pct(f.svcFirstPage, 50), pct(f.beforeDeviceFirstPage, 50), "ms")
+		row("launch to a first page, p95", pct(f.svcFirstPage, 95), pct(f.beforeDeviceFirstPage, 95), "ms")
+		row("memory per browser, PSS", float64(f.svcMemory.pss)/(1<<20), float64(f.beforeDeviceMemory.pss)/(1<<20), "MB")
+		row("memory per browser, USS (pages of its own)", float64(f.svcMemory.uss)/(1<<20), float64(f.beforeDeviceMemory.uss)/(1<<20), "MB")
+	}
 	if len(f.beforeLaunch) == 0 {
 		return
 	}

@@ -208,3 +208,19 @@ func TestTheLaunchGoalComparesWithTheServiceBeforeTheSandbox(t *testing.T) {
 		t.Errorf("no before-and-after table:\n%s", md)
 	}
 }
+
+func TestTheFirstPageGoalComparesWithTheServiceBeforeTheDevice(t *testing.T) {
+	r := &report{browsers: &browserFigures{
+		svcLaunch: durations(300, 300, 300), bareLaunch: durations(250, 250, 250),
+		svcConnect: durations(60, 60, 60), bareConnect: durations(30, 30, 30),
+		svcRoundTrip: durations(0.3, 0.3, 0.3), bareRoundTrip: durations(0.25, 0.25, 0.25),
+		svcFirstPage: durations(420, 440, 460), beforeDeviceFirstPage: durations(380, 390, 400),
+		svcMemory: treeMemory{pss: 300 << 20}, beforeDeviceMemory: treeMemory{pss: 250 << 20},
+	}, browserOpts: browserOptions{beforeDevice: "def5678"}}
+	if g := goal(t, r.goals(), "Launch to a first page p50, service ÷ the service before the device model"); g.measured != "1.13 (440.00 vs 390.00 ms)" || g.target != "≤ 1.10" || g.met != "**no**" {
+		t.Errorf("first page ratio: %+v", g)
+	}
+	if md := r.markdown(); !strings.Contains(md, "| launch to a first page, p50 | 440.00 ms | 390.00 ms | 1.13 |") || !strings.Contains(md, "| memory per browser, PSS | 300.00 MB | 250.00 MB | 1.20 |") || !strings.Contains(md, "def5678") {
+		t.Errorf("no before-and-after table of the device model:\n%s", md)
+	}
+}
