@@ -29,6 +29,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/oklog/ulid/v2"
+
+	"github.com/profilesvc/profilesvc/tests/bench/load"
 )
 
 func main() {
@@ -130,6 +132,9 @@ var bareBody = []byte(`{"success":true,"data":{"id":"prf_01KAQX7H5W2Y3Z4A5B6C7D8
 	`"platform":"Win32","locale":"en-US","timezone":"America/New_York","screen":{"width":1920,"height":1080}},"proxy":null,"tags":["bench","seed"],` +
 	`"notes":"","status":"idle","session":null,"data":null,"version":1,"createdAt":"2026-11-24T02:40:00.123456Z","updatedAt":"2026-11-24T02:40:00.123456Z"}}`)
 
+// device is what every profile of the limit server holds of a device.
+var device = json.RawMessage(load.ProfileDevice())
+
 // profile is a row of limit_profiles, shaped like the service's profiles.
 type profile struct {
 	ID           string    `json:"id"`
@@ -150,6 +155,9 @@ type profile struct {
 	CreatedAt    time.Time `json:"createdAt"`
 	UpdatedAt    time.Time `json:"updatedAt"`
 	SessionID    *string   `json:"sessionId"`
+	// Device is the rest of the fingerprint, as the service keeps it: one
+	// JSON column.
+	Device json.RawMessage `json:"device"`
 }
 
 type envelope struct {
@@ -169,11 +177,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 const profileColumns = `id, team_id, name, template_id, browser, user_agent, platform, locale, timezone,
-	screen_width, screen_height, proxy_id, notes, version, created_by, created_at, updated_at, session_id`
+	screen_width, screen_height, proxy_id, notes, version, created_by, created_at, updated_at, session_id, device`
 
 func (p *profile) targets() []any {
 	return []any{&p.ID, &p.TeamID, &p.Name, &p.TemplateID, &p.Browser, &p.UserAgent, &p.Platform, &p.Locale, &p.Timezone,
-		&p.ScreenWidth, &p.ScreenHeight, &p.ProxyID, &p.Notes, &p.Version, &p.CreatedBy, &p.CreatedAt, &p.UpdatedAt, &p.SessionID}
+		&p.ScreenWidth, &p.ScreenHeight, &p.ProxyID, &p.Notes, &p.Version, &p.CreatedBy, &p.CreatedAt, &p.UpdatedAt, &p.SessionID, &p.Device}
 }
 
 func readHandler(pool *pgxpool.Pool) http.HandlerFunc {
@@ -229,7 +237,7 @@ func txHandler(pool *pgxpool.Pool) http.HandlerFunc {
 		p := profile{ID: "prf_" + ulid.Make().String(), TeamID: "team_bench", Name: in.Name, TemplateID: in.TemplateID,
 			Browser: "chrome", UserAgent: "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
 			Platform: "Win32", Locale: "en-US", Timezone: "America/New_York", ScreenWidth: 1920, ScreenHeight: 1080,
-			Version: 1, CreatedBy: "usr_bench", CreatedAt: now, UpdatedAt: now}
+			Version: 1, CreatedBy: "usr_bench", CreatedAt: now, UpdatedAt: now, Device: device}
 		event, err := json.Marshal(map[string]any{"profile": p})
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -250,10 +258,10 @@ func commit(ctx context.Context, pool *pgxpool.Pool, p profile, event []byte) er
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
 	if _, err := tx.Exec(ctx, `INSERT INTO limit_profiles (id, team_id, name, template_id, browser, user_agent, platform, locale, timezone,
-		screen_width, screen_height, proxy_id, notes, version, created_by, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+		screen_width, screen_height, proxy_id, notes, version, created_by, created_at, updated_at, device)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
 		p.ID, p.TeamID, p.Name, p.TemplateID, p.Browser, p.UserAgent, p.Platform, p.Locale, p.Timezone,
-		p.ScreenWidth, p.ScreenHeight, p.ProxyID, p.Notes, p.Version, p.CreatedBy, p.CreatedAt, p.UpdatedAt); err != nil {
+		p.ScreenWidth, p.ScreenHeight, p.ProxyID, p.Notes, p.Version, p.CreatedBy, p.CreatedAt, p.UpdatedAt, string(p.Device)); err != nil {
 		return err
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO limit_outbox (id, team_id, type, occurred_at, data, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,

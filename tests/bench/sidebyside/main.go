@@ -154,7 +154,9 @@ func run(o options) (err error) {
 		if err != nil {
 			return err
 		}
-		if err := pgExec(ctx, limitURL, limitSchema); err != nil {
+		// The rows hold a device as the service's do.
+		schema := strings.ReplaceAll(limitSchema, "{device}", strings.ReplaceAll(string(load.ProfileDevice()), "'", "''"))
+		if err := pgExec(ctx, limitURL, schema); err != nil {
 			return fmt.Errorf("limit tables: %w", err)
 		}
 		for _, mode := range []string{"read", "tx"} {
@@ -337,14 +339,14 @@ func createRequest() load.Request {
 
 // limitSchema is the limit servers' pair of tables, shaped like profiles
 // and outbox_events, the row the read limit serves and the team whose
-// page of 50 it lists.
+// page of 50 it lists; {device} is the device every row holds.
 const limitSchema = `
 CREATE TABLE limit_profiles (
     id text COLLATE "C" PRIMARY KEY, team_id text NOT NULL, name text NOT NULL, template_id text NOT NULL,
     browser text NOT NULL, user_agent text NOT NULL, platform text NOT NULL, locale text NOT NULL, timezone text NOT NULL,
     screen_width integer NOT NULL, screen_height integer NOT NULL, proxy_id text, notes text NOT NULL,
     version integer NOT NULL, created_by text NOT NULL, created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL,
-    session_id text);
+    session_id text, device text NOT NULL DEFAULT '');
 CREATE INDEX limit_profiles_team_id_idx ON limit_profiles (team_id, id);
 CREATE TABLE limit_outbox (
     id text COLLATE "C" PRIMARY KEY, team_id text NOT NULL, type text NOT NULL, occurred_at timestamptz NOT NULL,
@@ -352,10 +354,10 @@ CREATE TABLE limit_outbox (
 CREATE INDEX limit_outbox_undispatched_idx ON limit_outbox (id) WHERE dispatched_at IS NULL;
 INSERT INTO limit_profiles VALUES ('prf_limit_read', 'team_bench', 'seed 42', 'tpl_chrome_win_us', 'chrome',
     'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36',
-    'Win32', 'en-US', 'America/New_York', 1920, 1080, NULL, '', 1, 'usr_bench', now(), now(), NULL);
+    'Win32', 'en-US', 'America/New_York', 1920, 1080, NULL, '', 1, 'usr_bench', now(), now(), NULL, '{device}');
 INSERT INTO limit_profiles SELECT 'prf_limit_page_' || lpad(i::text, 3, '0'), 'team_bench', 'seed ' || i, 'tpl_chrome_win_us', 'chrome',
     'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36',
-    'Win32', 'en-US', 'America/New_York', 1920, 1080, NULL, '', 1, 'usr_bench', now(), now(), NULL FROM generate_series(1, 60) AS i;`
+    'Win32', 'en-US', 'America/New_York', 1920, 1080, NULL, '', 1, 'usr_bench', now(), now(), NULL, '{device}' FROM generate_series(1, 60) AS i;`
 
 func pgExec(ctx context.Context, databaseURL, sql string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
