@@ -3,8 +3,10 @@
 // argument. Every function it replaces keeps the native one behind a Proxy,
 // and Function.prototype.toString answers for the Proxy what it answers for
 // the native function, so a page cannot tell them apart by their source.
-(device) => {
+function applyDevice(device) {
 	const G = globalThis;
+	// The function's own source, for a popup's first document (below).
+	const source = Function.prototype.toString.call(applyDevice);
 
 	// originals maps each replacement to the native function it stands
 	// for. Frames of one origin share one map, so that one frame's
@@ -26,6 +28,11 @@
 		}
 	}
 	originals = originals || new WeakMap();
+	if (originals.has(Function.prototype.toString)) {
+		// This realm has the device already: a popup's first document,
+		// given it by its opener.
+		return;
+	}
 	const nativeToString = Function.prototype.toString;
 	const toStringProxy = new Proxy(nativeToString, {
 		apply: (target, self, args) => {
@@ -222,6 +229,22 @@
 				}
 			}
 			return Promise.resolve(list);
+		});
+	}
+
+	// A popup: its opener may read its first document at once, before its
+	// target is prepared, so the opener gives it the device first. A page
+	// whose policy forbids eval gets the popup as it is.
+	if (G.Window) {
+		const owner = Object.prototype.hasOwnProperty.call(G, 'open') ? G : G.Window.prototype;
+		replace(owner, 'open', (target, self, args) => {
+			const w = Reflect.apply(target, self, args);
+			try {
+				if (w) w.eval('(' + source + ')(' + JSON.stringify(device) + ');');
+			} catch {
+				// another origin's window, or no eval allowed
+			}
+			return w;
 		});
 	}
 

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/ports"
 )
@@ -128,7 +130,10 @@ func devicePageServer(t *testing.T) *httptest.Server {
 	})
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
-		_, _ = io.WriteString(w, `<!doctype html><title>device</title>`)
+		// The button opens a popup and reads its first document at once,
+		// as its opener may.
+		_, _ = io.WriteString(w, `<!doctype html><title>device</title>
+			<button id="popup" onclick="const w = window.open(''); window.popupSaw = [w.navigator.hardwareConcurrency, w.navigator.platform, Function.prototype.toString.call(w.HTMLCanvasElement.prototype.toDataURL)].join('|'); w.close();">popup</button>`)
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -196,6 +201,12 @@ func TestEveryScriptSeesTheDevice(t *testing.T) {
 	})()`)
 	if want := "function toDataURL() { [native code] }|function toDataURL() { [native code] }|12"; crossRealm != want {
 		t.Errorf("across the realms of a page and its frame: %q, want %q", crossRealm, want)
+	}
+	if err := chromedp.Do(page, chromedp.Click("#popup")); err != nil {
+		t.Fatal(err)
+	}
+	if popup, want := evaluate[string](t, page, "window.popupSaw"), "12|Win32|function toDataURL() { [native code] }"; popup != want {
+		t.Errorf("the first document of a popup, read by its opener at once: %q, want %q", popup, want)
 	}
 	check("a dedicated worker", evaluate[deviceView](t, page, `new Promise((resolve) => {
 		const w = new Worker('/worker.js');
