@@ -47,7 +47,10 @@ func decodeJSONUpTo(w http.ResponseWriter, r *http.Request, dst any, limit int64
 	if err != nil {
 		return err
 	}
-	trimmed := bytes.TrimSpace(body)
+	// JSON white space only: space, tab, line feed, carriage return. A
+	// body that starts with another space character (\v, U+00A0) is not
+	// JSON.
+	trimmed := bytes.Trim(body, " \t\n\r")
 	if len(trimmed) == 0 {
 		return domain.BadRequest("request body is empty; send a JSON object")
 	}
