@@ -97,7 +97,13 @@ func NewRouter(routes []Route, authenticate Middleware, log *zap.Logger, metrics
 		if group := routers.group(rt.Method, rt.Path); group != nil {
 			group.Handle(rt.Path, h).Methods(rt.Method)
 		}
-		mr := r.Handle(rt.Path, h).Methods(rt.Method)
+		methods := []string{rt.Method}
+		if rt.Method == http.MethodGet {
+			// HEAD works wherever GET does (RFC 9110): the same answer,
+			// which net/http sends without its body.
+			methods = append(methods, http.MethodHead)
+		}
+		mr := r.Handle(rt.Path, h).Methods(methods...)
 		if rt.Name != "" {
 			mr = mr.Name(rt.Name)
 		}
@@ -106,7 +112,11 @@ func NewRouter(routes []Route, authenticate Middleware, log *zap.Logger, metrics
 		}
 		table = append(table, registered{method: rt.Method, route: mr})
 	}
-	r.NotFoundHandler = HandlerFunc(func(http.ResponseWriter, *http.Request) error {
+	r.NotFoundHandler = HandlerFunc(func(_ http.ResponseWriter, req *http.Request) error {
+		if rest, ok := strings.CutPrefix(req.URL.Path, "/api/v1/webhooks"); ok && (rest == "" || strings.HasPrefix(rest, "/")) {
+			// SPEC.md puts the webhook endpoints under /v1, not /api/v1.
+			return &domain.Error{Kind: domain.KindNotFound, Message: "no such endpoint: webhook endpoints are at /v1/webhooks" + rest}
+		}
 		return &domain.Error{Kind: domain.KindNotFound, Message: "no such endpoint"}
 	})
 	r.MethodNotAllowedHandler = HandlerFunc(func(w http.ResponseWriter, req *http.Request) error {
@@ -234,6 +244,9 @@ func allowedMethods(table []registered, req *http.Request) []string {
 		if e.route.Match(probe, &m) && m.MatchErr == nil && !slices.Contains(allow, e.method) {
 			allow = append(allow, e.method)
 		}
+	}
+	if slices.Contains(allow, http.MethodGet) && !slices.Contains(allow, http.MethodHead) {
+		allow = append(allow, http.MethodHead)
 	}
 	slices.Sort(allow)
 	return allow

@@ -94,7 +94,7 @@ func TestKnownPathWithOtherMethodIsJSON405WithAllow(t *testing.T) {
 	}, nil)
 	w := s.serve(httptest.NewRequest(http.MethodPut, "/profiles/prf_1", nil))
 	expectError(t, w, 405, "method_not_allowed")
-	if got := w.Header().Get("Allow"); got != "DELETE, GET, PATCH" {
+	if got := w.Header().Get("Allow"); got != "DELETE, GET, HEAD, PATCH" {
 		t.Fatalf("Allow %q", got)
 	}
 	w = s.serve(httptest.NewRequest(http.MethodGet, "/profiles", nil))
@@ -164,7 +164,7 @@ func TestGroupedRoutesAnswerAsOneTable(t *testing.T) {
 	}
 	w := s.serve(httptest.NewRequest(http.MethodDelete, "/api/v1/proxies/prx_1", nil))
 	expectError(t, w, 405, "method_not_allowed")
-	if got := w.Header().Get("Allow"); got != "GET" {
+	if got := w.Header().Get("Allow"); got != "GET, HEAD" {
 		t.Fatalf("Allow %q", got)
 	}
 	expectError(t, s.serve(httptest.NewRequest(http.MethodGet, "/api/v1/proxies/prx_1/y", nil)), 404, "not_found")
@@ -194,6 +194,50 @@ func TestOverlappingPrefixesKeepTheTablesOrder(t *testing.T) {
 		w := s.serve(httptest.NewRequest(c.method, c.path, nil))
 		if w.Code != 200 || !strings.Contains(w.Body.String(), c.want) {
 			t.Errorf("%s %s: %d %s, want %s", c.method, c.path, w.Code, w.Body.Bytes(), c.want)
+		}
+	}
+}
+
+// HEAD is answered wherever GET is, with GET's status and headers and no
+// body (net/http's server drops it); a route without GET refuses it.
+func TestHeadIsAnsweredWhereGetIs(t *testing.T) {
+	s := newTestStack(t, []Route{
+		{Method: http.MethodGet, Path: "/open/{id}", Handler: ok, Public: true},
+		{Method: http.MethodPost, Path: "/act", Handler: ok, Public: true},
+	}, nil)
+	srv := httptest.NewServer(s.handler)
+	t.Cleanup(srv.Close)
+	for path, want := range map[string]int{"/open/prf_1": 200, "/healthz": 200, "/act": 405} {
+		resp, err := http.Head(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("HEAD %s: %d, want %d", path, resp.StatusCode, want)
+		}
+		if want == 200 && resp.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("HEAD %s: Content-Type %q, as GET's", path, resp.Header.Get("Content-Type"))
+		}
+		if want == 405 && resp.Header.Get("Allow") != "POST" {
+			t.Errorf("HEAD %s: Allow %q", path, resp.Header.Get("Allow"))
+		}
+	}
+}
+
+// SPEC.md puts webhooks under /v1; a client that looks under /api/v1 is
+// told where.
+func TestWebhooksUnderAPIV1AreSentToV1(t *testing.T) {
+	s := newTestStack(t, []Route{{Method: http.MethodGet, Path: "/a", Handler: ok, Public: true}}, nil)
+	for path, want := range map[string]string{
+		"/api/v1/webhooks":           "no such endpoint: webhook endpoints are at /v1/webhooks",
+		"/api/v1/webhooks/whk_1":     "no such endpoint: webhook endpoints are at /v1/webhooks/whk_1",
+		"/api/v1/webhooksandmore":    "no such endpoint",
+		"/api/v1/profiles/x/nothing": "no such endpoint",
+	} {
+		env := expectError(t, s.serve(httptest.NewRequest(http.MethodGet, path, nil)), 404, "not_found")
+		if env.Error.Message != want {
+			t.Errorf("%s: %q, want %q", path, env.Error.Message, want)
 		}
 	}
 }

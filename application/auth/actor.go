@@ -36,6 +36,9 @@ func (s *Service) Authenticate(ctx context.Context, c Credentials) (team.Actor, 
 	switch {
 	case c.BearerToken != "" && c.APIKey != "":
 		return team.Actor{}, domain.Unauthorized("send either a bearer token or an API key, not both")
+	case strings.HasPrefix(c.BearerToken, apiKeyPrefix):
+		// A common slip: the key in the place of an access token.
+		return team.Actor{}, domain.Unauthorized("this is an API key: send it in the X-API-Key header; Authorization: Bearer takes an access token from /api/v1/auth/login")
 	case c.BearerToken != "":
 		return s.authenticateBearer(ctx, c)
 	case c.APIKey != "":

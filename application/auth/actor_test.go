@@ -460,3 +460,14 @@ func TestMe(t *testing.T) {
 	_, err = svc.Me(ctx, team.Actor{UserID: "usr_gone", TeamID: ada.Team.ID, Role: team.RoleOwner})
 	apptest.WantKind(t, err, domain.KindNotFound)
 }
+
+// An API key sent as a bearer token is refused with the header it goes in,
+// the key itself never tried as a token.
+func TestAnAPIKeyAsABearerTokenIsToldWhereItGoes(t *testing.T) {
+	_, svc, ada := adaRegistered(t)
+	k := createKey(t, svc, actorOf(t, svc, ada), "ci")
+	_, err := svc.Authenticate(ctx, auth.Credentials{BearerToken: k.Key})
+	if !domain.IsKind(err, domain.KindUnauthorized) || !strings.Contains(err.Error(), "X-API-Key") {
+		t.Fatalf("an API key as a bearer token: %v, want 401 naming X-API-Key", err)
+	}
+}
