@@ -303,12 +303,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 var requestBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 
 // NewRegistry returns a registry with the Go runtime and process
-// collectors, their families prefixed profilesvc_ like every other, which
-// /metrics serves along with the service's own.
+// collectors under their stock names (go_*, process_*), which stock
+// dashboards and alerts look for, and which /metrics serves along with the
+// service's own profilesvc_ families.
 func NewRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	prometheus.WrapRegistererWithPrefix("profilesvc_", reg).MustRegister(
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return reg
 }
 
