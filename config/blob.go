@@ -26,7 +26,7 @@ type Blob struct {
 // blob reads BLOB_URL: file://DIR or postgres (only on a PostgreSQL
 // database). The default is postgres on PostgreSQL, else DATA_DIR/blobs.
 func (l *loader) blob(name string, dataDir string, db Database) Blob {
-	v := l.str(name, "")
+	v := l.read(name, "postgres on PostgreSQL, else file://DATA_DIR/blobs")
 	switch {
 	case v == "" && db.Kind == DatabasePostgres, v == "postgres":
 		if db.Kind != DatabasePostgres {
@@ -56,7 +56,11 @@ var sizeUnits = []struct {
 // size reads a positive whole number of bytes with an optional unit:
 // 512MiB, 10MB, 1GiB, 100.
 func (l *loader) size(name string, def int64) int64 {
-	v := l.str(name, "")
+	shown := strconv.FormatInt(def, 10)
+	if def%(1<<20) == 0 {
+		shown = strconv.FormatInt(def>>20, 10) + "MiB"
+	}
+	v := l.read(name, shown)
 	if v == "" {
 		return def
 	}

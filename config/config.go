@@ -133,6 +133,33 @@ const minSecretLength = 32
 // kept in DATA_DIR so that tokens and encrypted secrets survive restarts.
 func Load(getenv func(string) string) (Config, error) {
 	l := loader{getenv: getenv}
+	c := l.load()
+	if l.err != nil {
+		return Config{}, l.err
+	}
+	var err error
+	if c.JWTSecret, err = secret(getenv, "JWT_SECRET", c.DataDir, "jwt_secret"); err != nil {
+		return Config{}, err
+	}
+	if c.SecretKey, err = secret(getenv, "SECRET_KEY", c.DataDir, "secret_key"); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// Variable is a variable Load reads, with its default as help shows it.
+type Variable struct{ Name, Default string }
+
+// Variables lists every variable Load reads, in the order it reads them,
+// with its default: what `profilesvc help config` prints.
+func Variables() []Variable {
+	l := loader{getenv: func(string) string { return "" }}
+	l.load()
+	return l.vars
+}
+
+// load reads and checks every variable but the two secrets.
+func (l *loader) load() Config {
 	c := Config{
 		HTTPAddr:            l.str("HTTP_ADDR", ":8080"),
 		DataDir:             l.str("DATA_DIR", "./data"),
@@ -159,6 +186,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c.RateLimit = l.rateLimit("RATE_LIMIT", "600/1m")
 	c.AuthRateLimit = l.rateLimit("AUTH_RATE_LIMIT", "60/1m")
 	c.CORSOrigins = l.origins("CORS_ORIGINS")
+	l.note("SMTP_URL", "none; required with MAIL_TRANSPORT=smtp")
 	if c.MailTransport == "smtp" {
 		c.SMTP = l.smtp("SMTP_URL")
 	}
@@ -180,22 +208,32 @@ func Load(getenv func(string) string) (Config, error) {
 	c.SnapshotsPerProfile = l.atLeastOne("SNAPSHOTS_PER_PROFILE", 20)
 	c.Browser = l.browser()
 	l.check(c)
-	if l.err != nil {
-		return Config{}, l.err
-	}
-	var err error
-	if c.JWTSecret, err = secret(getenv, "JWT_SECRET", c.DataDir, "jwt_secret"); err != nil {
-		return Config{}, err
-	}
-	if c.SecretKey, err = secret(getenv, "SECRET_KEY", c.DataDir, "secret_key"); err != nil {
-		return Config{}, err
-	}
-	return c, nil
+	// Read by Load itself, after the rest.
+	l.note("JWT_SECRET", "generated once, kept in DATA_DIR/jwt_secret")
+	l.note("SECRET_KEY", "generated once, kept in DATA_DIR/secret_key")
+	return c
 }
 
 type loader struct {
 	getenv func(string) string
 	err    error
+	// vars are the variables read so far, with their defaults as help
+	// shows them.
+	vars []Variable
+}
+
+// note records a variable and the default help shows for it.
+func (l *loader) note(name, shown string) {
+	if !slices.ContainsFunc(l.vars, func(v Variable) bool { return v.Name == name }) {
+		l.vars = append(l.vars, Variable{Name: name, Default: shown})
+	}
+}
+
+// read is a variable's value, trimmed, "" when unset; shown is its default
+// as help shows it.
+func (l *loader) read(name, shown string) string {
+	l.note(name, shown)
+	return strings.TrimSpace(l.getenv(name))
 }
 
 func (l *loader) fail(name, problem string) {
@@ -205,7 +243,7 @@ func (l *loader) fail(name, problem string) {
 }
 
 func (l *loader) str(name, def string) string {
-	if v := strings.TrimSpace(l.getenv(name)); v != "" {
+	if v := l.read(name, def); v != "" {
 		return v
 	}
 	return def
@@ -223,7 +261,7 @@ func (l *loader) oneOf(name, def string, allowed ...string) string {
 }
 
 func (l *loader) duration(name string, def time.Duration) time.Duration {
-	v := l.str(name, "")
+	v := l.read(name, def.String())
 	if v == "" {
 		return def
 	}
@@ -246,7 +284,7 @@ func (l *loader) httpURL(name, def string) string {
 }
 
 func (l *loader) atLeastOne(name string, def int) int {
-	v := l.str(name, "")
+	v := l.read(name, strconv.Itoa(def))
 	if v == "" {
 		return def
 	}
@@ -259,7 +297,7 @@ func (l *loader) atLeastOne(name string, def int) int {
 }
 
 func (l *loader) boolean(name string, def bool) bool {
-	v := l.str(name, "")
+	v := l.read(name, strconv.FormatBool(def))
 	if v == "" {
 		return def
 	}
@@ -272,7 +310,7 @@ func (l *loader) boolean(name string, def bool) bool {
 }
 
 func (l *loader) database(name string, def Database) Database {
-	v := l.str(name, "")
+	v := l.read(name, "sqlite://"+def.Path)
 	if v == "" {
 		return def
 	}

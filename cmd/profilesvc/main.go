@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+	"text/tabwriter"
 
 	"go.uber.org/dig"
 	"go.uber.org/fx"
@@ -29,11 +30,12 @@ var (
 	commitID = ""
 )
 
-const usage = `usage: profilesvc [serve | migrate | version]
+const usage = `usage: profilesvc [serve | migrate | version | help config]
 
-  serve     run the HTTP service (default)
-  migrate   apply pending database migrations and exit
-  version   print the version and exit
+  serve        run the HTTP service (default)
+  migrate      apply pending database migrations and exit
+  version      print the version and exit
+  help config  list every variable of the environment with its default
 
 Configuration comes from the environment; see README.md.
 `
@@ -59,6 +61,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stdout, "profilesvc %s (commit %s)\n", version, commit())
 		return 0
 	case "help", "--help", "-h":
+		if len(args) > 1 && args[1] == "config" {
+			// The variables as Load reads them: the same code lists
+			// them, so the list cannot miss one.
+			tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "VARIABLE\tDEFAULT")
+			for _, v := range config.Variables() {
+				d := v.Default
+				if d == "" {
+					d = "(unset)"
+				}
+				fmt.Fprintf(tw, "%s\t%s\n", v.Name, d)
+			}
+			if err := tw.Flush(); err != nil {
+				return 1
+			}
+			return 0
+		}
 		fmt.Fprint(stdout, usage)
 		return 0
 	case "serve", "migrate":

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -444,6 +445,22 @@ func TestServeReportsWhatStopsItsStartInOneLine(t *testing.T) {
 		}
 		if strings.Contains(stderr.String(), "db-password-42") || strings.Contains(stderr.String(), "could not build") {
 			t.Errorf("%s: the report holds the password or fx's graph: %s", name, stderr.String())
+		}
+	}
+}
+
+// help config lists every variable with its default, whatever the
+// environment holds.
+func TestHelpConfigListsTheVariables(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"help", "config"}, lookup(map[string]string{"LOG_LEVEL": "loud", "HTTP_ADDR": ":9"}), &stdout, &stderr)
+	out := stdout.String()
+	if code != 0 || stderr.Len() > 0 || !strings.HasPrefix(out, "VARIABLE") {
+		t.Fatalf("help config: %d\n%s%s", code, out, stderr.String())
+	}
+	for _, line := range []string{"HTTP_ADDR +:8080\n", "LOG_LEVEL +info\n", "REDIS_URL +\\(unset\\)\n", "SESSION_TTL_MAX +24h0m0s\n", "JWT_SECRET +generated once"} {
+		if !regexp.MustCompile("(?m)^" + line).MatchString(out) {
+			t.Errorf("help config lacks a line %q:\n%s", line, out)
 		}
 	}
 }
