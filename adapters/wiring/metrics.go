@@ -36,7 +36,7 @@ func newSessionMetrics(reg *prometheus.Registry) *sessionMetrics {
 		}),
 		stops: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "profilesvc_session_stops_total",
-			Help: "Sessions ended (profile.stopped committed) by this instance, by reason: released, expired, failed, crashed.",
+			Help: "Sessions ended (profile.stopped committed) by this instance, by reason: released, expired, failed, closed, crashed, shutdown.",
 		}, []string{"reason"}),
 	}
 	reg.MustRegister(m.launches, m.stops)

@@ -282,7 +282,8 @@ func appended(ctx context.Context, wake func()) {
 
 // sessionLog logs the committed events of a profile's session, each with
 // the request that made it (if any), its team, profile and session: a
-// launch, and a stop with its reason (released, expired, failed, crashed).
+// launch, and a stop with its reason (released, expired, failed, closed,
+// crashed, shutdown).
 // Other events are not logged.
 func sessionLog(log *slog.Logger, m *sessionMetrics) func(context.Context, event.Event) {
 	return func(ctx context.Context, e event.Event) {
