@@ -151,25 +151,21 @@ function applyDevice(device) {
 		return copy;
 	};
 	if (G.HTMLCanvasElement) {
-		const proto = G.HTMLCanvasElement.prototype;
-		replace(proto, 'toDataURL', (target, self, args) => {
+		// The page's own createElement may be wrapped to watch for this
+		// very call: the native one is kept.
+		const createElement = G.Document.prototype.createElement;
+		// exportNoisy exports a noisy copy of the canvas in its place.
+		const exportNoisy = (target, self, args) => {
 			const copy = noisyCopy(self);
 			if (!copy) return Reflect.apply(target, self, args);
-			const out = document.createElement('canvas');
+			const out = Reflect.apply(createElement, self.ownerDocument, ['canvas']);
 			out.width = self.width;
 			out.height = self.height;
 			out.getContext('2d').drawImage(copy, 0, 0);
 			return Reflect.apply(target, out, args);
-		});
-		replace(proto, 'toBlob', (target, self, args) => {
-			const copy = noisyCopy(self);
-			if (!copy) return Reflect.apply(target, self, args);
-			const out = document.createElement('canvas');
-			out.width = self.width;
-			out.height = self.height;
-			out.getContext('2d').drawImage(copy, 0, 0);
-			return Reflect.apply(target, out, args);
-		});
+		};
+		replace(G.HTMLCanvasElement.prototype, 'toDataURL', exportNoisy);
+		replace(G.HTMLCanvasElement.prototype, 'toBlob', exportNoisy);
 	}
 	if (G.OffscreenCanvas) {
 		replace(G.OffscreenCanvas.prototype, 'convertToBlob', (target, self, args) => {

@@ -202,6 +202,26 @@ func TestEveryScriptSeesTheDevice(t *testing.T) {
 	if want := "function toDataURL() { [native code] }|function toDataURL() { [native code] }|12"; crossRealm != want {
 		t.Errorf("across the realms of a page and its frame: %q, want %q", crossRealm, want)
 	}
+	// A canvas exports the same noisy image twice, by toDataURL and by
+	// toBlob, and the page's own createElement, wrapped to watch, sees
+	// nothing of how.
+	canvas := evaluate[string](t, page, `(async () => {
+		let calls = 0;
+		const create = document.createElement;
+		document.createElement = function (...a) { calls++; return create.apply(this, a); };
+		const c = create.call(document, 'canvas');
+		c.width = 120; c.height = 40;
+		const x = c.getContext('2d');
+		x.font = '20px serif'; x.fillText('device', 5, 25); x.fillStyle = 'rgba(200,0,0,0.5)'; x.fillRect(30, 5, 60, 20);
+		const a = c.toDataURL(), b = c.toDataURL();
+		const blob = await new Promise((r) => c.toBlob(r));
+		const fromBlob = await new Promise((r) => { const f = new FileReader(); f.onload = () => r(f.result); f.readAsDataURL(blob); });
+		document.createElement = create;
+		return [a === b, fromBlob === a, calls].join();
+	})()`)
+	if canvas != "true,true,0" {
+		t.Errorf("a canvas's exports (same twice, toBlob as toDataURL, createElement calls seen by the page) = %s, want true,true,0", canvas)
+	}
 	if err := chromedp.Do(page, chromedp.Click("#popup")); err != nil {
 		t.Fatal(err)
 	}
