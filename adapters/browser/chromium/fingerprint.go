@@ -199,7 +199,7 @@ func webglParameters(w profile.WebGL) map[string]any {
 }
 
 // deviceScript is device.js applied to fp; headless says whether the
-// window has no chrome of its own to show.
+// screen comes from --screen-info (a headed display has no taskbar).
 func deviceScript(fp profile.Fingerprint, headless bool) string {
 	cfg := deviceConfig{
 		Platform:            fp.Platform,
@@ -211,9 +211,10 @@ func deviceScript(fp profile.Fingerprint, headless bool) string {
 		Media:               [3]int{fp.MediaDevices.AudioInputs, fp.MediaDevices.VideoInputs, fp.MediaDevices.AudioOutputs},
 		WebRTCOff:           fp.WebRTC == profile.WebRTCDisabled,
 	}
-	if headless {
-		cfg.Chrome = &[2]int{fp.Window.ChromeWidth, fp.Window.ChromeHeight}
-	}
+	// The window's chrome is the device's, headed too: a headless window
+	// has none, and a headed one on a display without a window manager
+	// reads 0x0 outside until it is laid out.
+	cfg.Chrome = &[2]int{fp.Window.ChromeWidth, fp.Window.ChromeHeight}
 	if !headless || fp.ClientHints.Mobile {
 		// Neither a virtual display nor an emulated phone screen has a
 		// taskbar or a status bar.
