@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"strconv"
 	"sync"
@@ -637,6 +638,19 @@ func Sign(secret, body []byte) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
+// SignStandard is the webhook-signature of Standard Webhooks
+// (standardwebhooks.com) for the message id sent at at: "v1," and the
+// base64 HMAC-SHA256 of "id.timestamp.body", keyed with the endpoint's
+// secret as it is (the libraries' "raw" secret). The timestamp is signed
+// with the body, so a receiver that refuses old timestamps refuses a
+// captured delivery replayed later.
+func SignStandard(secret []byte, id string, at time.Time, body []byte) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(id + "." + strconv.FormatInt(at.Unix(), 10) + "."))
+	m.Write(body)
+	return "v1," + base64.StdEncoding.EncodeToString(m.Sum(nil))
+}
+
 // attempt makes one attempt of d to ep and returns d with it recorded, and
 // how long the receiver took.
 func (s *Service) attempt(ctx context.Context, d webhook.Delivery, ep webhook.Endpoint) (webhook.Delivery, time.Duration) {
@@ -657,6 +671,11 @@ func (s *Service) attempt(ctx context.Context, d webhook.Delivery, ep webhook.En
 			"X-Service-Event-Id":         d.EventID,
 			"X-Service-Event-Type":       string(d.EventType),
 			"X-Service-Delivery-Attempt": strconv.Itoa(n),
+			// Standard Webhooks: the id stays the event's across attempts
+			// (receivers deduplicate by it), the timestamp is the attempt's.
+			"webhook-id":        d.EventID,
+			"webhook-timestamp": strconv.FormatInt(a.At.Unix(), 10),
+			"webhook-signature": SignStandard(secret, d.EventID, a.At, d.Payload),
 		}})
 		if err != nil {
 			// A time-out or refused connection took time too: record it.

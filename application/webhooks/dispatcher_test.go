@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"maps"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/profilesvc/profilesvc/domain/webhook"
 	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/ports/webhookstore"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
 const payload001 = `{"id":"evt_001","type":"profile.created","created_at":"2030-01-01T12:00:00Z","data":{"profile":{"id":"prf_1"}}}`
@@ -42,6 +44,19 @@ func TestSign(t *testing.T) {
 	}
 }
 
+func TestSignStandard(t *testing.T) {
+	// The test vector of the Standard Webhooks specification, whose secret
+	// is the base64 of the key.
+	key, err := base64.StdEncoding.DecodeString("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := SignStandard(key, "msg_p5jXN8AQM9LWM0D4loKWxJek", time.Unix(1614265330, 0), []byte(`{"test": 2432232314}`))
+	if got != "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=" {
+		t.Fatalf("signature %s", got)
+	}
+}
+
 func TestDispatcherSendsASignedDelivery(t *testing.T) {
 	f := newFixture(t)
 	ep := f.endpoint(t, "https://hooks.example.com/in", "*")
@@ -62,6 +77,9 @@ func TestDispatcherSendsASignedDelivery(t *testing.T) {
 		"X-Service-Event-Id":         "evt_001",
 		"X-Service-Event-Type":       "profile.created",
 		"X-Service-Delivery-Attempt": "1",
+		"webhook-id":                 "evt_001",
+		"webhook-timestamp":          strconv.FormatInt(t0.Unix(), 10),
+		"webhook-signature":          standardSignature(t, "evt_001", t0, payload001),
 	}
 	if !maps.Equal(sent[0].Headers, want) {
 		t.Fatalf("headers %v", sent[0].Headers)
@@ -339,13 +357,35 @@ func TestDispatcherRetriesOnTheScheduleThenFails(t *testing.T) {
 	f.clock.Advance(time.Hour)
 	f.dispatchOnce()
 
-	var numbers, signatures []string
+	var numbers, signatures, ids, timestamps, standard []string
 	for _, r := range f.sender.Sent() {
 		numbers = append(numbers, r.Headers["X-Service-Delivery-Attempt"])
 		signatures = append(signatures, r.Headers["X-Service-Signature"])
+		ids = append(ids, r.Headers["webhook-id"])
+		timestamps = append(timestamps, r.Headers["webhook-timestamp"])
+		standard = append(standard, r.Headers["webhook-signature"])
 	}
 	wantStrings(t, "attempt numbers", numbers, "1", "2", "3")
 	wantStrings(t, "signatures", signatures, signature001, signature001, signature001)
+	// Standard Webhooks: one id for every attempt, each attempt signed at
+	// its own time.
+	wantStrings(t, "webhook-id", ids, "evt_001", "evt_001", "evt_001")
+	var at []time.Time
+	for _, ts := range timestamps {
+		sec, err := strconv.ParseInt(ts, 10, 64)
+		if err != nil {
+			t.Fatalf("webhook-timestamp %q", ts)
+		}
+		at = append(at, time.Unix(sec, 0))
+	}
+	if len(at) != 3 || !at[0].Before(at[1]) || !at[1].Before(at[2]) {
+		t.Fatalf("webhook-timestamp %q: want one per attempt, rising", timestamps)
+	}
+	for i := range at {
+		if want := standardSignature(t, "evt_001", at[i], payload001); standard[i] != want {
+			t.Fatalf("attempt %d: webhook-signature %s, want %s", i+1, standard[i], want)
+		}
+	}
 	wantStrings(t, "outcomes", f.metrics.Outcomes(), "retry", "retry", "failed")
 }
 
@@ -451,4 +491,20 @@ func TestDispatcherIdlesUntilWokenWhenDueWorkIsHeldBack(t *testing.T) {
 			t.Errorf("idle with work due in %v = %v, want %v", c.until, got, c.want)
 		}
 	}
+}
+
+// standardSignature is the webhook-signature that the Standard Webhooks
+// reference library makes of payload sent as id at at, keyed with the
+// endpoint's secret as it is.
+func standardSignature(t *testing.T, id string, at time.Time, payload string) string {
+	t.Helper()
+	wh, err := standardwebhooks.NewWebhookRaw([]byte(secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := wh.Sign(id, at, []byte(payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sig
 }

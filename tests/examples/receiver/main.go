@@ -1,17 +1,18 @@
-// Command receiver is a webhook endpoint for profilesvc. It checks each
-// delivery's X-Service-Signature, the lowercase hex HMAC-SHA256 of the raw
-// body keyed with the endpoint's secret (WEBHOOK_SECRET), and answers 401
-// when it differs. It prints each verified event once, as one JSON line on
-// standard output, however often the event is delivered, and answers 200.
+// Command receiver is a webhook endpoint for profilesvc. It verifies each
+// delivery as Standard Webhooks (standardwebhooks.com) says, with its
+// reference library: webhook-signature is the HMAC-SHA256 of
+// "webhook-id.webhook-timestamp.body" keyed with the endpoint's secret
+// (WEBHOOK_SECRET, used as it is: the library's "raw" secret), and
+// webhook-timestamp must be within five minutes of the receiver's clock,
+// so a delivery captured and replayed later is refused like a forged one
+// (401). It prints each verified event once, as one JSON line on standard
+// output, however often the event is delivered, and answers 200.
 //
 //	WEBHOOK_SECRET=... receiver -addr 127.0.0.1:9090
 package main
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"io"
@@ -19,6 +20,8 @@ import (
 	"net/http"
 	"os"
 	"sync"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
 func main() {
@@ -29,15 +32,25 @@ func main() {
 		log.Fatal("set WEBHOOK_SECRET to the endpoint's secret (32 characters or more)")
 	}
 	log.Printf("receiving webhooks at http://%s/", *addr)
-	log.Fatal(http.ListenAndServe(*addr, &receiver{secret: []byte(secret), out: os.Stdout, seen: map[string]bool{}}))
+	log.Fatal(http.ListenAndServe(*addr, newReceiver([]byte(secret), os.Stdout)))
 }
 
 type receiver struct {
-	secret []byte
-	out    io.Writer
+	verifier *standardwebhooks.Webhook
+	out      io.Writer
 
 	mu   sync.Mutex
 	seen map[string]bool // ids of the events printed; a real receiver keeps them in its database
+}
+
+func newReceiver(secret []byte, out io.Writer) *receiver {
+	// NewWebhookRaw takes the secret as the service keys it; NewWebhook
+	// would read it as base64.
+	v, err := standardwebhooks.NewWebhookRaw(secret)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return &receiver{verifier: v, out: out, seen: map[string]bool{}}
 }
 
 func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -51,9 +64,9 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The signature covers the bytes as received: check it before parsing.
-	if !signedWith(rc.secret, body, r.Header.Get("X-Service-Signature")) {
-		log.Print("refused a delivery whose signature does not match")
-		http.Error(w, "bad signature", http.StatusUnauthorized)
+	if err := rc.verifier.Verify(body, r.Header); err != nil {
+		log.Printf("refused a delivery: %v", err)
+		http.Error(w, "bad signature or timestamp", http.StatusUnauthorized)
 		return
 	}
 	var event struct {
@@ -76,13 +89,4 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rc.seen[event.ID] = true
-}
-
-// signedWith reports whether signature is the lowercase hex HMAC-SHA256 of
-// body keyed with secret, comparing in constant time.
-func signedWith(secret, body []byte, signature string) bool {
-	mac := hmac.New(sha256.New, secret)
-	mac.Write(body)
-	want := hex.EncodeToString(mac.Sum(nil))
-	return hmac.Equal([]byte(want), []byte(signature))
 }
