@@ -28,8 +28,9 @@ import (
 const webhookSecret = "whsec-0123456789abcdef0123456789abcdef"
 
 // receiver is a customer's webhook server: it checks every signature with
-// its own HMAC code and answers with the next status of its script (the
-// last one repeats).
+// its own HMAC code, fails its test for every delivery that does not match
+// the document's webhooks entry (checkDelivery), and answers with the next
+// status of its script (the last one repeats).
 type receiver struct {
 	t      *testing.T
 	srv    *httptest.Server
@@ -53,6 +54,7 @@ func newReceiver(t *testing.T, script ...int) *receiver {
 	rc := &receiver{t: t, script: script}
 	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		checkDelivery(t, r.Header, body)
 		mac := hmac.New(sha256.New, []byte(webhookSecret))
 		mac.Write(body)
 		want := hex.EncodeToString(mac.Sum(nil))
@@ -576,8 +578,11 @@ func TestEndpointGetsOnlyLaterEvents(t *testing.T) {
 			h.createProfile(t, a, nil)
 			early.waitFor(1)
 
+			// In the shape of a real profile.created, as every delivery is
+			// checked against the document.
 			before := event.Event{ID: "evt_00committed_before", TeamID: a.teamID, Type: event.ProfileCreated,
-				OccurredAt: h.clock.Now(), Data: []byte(`{"profile":{"id":"prf_before"}}`)}
+				OccurredAt: h.clock.Now(), Data: []byte(`{"profile":{"id":"prf_before","name":"Before","browser":"chromium",` +
+					`"fingerprint_template":"Chrome on Windows (US)","created_at":"2025-05-12T09:14:03.877512Z"}}`)}
 			if err := h.store.Outbox().Append(context.Background(), before); err != nil {
 				t.Fatal(err)
 			}
