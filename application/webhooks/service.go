@@ -272,7 +272,7 @@ func (s *Service) Delete(ctx context.Context, actor team.Actor, id string) error
 // real events have.
 func sampleData(t event.Type, teamID string, now time.Time) map[string]any {
 	profile := map[string]any{"id": "prf_sample", "name": "Sample profile", "browser": "chromium",
-		"fingerprint_template": "Chrome 131 on Windows (US)", "created_at": now.Format(time.RFC3339Nano)}
+		"fingerprint_template": "Chrome on Windows (US)", "created_at": now.Format(time.RFC3339Nano)}
 	switch {
 	case strings.HasPrefix(string(t), "profile."):
 		d := map[string]any{"profile": profile}

@@ -202,8 +202,8 @@ func TestSendATestEvent(t *testing.T) {
 		eventType string
 		data      string
 	}{
-		{"profile.stopped", `{"profile":{"browser":"chromium","created_at":"2030-01-01T12:00:00Z","fingerprint_template":"Chrome 131 on Windows (US)","id":"prf_sample","name":"Sample profile"},"reason":"released","session":{"expires_at":"2030-01-01T13:00:00Z","id":"ses_sample","launched_by":"usr_sample","started_at":"2030-01-01T12:00:00Z"}}`},
-		{"proxy.assigned", `{"profile":{"browser":"chromium","created_at":"2030-01-01T12:00:00Z","fingerprint_template":"Chrome 131 on Windows (US)","id":"prf_sample","name":"Sample profile"},"proxy":{"host":"proxy.example.com","id":"prx_sample","name":"Sample proxy","port":8080,"type":"http"}}`},
+		{"profile.stopped", `{"profile":{"browser":"chromium","created_at":"2030-01-01T12:00:00Z","fingerprint_template":"Chrome on Windows (US)","id":"prf_sample","name":"Sample profile"},"reason":"released","session":{"expires_at":"2030-01-01T13:00:00Z","id":"ses_sample","launched_by":"usr_sample","started_at":"2030-01-01T12:00:00Z"}}`},
+		{"proxy.assigned", `{"profile":{"browser":"chromium","created_at":"2030-01-01T12:00:00Z","fingerprint_template":"Chrome on Windows (US)","id":"prf_sample","name":"Sample profile"},"proxy":{"host":"proxy.example.com","id":"prx_sample","name":"Sample proxy","port":8080,"type":"http"}}`},
 		{"proxy.failed", `{"error":"proxy authentication failed","proxy":{"host":"proxy.example.com","id":"prx_sample","name":"Sample proxy","port":8080,"type":"http"}}`},
 		{"team.member_added", `{"member":{"email":"member@example.com","id":"mem_sample","role":"member"},"team":{"id":"team_1","name":"Sample team"}}`},
 	}
