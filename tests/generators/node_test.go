@@ -65,7 +65,7 @@ func TestTypeScriptClientFlows(t *testing.T) {
 			gen := g.command(base+"/openapi.yaml", filepath.Join(dir, g.out))
 			run(ctx, t, dir, filepath.Join(nodeDir, "node_modules", ".bin", gen[0]), gen[1:]...)
 			run(ctx, t, dir, "node", filepath.Join(nodeDir, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.json")
-			out := run(ctx, t, dir, "node", filepath.Join("out", strings.TrimSuffix(g.flow, ".ts")+".js"), base, templateID)
+			out := run(ctx, t, dir, "node", filepath.Join("out", strings.TrimSuffix(g.flow, ".ts")+".js"), base)
 			t.Log(strings.TrimSpace(out))
 		})
 	}

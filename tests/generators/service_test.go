@@ -21,9 +21,6 @@ import (
 	"github.com/profilesvc/profilesvc/ports"
 )
 
-// templateID is the built-in template the flows create their profile from.
-const templateID = "tpl_chrome_win_us"
-
 // flowTimeout bounds one generator's run and its flow.
 const flowTimeout = 3 * time.Minute
 

@@ -1,13 +1,15 @@
 // The flow with @hey-api/openapi-ts's SDK and the fetch client it bundles:
 // register, create an API key, and with that key create a profile, launch
-// it and release it. Usage: node hey-api.js BASE_URL TEMPLATE_ID
+// it and release it. Usage: node hey-api.js BASE_URL
 import { createClient } from "./generated/hey-api/client/index.js";
 import { createApiKey, createProfile, getProfile, launchProfile, register, releaseProfile } from "./generated/hey-api/index.js";
 
-const [base, templateId] = process.argv.slice(2);
-if (!base || !templateId) {
-  throw new Error("usage: hey-api.js BASE_URL TEMPLATE_ID");
+const base = process.argv[2];
+if (!base) {
+  throw new Error("usage: hey-api.js BASE_URL");
 }
+// A template of the built-in catalogue (the document lists them).
+const templateId = "tpl_chrome_win_us";
 
 // answered throws unless the call answered with the status want, and
 // returns its body.

@@ -1,13 +1,15 @@
 // The flow with openapi-fetch over openapi-typescript's types: register,
 // create an API key, and with that key create a profile, launch it and
-// release it. Usage: node openapi-fetch.js BASE_URL TEMPLATE_ID
+// release it. Usage: node openapi-fetch.js BASE_URL
 import createClient from "openapi-fetch";
 import type { paths } from "./generated/openapi-typescript/schema.js";
 
-const [base, templateId] = process.argv.slice(2);
-if (!base || !templateId) {
-  throw new Error("usage: openapi-fetch.js BASE_URL TEMPLATE_ID");
+const base = process.argv[2];
+if (!base) {
+  throw new Error("usage: openapi-fetch.js BASE_URL");
 }
+// A template of the built-in catalogue (the document lists them).
+const templateId = "tpl_chrome_win_us";
 
 // answered throws unless the call answered with the status want, and
 // returns its body.
