@@ -41,6 +41,7 @@ func newSWReceiver(t *testing.T) *swReceiver {
 	rc := &swReceiver{verifier: v}
 	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		checkDelivery(t, r.Header, body)
 		err := rc.verifier.Verify(body, r.Header)
 		rc.mu.Lock()
 		rc.got = append(rc.got, swDelivery{body: body, header: r.Header.Clone(), err: err})

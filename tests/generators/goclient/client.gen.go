@@ -3109,6 +3109,15 @@ type ReceiveWebhookEventParams struct {
 
 	// XServiceDeliveryAttempt The number of this attempt of the delivery, from 1; it goes on counting after a manual retry.
 	XServiceDeliveryAttempt int64 `json:"X-Service-Delivery-Attempt"`
+
+	// WebhookId Standard Webhooks message id, the event's `id`; the same on every attempt.
+	WebhookId string `json:"webhook-id"`
+
+	// WebhookTimestamp Standard Webhooks timestamp: when this attempt was made, in Unix seconds. Signed with the body; refuse a delivery whose timestamp is more than a few minutes (5 in the reference libraries) from your clock.
+	WebhookTimestamp int64 `json:"webhook-timestamp"`
+
+	// WebhookSignature Standard Webhooks signature: `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body` (the raw body), keyed with the endpoint's secret as it is (in the reference libraries, the raw secret: NewWebhookRaw in Go, `{format: "raw"}` in JavaScript).
+	WebhookSignature string `json:"webhook-signature"`
 }
 
 // ReceiveWebhookEventJSONBodyDataProxyType defines parameters for ReceiveWebhookEvent.
@@ -44710,6 +44719,33 @@ func NewReceiveWebhookEventWebhookRequestWithBody(targetURL string, params *Rece
 		}
 
 		req.Header.Set("X-Service-Delivery-Attempt", headerParam3)
+
+		var headerParam4 string
+
+		headerParam4, err = runtime.StyleParamWithOptions("simple", false, "webhook-id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-id", headerParam4)
+
+		var headerParam5 string
+
+		headerParam5, err = runtime.StyleParamWithOptions("simple", false, "webhook-timestamp", params.WebhookTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: "int64"})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-timestamp", headerParam5)
+
+		var headerParam6 string
+
+		headerParam6, err = runtime.StyleParamWithOptions("simple", false, "webhook-signature", params.WebhookSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("webhook-signature", headerParam6)
 
 	}
 	return req, nil
