@@ -144,8 +144,8 @@ func TestGoClientFlow(t *testing.T) {
 		t.Fatalf("read the launched profile: status %q, session %v; want %q with a session", p.Status, p.Session, goclient.Running)
 	}
 
-	// The release body is optional: none is sent.
-	released, err := withKey.ReleaseProfileWithBodyWithResponse(ctx, id, nil, "application/json", nil)
+	// Release takes no body.
+	released, err := withKey.ReleaseProfileWithResponse(ctx, id, nil)
 	answered(t, "release", err, func() (int, []byte) { return released.StatusCode(), released.Body }, http.StatusOK)
 	if p := released.JSON200.Data; p.Status != goclient.Idle || p.Session != nil {
 		t.Fatalf("release: status %q, session %v; want %q without a session", p.Status, p.Session, goclient.Idle)

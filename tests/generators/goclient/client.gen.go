@@ -1999,9 +1999,6 @@ type RegisterRequest struct {
 	Password NewPassword `json:"password"`
 }
 
-// ReleaseRequest Empty; any field is 422.
-type ReleaseRequest = map[string]interface{}
-
 // ResetPasswordRequest defines model for ResetPasswordRequest.
 type ResetPasswordRequest struct {
 	// Password At least 10 characters and at most 256 bytes (a longer one is refused, never cut); not one character repeated, and not on the embedded list of common passwords (also with digits or symbols added).
@@ -2010,9 +2007,6 @@ type ResetPasswordRequest struct {
 	// Token The token from the reset mail. A value that is not an unused, unexpired reset token, a longer one included, is 422 naming `token`.
 	Token string `json:"token"`
 }
-
-// RetryDeliveryRequest Empty; any field is 422.
-type RetryDeliveryRequest = map[string]interface{}
 
 // Role defines model for Role.
 type Role string
@@ -3162,9 +3156,6 @@ type HeartbeatProfileJSONRequestBody = HeartbeatRequest
 // LaunchProfileJSONRequestBody defines body for LaunchProfile for application/json ContentType.
 type LaunchProfileJSONRequestBody = LaunchRequest
 
-// ReleaseProfileJSONRequestBody defines body for ReleaseProfile for application/json ContentType.
-type ReleaseProfileJSONRequestBody = ReleaseRequest
-
 // AddProxyJSONRequestBody defines body for AddProxy for application/json ContentType.
 type AddProxyJSONRequestBody = ProxyRequest
 
@@ -3183,9 +3174,6 @@ type InviteMemberJSONRequestBody = InviteMemberRequest
 // UpdateMemberJSONRequestBody defines body for UpdateMember for application/json ContentType.
 type UpdateMemberJSONRequestBody = UpdateMemberRequest
 
-// RestoreSnapshotJSONRequestBody defines body for RestoreSnapshot for application/json ContentType.
-type RestoreSnapshotJSONRequestBody = ReleaseRequest
-
 // CreateSnapshotJSONRequestBody defines body for CreateSnapshot for application/json ContentType.
 type CreateSnapshotJSONRequestBody = CreateSnapshotRequest
 
@@ -3194,9 +3182,6 @@ type CreateWebhookJSONRequestBody = CreateWebhookRequest
 
 // UpdateWebhookJSONRequestBody defines body for UpdateWebhook for application/json ContentType.
 type UpdateWebhookJSONRequestBody = UpdateWebhookRequest
-
-// RetryWebhookDeliveryJSONRequestBody defines body for RetryWebhookDelivery for application/json ContentType.
-type RetryWebhookDeliveryJSONRequestBody = RetryDeliveryRequest
 
 // TestWebhookJSONRequestBody defines body for TestWebhook for application/json ContentType.
 type TestWebhookJSONRequestBody = TestWebhookRequest
@@ -4050,20 +4035,6 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/profiles/{id}/launch (the `LaunchProfile` operationId).
 	LaunchProfile(ctx context.Context, id ProfileID, params *LaunchProfileParams, body LaunchProfileJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ReleaseProfileWithBody Release a profile's session
-	//
-	// Stop the profile's browser, keeping its data, and end the session. Members release their
-	// own sessions; admins and owners anyone's (403 otherwise). Releasing an idle profile is 409.
-	// The body may be left out or be `{}`.
-	//
-	// Limits: `RATE_LIMIT` per caller (429); `IDEMPOTENCY_KEYS_PER_TEAM` new `Idempotency-Key`
-	// values per team in 24 h (429).
-	//
-	// Takes any type of body and a specified content type.
-	//
-	// Corresponds with POST /api/v1/profiles/{id}/release (the `ReleaseProfile` operationId).
-	ReleaseProfileWithBody(ctx context.Context, id ProfileID, params *ReleaseProfileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
-
 	// ReleaseProfile Release a profile's session
 	//
 	// Stop the profile's browser, keeping its data, and end the session. Members release their
@@ -4073,10 +4044,8 @@ type ClientInterface interface {
 	// Limits: `RATE_LIMIT` per caller (429); `IDEMPOTENCY_KEYS_PER_TEAM` new `Idempotency-Key`
 	// values per team in 24 h (429).
 	//
-	// Takes a body of the `application/json` content type.
-	//
 	// Corresponds with POST /api/v1/profiles/{id}/release (the `ReleaseProfile` operationId).
-	ReleaseProfile(ctx context.Context, id ProfileID, params *ReleaseProfileParams, body ReleaseProfileJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ReleaseProfile(ctx context.Context, id ProfileID, params *ReleaseProfileParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListProxies List proxies
 	//
@@ -4405,23 +4374,6 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/templates/{id} (the `GetTemplate` operationId).
 	GetTemplate(ctx context.Context, id TemplateID, params *GetTemplateParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// RestoreSnapshotWithBody Restore a snapshot
-	//
-	// Put back the snapshot's settings, cookies and browser data (members and above). The
-	// current state is first kept as a snapshot of `kind: auto`, so a restore can be undone by
-	// restoring that one. 409 while the profile runs. A proxy deleted since the snapshot is left
-	// out (the restored profile has none). Raises `version` and emits `profile.updated`. The
-	// body may be left out or be `{}`.
-	//
-	// Limits: `RATE_LIMIT` per caller (429); `SNAPSHOTS_PER_PROFILE` snapshots kept per profile,
-	// the automatic one included (the oldest pruned); `IDEMPOTENCY_KEYS_PER_TEAM` new
-	// `Idempotency-Key` values per team in 24 h (429).
-	//
-	// Takes any type of body and a specified content type.
-	//
-	// Corresponds with POST /api/v1/time-machine/{profileId}/restore/{snapshotId} (the `RestoreSnapshot` operationId).
-	RestoreSnapshotWithBody(ctx context.Context, profileId SnapshotProfileID, snapshotId SnapshotID, params *RestoreSnapshotParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
-
 	// RestoreSnapshot Restore a snapshot
 	//
 	// Put back the snapshot's settings, cookies and browser data (members and above). The
@@ -4434,10 +4386,8 @@ type ClientInterface interface {
 	// the automatic one included (the oldest pruned); `IDEMPOTENCY_KEYS_PER_TEAM` new
 	// `Idempotency-Key` values per team in 24 h (429).
 	//
-	// Takes a body of the `application/json` content type.
-	//
 	// Corresponds with POST /api/v1/time-machine/{profileId}/restore/{snapshotId} (the `RestoreSnapshot` operationId).
-	RestoreSnapshot(ctx context.Context, profileId SnapshotProfileID, snapshotId SnapshotID, params *RestoreSnapshotParams, body RestoreSnapshotJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RestoreSnapshot(ctx context.Context, profileId SnapshotProfileID, snapshotId SnapshotID, params *RestoreSnapshotParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListSnapshots List a profile's snapshots
 	//
@@ -4663,22 +4613,6 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/webhooks/{id}/deliveries (the `ListWebhookDeliveries` operationId).
 	ListWebhookDeliveries(ctx context.Context, id WebhookID, params *ListWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// RetryWebhookDeliveryWithBody Retry a failed delivery
-	//
-	// Queue a failed delivery again (admins and owners; a viewer or member gets 403): it becomes
-	// `pending` and gets a new round of the retry schedule, starting now, with the same body,
-	// signature and event id; the attempts made so far are kept and numbering goes on. A
-	// delivery that is not `failed` (pending or succeeded) is 409. The body may be left out or
-	// be `{}`.
-	//
-	// Limits: `RATE_LIMIT` per caller (429); `IDEMPOTENCY_KEYS_PER_TEAM` new `Idempotency-Key`
-	// values per team in 24 h (429).
-	//
-	// Takes any type of body and a specified content type.
-	//
-	// Corresponds with POST /v1/webhooks/{id}/deliveries/{deliveryId}/retry (the `RetryWebhookDelivery` operationId).
-	RetryWebhookDeliveryWithBody(ctx context.Context, id WebhookID, deliveryId DeliveryID, params *RetryWebhookDeliveryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
-
 	// RetryWebhookDelivery Retry a failed delivery
 	//
 	// Queue a failed delivery again (admins and owners; a viewer or member gets 403): it becomes
@@ -4690,10 +4624,8 @@ type ClientInterface interface {
 	// Limits: `RATE_LIMIT` per caller (429); `IDEMPOTENCY_KEYS_PER_TEAM` new `Idempotency-Key`
 	// values per team in 24 h (429).
 	//
-	// Takes a body of the `application/json` content type.
-	//
 	// Corresponds with POST /v1/webhooks/{id}/deliveries/{deliveryId}/retry (the `RetryWebhookDelivery` operationId).
-	RetryWebhookDelivery(ctx context.Context, id WebhookID, deliveryId DeliveryID, params *RetryWebhookDeliveryParams, body RetryWebhookDeliveryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RetryWebhookDelivery(ctx context.Context, id WebhookID, deliveryId DeliveryID, params *RetryWebhookDeliveryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// TestWebhookWithBody Send a test event to a webhook endpoint
 	//
@@ -5565,30 +5497,6 @@ func (c *Client) LaunchProfile(ctx context.Context, id ProfileID, params *Launch
 	return c.Client.Do(req)
 }
 
-// ReleaseProfileWithBody Release a profile's session
-//
-// Stop the profile's browser, keeping its data, and end the session. Members release their
-// own sessions; admins and owners anyone's (403 otherwise). Releasing an idle profile is 409.
-// The body may be left out or be `{}`.
-//
-// Limits: `RATE_LIMIT` per caller (429); `IDEMPOTENCY_KEYS_PER_TEAM` new `Idempotency-Key`
-// values per team in 24 h (429).
-//
-// Takes any type of body and a specified content type.
-//
-// Corresponds with POST /api/v1/profiles/{id}/release (the `ReleaseProfile` operationId).
-func (c *Client) ReleaseProfileWithBody(ctx context.Context, id ProfileID, params *ReleaseProfileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewReleaseProfileRequestWithBody(c.Server, id, params, contentType, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
 // ReleaseProfile Release a profile's session
 //
 // Stop the profile's browser, keeping its data, and end the session. Members release their
@@ -5598,11 +5506,9 @@ func (c *Client) ReleaseProfileWithBody(ctx context.Context, id ProfileID, param
 // Limits: `RATE_LIMIT` per caller (429); `IDEMPOTENCY_KEYS_PER_TEAM` new `Idempotency-Key`
 // values per team in 24 h (429).
 //
-// Takes a body of the `application/json` content type.
-//
 // Corresponds with POST /api/v1/profiles/{id}/release (the `ReleaseProfile` operationId).
-func (c *Client) ReleaseProfile(ctx context.Context, id ProfileID, params *ReleaseProfileParams, body ReleaseProfileJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewReleaseProfileRequest(c.Server, id, params, body)
+func (c *Client) ReleaseProfile(ctx context.Context, id ProfileID, params *ReleaseProfileParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReleaseProfileRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -6160,33 +6066,6 @@ func (c *Client) GetTemplate(ctx context.Context, id TemplateID, params *GetTemp
 	return c.Client.Do(req)
 }
 
-// RestoreSnapshotWithBody Restore a snapshot
-//
-// Put back the snapshot's settings, cookies and browser data (members and above). The
-// current state is first kept as a snapshot of `kind: auto`, so a restore can be undone by
-// restoring that one. 409 while the profile runs. A proxy deleted since the snapshot is left
-// out (the restored profile has none). Raises `version` and emits `profile.updated`. The
-// body may be left out or be `{}`.
-//
-// Limits: `RATE_LIMIT` per caller (429); `SNAPSHOTS_PER_PROFILE` snapshots kept per profile,
-// the automatic one included (the oldest pruned); `IDEMPOTENCY_KEYS_PER_TEAM` new
-// `Idempotency-Key` values per team in 24 h (429).
-//
-// Takes any type of body and a specified content type.
-//
-// Corresponds with POST /api/v1/time-machine/{profileId}/restore/{snapshotId} (the `RestoreSnapshot` operationId).
-func (c *Client) RestoreSnapshotWithBody(ctx context.Context, profileId SnapshotProfileID, snapshotId SnapshotID, params *RestoreSnapshotParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRestoreSnapshotRequestWithBody(c.Server, profileId, snapshotId, params, contentType, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
 // RestoreSnapshot Restore a snapshot
 //
 // Put back the snapshot's settings, cookies and browser data (members and above). The
@@ -6199,11 +6078,9 @@ func (c *Client) RestoreSnapshotWithBody(ctx context.Context, profileId Snapshot
 // the automatic one included (the oldest pruned); `IDEMPOTENCY_KEYS_PER_TEAM` new
 // `Idempotency-Key` values per team in 24 h (429).
 //
-// Takes a body of the `application/json` content type.
-//
 // Corresponds with POST /api/v1/time-machine/{profileId}/restore/{snapshotId} (the `RestoreSnapshot` operationId).
-func (c *Client) RestoreSnapshot(ctx context.Context, profileId SnapshotProfileID, snapshotId SnapshotID, params *RestoreSnapshotParams, body RestoreSnapshotJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRestoreSnapshotRequest(c.Server, profileId, snapshotId, params, body)
+func (c *Client) RestoreSnapshot(ctx context.Context, profileId SnapshotProfileID, snapshotId SnapshotID, params *RestoreSnapshotParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRestoreSnapshotRequest(c.Server, profileId, snapshotId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -6618,32 +6495,6 @@ func (c *Client) ListWebhookDeliveries(ctx context.Context, id WebhookID, params
 	return c.Client.Do(req)
 }
 
-// RetryWebhookDeliveryWithBody Retry a failed delivery
-//
-// Queue a failed delivery again (admins and owners; a viewer or member gets 403): it becomes
-// `pending` and gets a new round of the retry schedule, starting now, with the same body,
-// signature and event id; the attempts made so far are kept and numbering goes on. A
-// delivery that is not `failed` (pending or succeeded) is 409. The body may be left out or
-// be `{}`.
-//
-// Limits: `RATE_LIMIT` per caller (429); `IDEMPOTENCY_KEYS_PER_TEAM` new `Idempotency-Key`
-// values per team in 24 h (429).
-//
-// Takes any type of body and a specified content type.
-//
-// Corresponds with POST /v1/webhooks/{id}/deliveries/{deliveryId}/retry (the `RetryWebhookDelivery` operationId).
-func (c *Client) RetryWebhookDeliveryWithBody(ctx context.Context, id WebhookID, deliveryId DeliveryID, params *RetryWebhookDeliveryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRetryWebhookDeliveryRequestWithBody(c.Server, id, deliveryId, params, contentType, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
 // RetryWebhookDelivery Retry a failed delivery
 //
 // Queue a failed delivery again (admins and owners; a viewer or member gets 403): it becomes
@@ -6655,11 +6506,9 @@ func (c *Client) RetryWebhookDeliveryWithBody(ctx context.Context, id WebhookID,
 // Limits: `RATE_LIMIT` per caller (429); `IDEMPOTENCY_KEYS_PER_TEAM` new `Idempotency-Key`
 // values per team in 24 h (429).
 //
-// Takes a body of the `application/json` content type.
-//
 // Corresponds with POST /v1/webhooks/{id}/deliveries/{deliveryId}/retry (the `RetryWebhookDelivery` operationId).
-func (c *Client) RetryWebhookDelivery(ctx context.Context, id WebhookID, deliveryId DeliveryID, params *RetryWebhookDeliveryParams, body RetryWebhookDeliveryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRetryWebhookDeliveryRequest(c.Server, id, deliveryId, params, body)
+func (c *Client) RetryWebhookDelivery(ctx context.Context, id WebhookID, deliveryId DeliveryID, params *RetryWebhookDeliveryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetryWebhookDeliveryRequest(c.Server, id, deliveryId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -7955,19 +7804,8 @@ func NewLaunchProfileRequestWithBody(server string, id ProfileID, params *Launch
 	return req, nil
 }
 
-// NewReleaseProfileRequest calls the generic ReleaseProfile builder with application/json body
-func NewReleaseProfileRequest(server string, id ProfileID, params *ReleaseProfileParams, body ReleaseProfileJSONRequestBody) (*http.Request, error) {
-	var bodyReader io.Reader
-	buf, err := json.Marshal(body)
-	if err != nil {
-		return nil, err
-	}
-	bodyReader = bytes.NewReader(buf)
-	return NewReleaseProfileRequestWithBody(server, id, params, "application/json", bodyReader)
-}
-
-// NewReleaseProfileRequestWithBody constructs an http.Request for the ReleaseProfile method, with any body, and a specified content type
-func NewReleaseProfileRequestWithBody(server string, id ProfileID, params *ReleaseProfileParams, contentType string, body io.Reader) (*http.Request, error) {
+// NewReleaseProfileRequest constructs an http.Request for the ReleaseProfile method
+func NewReleaseProfileRequest(server string, id ProfileID, params *ReleaseProfileParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -7992,12 +7830,10 @@ func NewReleaseProfileRequestWithBody(server string, id ProfileID, params *Relea
 		return nil, err
 	}
 
-	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
-
-	req.Header.Add("Content-Type", contentType)
 
 	if params != nil {
 
@@ -8995,19 +8831,8 @@ func NewGetTemplateRequest(server string, id TemplateID, params *GetTemplatePara
 	return req, nil
 }
 
-// NewRestoreSnapshotRequest calls the generic RestoreSnapshot builder with application/json body
-func NewRestoreSnapshotRequest(server string, profileId SnapshotProfileID, snapshotId SnapshotID, params *RestoreSnapshotParams, body RestoreSnapshotJSONRequestBody) (*http.Request, error) {
-	var bodyReader io.Reader
-	buf, err := json.Marshal(body)
-	if err != nil {
-		return nil, err
-	}
-	bodyReader = bytes.NewReader(buf)
-	return NewRestoreSnapshotRequestWithBody(server, profileId, snapshotId, params, "application/json", bodyReader)
-}
-
-// NewRestoreSnapshotRequestWithBody constructs an http.Request for the RestoreSnapshot method, with any body, and a specified content type
-func NewRestoreSnapshotRequestWithBody(server string, profileId SnapshotProfileID, snapshotId SnapshotID, params *RestoreSnapshotParams, contentType string, body io.Reader) (*http.Request, error) {
+// NewRestoreSnapshotRequest constructs an http.Request for the RestoreSnapshot method
+func NewRestoreSnapshotRequest(server string, profileId SnapshotProfileID, snapshotId SnapshotID, params *RestoreSnapshotParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -9039,12 +8864,10 @@ func NewRestoreSnapshotRequestWithBody(server string, profileId SnapshotProfileI
 		return nil, err
 	}
 
-	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
-
-	req.Header.Add("Content-Type", contentType)
 
 	if params != nil {
 
@@ -9890,19 +9713,8 @@ func NewListWebhookDeliveriesRequest(server string, id WebhookID, params *ListWe
 	return req, nil
 }
 
-// NewRetryWebhookDeliveryRequest calls the generic RetryWebhookDelivery builder with application/json body
-func NewRetryWebhookDeliveryRequest(server string, id WebhookID, deliveryId DeliveryID, params *RetryWebhookDeliveryParams, body RetryWebhookDeliveryJSONRequestBody) (*http.Request, error) {
-	var bodyReader io.Reader
-	buf, err := json.Marshal(body)
-	if err != nil {
-		return nil, err
-	}
-	bodyReader = bytes.NewReader(buf)
-	return NewRetryWebhookDeliveryRequestWithBody(server, id, deliveryId, params, "application/json", bodyReader)
-}
-
-// NewRetryWebhookDeliveryRequestWithBody constructs an http.Request for the RetryWebhookDelivery method, with any body, and a specified content type
-func NewRetryWebhookDeliveryRequestWithBody(server string, id WebhookID, deliveryId DeliveryID, params *RetryWebhookDeliveryParams, contentType string, body io.Reader) (*http.Request, error) {
+// NewRetryWebhookDeliveryRequest constructs an http.Request for the RetryWebhookDelivery method
+func NewRetryWebhookDeliveryRequest(server string, id WebhookID, deliveryId DeliveryID, params *RetryWebhookDeliveryParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -9934,12 +9746,10 @@ func NewRetryWebhookDeliveryRequestWithBody(server string, id WebhookID, deliver
 		return nil, err
 	}
 
-	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
-
-	req.Header.Add("Content-Type", contentType)
 
 	if params != nil {
 
@@ -10610,20 +10420,6 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/profiles/{id}/launch (the `LaunchProfile` operationId).
 	LaunchProfileWithResponse(ctx context.Context, id ProfileID, params *LaunchProfileParams, body LaunchProfileJSONRequestBody, reqEditors ...RequestEditorFn) (*LaunchProfileResponse, error)
 
-	// ReleaseProfileWithBodyWithResponse Release a profile's session
-	//
-	// Stop the profile's browser, keeping its data, and end the session. Members release their
-	// own sessions; admins and owners anyone's (403 otherwise). Releasing an idle profile is 409.
-	// The body may be left out or be `{}`.
-	//
-	// Limits: `RATE_LIMIT` per caller (429); `IDEMPOTENCY_KEYS_PER_TEAM` new `Idempotency-Key`
-	// values per team in 24 h (429).
-	//
-	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /api/v1/profiles/{id}/release (the `ReleaseProfile` operationId).
-	ReleaseProfileWithBodyWithResponse(ctx context.Context, id ProfileID, params *ReleaseProfileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReleaseProfileResponse, error)
-
 	// ReleaseProfileWithResponse Release a profile's session
 	//
 	// Stop the profile's browser, keeping its data, and end the session. Members release their
@@ -10633,10 +10429,10 @@ type ClientWithResponsesInterface interface {
 	// Limits: `RATE_LIMIT` per caller (429); `IDEMPOTENCY_KEYS_PER_TEAM` new `Idempotency-Key`
 	// values per team in 24 h (429).
 	//
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/profiles/{id}/release (the `ReleaseProfile` operationId).
-	ReleaseProfileWithResponse(ctx context.Context, id ProfileID, params *ReleaseProfileParams, body ReleaseProfileJSONRequestBody, reqEditors ...RequestEditorFn) (*ReleaseProfileResponse, error)
+	ReleaseProfileWithResponse(ctx context.Context, id ProfileID, params *ReleaseProfileParams, reqEditors ...RequestEditorFn) (*ReleaseProfileResponse, error)
 
 	// ListProxiesWithResponse List proxies
 	//
@@ -10985,23 +10781,6 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/templates/{id} (the `GetTemplate` operationId).
 	GetTemplateWithResponse(ctx context.Context, id TemplateID, params *GetTemplateParams, reqEditors ...RequestEditorFn) (*GetTemplateResponse, error)
 
-	// RestoreSnapshotWithBodyWithResponse Restore a snapshot
-	//
-	// Put back the snapshot's settings, cookies and browser data (members and above). The
-	// current state is first kept as a snapshot of `kind: auto`, so a restore can be undone by
-	// restoring that one. 409 while the profile runs. A proxy deleted since the snapshot is left
-	// out (the restored profile has none). Raises `version` and emits `profile.updated`. The
-	// body may be left out or be `{}`.
-	//
-	// Limits: `RATE_LIMIT` per caller (429); `SNAPSHOTS_PER_PROFILE` snapshots kept per profile,
-	// the automatic one included (the oldest pruned); `IDEMPOTENCY_KEYS_PER_TEAM` new
-	// `Idempotency-Key` values per team in 24 h (429).
-	//
-	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /api/v1/time-machine/{profileId}/restore/{snapshotId} (the `RestoreSnapshot` operationId).
-	RestoreSnapshotWithBodyWithResponse(ctx context.Context, profileId SnapshotProfileID, snapshotId SnapshotID, params *RestoreSnapshotParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RestoreSnapshotResponse, error)
-
 	// RestoreSnapshotWithResponse Restore a snapshot
 	//
 	// Put back the snapshot's settings, cookies and browser data (members and above). The
@@ -11014,10 +10793,10 @@ type ClientWithResponsesInterface interface {
 	// the automatic one included (the oldest pruned); `IDEMPOTENCY_KEYS_PER_TEAM` new
 	// `Idempotency-Key` values per team in 24 h (429).
 	//
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /api/v1/time-machine/{profileId}/restore/{snapshotId} (the `RestoreSnapshot` operationId).
-	RestoreSnapshotWithResponse(ctx context.Context, profileId SnapshotProfileID, snapshotId SnapshotID, params *RestoreSnapshotParams, body RestoreSnapshotJSONRequestBody, reqEditors ...RequestEditorFn) (*RestoreSnapshotResponse, error)
+	RestoreSnapshotWithResponse(ctx context.Context, profileId SnapshotProfileID, snapshotId SnapshotID, params *RestoreSnapshotParams, reqEditors ...RequestEditorFn) (*RestoreSnapshotResponse, error)
 
 	// ListSnapshotsWithResponse List a profile's snapshots
 	//
@@ -11267,22 +11046,6 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/webhooks/{id}/deliveries (the `ListWebhookDeliveries` operationId).
 	ListWebhookDeliveriesWithResponse(ctx context.Context, id WebhookID, params *ListWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*ListWebhookDeliveriesResponse, error)
 
-	// RetryWebhookDeliveryWithBodyWithResponse Retry a failed delivery
-	//
-	// Queue a failed delivery again (admins and owners; a viewer or member gets 403): it becomes
-	// `pending` and gets a new round of the retry schedule, starting now, with the same body,
-	// signature and event id; the attempts made so far are kept and numbering goes on. A
-	// delivery that is not `failed` (pending or succeeded) is 409. The body may be left out or
-	// be `{}`.
-	//
-	// Limits: `RATE_LIMIT` per caller (429); `IDEMPOTENCY_KEYS_PER_TEAM` new `Idempotency-Key`
-	// values per team in 24 h (429).
-	//
-	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /v1/webhooks/{id}/deliveries/{deliveryId}/retry (the `RetryWebhookDelivery` operationId).
-	RetryWebhookDeliveryWithBodyWithResponse(ctx context.Context, id WebhookID, deliveryId DeliveryID, params *RetryWebhookDeliveryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RetryWebhookDeliveryResponse, error)
-
 	// RetryWebhookDeliveryWithResponse Retry a failed delivery
 	//
 	// Queue a failed delivery again (admins and owners; a viewer or member gets 403): it becomes
@@ -11294,10 +11057,10 @@ type ClientWithResponsesInterface interface {
 	// Limits: `RATE_LIMIT` per caller (429); `IDEMPOTENCY_KEYS_PER_TEAM` new `Idempotency-Key`
 	// values per team in 24 h (429).
 	//
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/webhooks/{id}/deliveries/{deliveryId}/retry (the `RetryWebhookDelivery` operationId).
-	RetryWebhookDeliveryWithResponse(ctx context.Context, id WebhookID, deliveryId DeliveryID, params *RetryWebhookDeliveryParams, body RetryWebhookDeliveryJSONRequestBody, reqEditors ...RequestEditorFn) (*RetryWebhookDeliveryResponse, error)
+	RetryWebhookDeliveryWithResponse(ctx context.Context, id WebhookID, deliveryId DeliveryID, params *RetryWebhookDeliveryParams, reqEditors ...RequestEditorFn) (*RetryWebhookDeliveryResponse, error)
 
 	// TestWebhookWithBodyWithResponse Send a test event to a webhook endpoint
 	//
@@ -22581,26 +22344,6 @@ func (c *ClientWithResponses) LaunchProfileWithResponse(ctx context.Context, id 
 	return ParseLaunchProfileResponse(rsp)
 }
 
-// ReleaseProfileWithBodyWithResponse Release a profile's session
-//
-// Stop the profile's browser, keeping its data, and end the session. Members release their
-// own sessions; admins and owners anyone's (403 otherwise). Releasing an idle profile is 409.
-// The body may be left out or be `{}`.
-//
-// Limits: `RATE_LIMIT` per caller (429); `IDEMPOTENCY_KEYS_PER_TEAM` new `Idempotency-Key`
-// values per team in 24 h (429).
-//
-// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /api/v1/profiles/{id}/release (the `ReleaseProfile` operationId).
-func (c *ClientWithResponses) ReleaseProfileWithBodyWithResponse(ctx context.Context, id ProfileID, params *ReleaseProfileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReleaseProfileResponse, error) {
-	rsp, err := c.ReleaseProfileWithBody(ctx, id, params, contentType, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseReleaseProfileResponse(rsp)
-}
-
 // ReleaseProfileWithResponse Release a profile's session
 //
 // Stop the profile's browser, keeping its data, and end the session. Members release their
@@ -22610,11 +22353,11 @@ func (c *ClientWithResponses) ReleaseProfileWithBodyWithResponse(ctx context.Con
 // Limits: `RATE_LIMIT` per caller (429); `IDEMPOTENCY_KEYS_PER_TEAM` new `Idempotency-Key`
 // values per team in 24 h (429).
 //
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/profiles/{id}/release (the `ReleaseProfile` operationId).
-func (c *ClientWithResponses) ReleaseProfileWithResponse(ctx context.Context, id ProfileID, params *ReleaseProfileParams, body ReleaseProfileJSONRequestBody, reqEditors ...RequestEditorFn) (*ReleaseProfileResponse, error) {
-	rsp, err := c.ReleaseProfile(ctx, id, params, body, reqEditors...)
+func (c *ClientWithResponses) ReleaseProfileWithResponse(ctx context.Context, id ProfileID, params *ReleaseProfileParams, reqEditors ...RequestEditorFn) (*ReleaseProfileResponse, error) {
+	rsp, err := c.ReleaseProfile(ctx, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -23100,29 +22843,6 @@ func (c *ClientWithResponses) GetTemplateWithResponse(ctx context.Context, id Te
 	return ParseGetTemplateResponse(rsp)
 }
 
-// RestoreSnapshotWithBodyWithResponse Restore a snapshot
-//
-// Put back the snapshot's settings, cookies and browser data (members and above). The
-// current state is first kept as a snapshot of `kind: auto`, so a restore can be undone by
-// restoring that one. 409 while the profile runs. A proxy deleted since the snapshot is left
-// out (the restored profile has none). Raises `version` and emits `profile.updated`. The
-// body may be left out or be `{}`.
-//
-// Limits: `RATE_LIMIT` per caller (429); `SNAPSHOTS_PER_PROFILE` snapshots kept per profile,
-// the automatic one included (the oldest pruned); `IDEMPOTENCY_KEYS_PER_TEAM` new
-// `Idempotency-Key` values per team in 24 h (429).
-//
-// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /api/v1/time-machine/{profileId}/restore/{snapshotId} (the `RestoreSnapshot` operationId).
-func (c *ClientWithResponses) RestoreSnapshotWithBodyWithResponse(ctx context.Context, profileId SnapshotProfileID, snapshotId SnapshotID, params *RestoreSnapshotParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RestoreSnapshotResponse, error) {
-	rsp, err := c.RestoreSnapshotWithBody(ctx, profileId, snapshotId, params, contentType, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseRestoreSnapshotResponse(rsp)
-}
-
 // RestoreSnapshotWithResponse Restore a snapshot
 //
 // Put back the snapshot's settings, cookies and browser data (members and above). The
@@ -23135,11 +22855,11 @@ func (c *ClientWithResponses) RestoreSnapshotWithBodyWithResponse(ctx context.Co
 // the automatic one included (the oldest pruned); `IDEMPOTENCY_KEYS_PER_TEAM` new
 // `Idempotency-Key` values per team in 24 h (429).
 //
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /api/v1/time-machine/{profileId}/restore/{snapshotId} (the `RestoreSnapshot` operationId).
-func (c *ClientWithResponses) RestoreSnapshotWithResponse(ctx context.Context, profileId SnapshotProfileID, snapshotId SnapshotID, params *RestoreSnapshotParams, body RestoreSnapshotJSONRequestBody, reqEditors ...RequestEditorFn) (*RestoreSnapshotResponse, error) {
-	rsp, err := c.RestoreSnapshot(ctx, profileId, snapshotId, params, body, reqEditors...)
+func (c *ClientWithResponses) RestoreSnapshotWithResponse(ctx context.Context, profileId SnapshotProfileID, snapshotId SnapshotID, params *RestoreSnapshotParams, reqEditors ...RequestEditorFn) (*RestoreSnapshotResponse, error) {
+	rsp, err := c.RestoreSnapshot(ctx, profileId, snapshotId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -23502,28 +23222,6 @@ func (c *ClientWithResponses) ListWebhookDeliveriesWithResponse(ctx context.Cont
 	return ParseListWebhookDeliveriesResponse(rsp)
 }
 
-// RetryWebhookDeliveryWithBodyWithResponse Retry a failed delivery
-//
-// Queue a failed delivery again (admins and owners; a viewer or member gets 403): it becomes
-// `pending` and gets a new round of the retry schedule, starting now, with the same body,
-// signature and event id; the attempts made so far are kept and numbering goes on. A
-// delivery that is not `failed` (pending or succeeded) is 409. The body may be left out or
-// be `{}`.
-//
-// Limits: `RATE_LIMIT` per caller (429); `IDEMPOTENCY_KEYS_PER_TEAM` new `Idempotency-Key`
-// values per team in 24 h (429).
-//
-// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /v1/webhooks/{id}/deliveries/{deliveryId}/retry (the `RetryWebhookDelivery` operationId).
-func (c *ClientWithResponses) RetryWebhookDeliveryWithBodyWithResponse(ctx context.Context, id WebhookID, deliveryId DeliveryID, params *RetryWebhookDeliveryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RetryWebhookDeliveryResponse, error) {
-	rsp, err := c.RetryWebhookDeliveryWithBody(ctx, id, deliveryId, params, contentType, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseRetryWebhookDeliveryResponse(rsp)
-}
-
 // RetryWebhookDeliveryWithResponse Retry a failed delivery
 //
 // Queue a failed delivery again (admins and owners; a viewer or member gets 403): it becomes
@@ -23535,11 +23233,11 @@ func (c *ClientWithResponses) RetryWebhookDeliveryWithBodyWithResponse(ctx conte
 // Limits: `RATE_LIMIT` per caller (429); `IDEMPOTENCY_KEYS_PER_TEAM` new `Idempotency-Key`
 // values per team in 24 h (429).
 //
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+// Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/webhooks/{id}/deliveries/{deliveryId}/retry (the `RetryWebhookDelivery` operationId).
-func (c *ClientWithResponses) RetryWebhookDeliveryWithResponse(ctx context.Context, id WebhookID, deliveryId DeliveryID, params *RetryWebhookDeliveryParams, body RetryWebhookDeliveryJSONRequestBody, reqEditors ...RequestEditorFn) (*RetryWebhookDeliveryResponse, error) {
-	rsp, err := c.RetryWebhookDelivery(ctx, id, deliveryId, params, body, reqEditors...)
+func (c *ClientWithResponses) RetryWebhookDeliveryWithResponse(ctx context.Context, id WebhookID, deliveryId DeliveryID, params *RetryWebhookDeliveryParams, reqEditors ...RequestEditorFn) (*RetryWebhookDeliveryResponse, error) {
+	rsp, err := c.RetryWebhookDelivery(ctx, id, deliveryId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}

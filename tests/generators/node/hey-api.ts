@@ -50,7 +50,7 @@ if (running.data.status !== "running" || running.data.session === null) {
   throw new Error(`read the launched profile: status ${running.data.status}, want running with a session`);
 }
 
-// The release body is optional: none is sent.
+// Release takes no body.
 const released = answered("release", 200, await releaseProfile({ client: withKey, path: { id } }));
 if (released.data.status !== "idle" || released.data.session !== null) {
   throw new Error(`release: status ${released.data.status}, want idle without a session`);

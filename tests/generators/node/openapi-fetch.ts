@@ -53,7 +53,7 @@ if (running.data.status !== "running" || running.data.session === null) {
   throw new Error(`read the launched profile: status ${running.data.status}, want running with a session`);
 }
 
-// The release body is optional: none is sent.
+// Release takes no body.
 const released = answered("release", 200, await withKey.POST("/api/v1/profiles/{id}/release", {
   params: { path: { id } },
 }));
