@@ -80,16 +80,17 @@ func rule(r, dep string, owners map[string]string) string {
 	depRel, own := rel(dep)
 	switch {
 	case under(r, "domain"):
-		if !isStd(dep) && !(own && under(depRel, "domain")) {
-			return "domain imports only the standard library"
+		if !isStd(dep) && !isLib(dep, "golang.org/x") && !(own && under(depRel, "domain")) {
+			return "domain imports only the standard library and golang.org/x modules"
 		}
 	case under(r, "ports"):
-		if !isStd(dep) && !(own && under(depRel, "domain", "ports")) {
-			return "ports import only domain and the standard library"
+		// golang.org/x modules arrive through the domain.
+		if !isStd(dep) && !isLib(dep, "golang.org/x") && !(own && under(depRel, "domain", "ports")) {
+			return "ports import only domain, the standard library and golang.org/x modules"
 		}
 	case under(r, "application"):
-		if !isStd(dep) && !(own && under(depRel, "domain", "ports", "application")) {
-			return "application imports only ports, domain and the standard library"
+		if !isStd(dep) && !isLib(dep, "golang.org/x") && !(own && under(depRel, "domain", "ports", "application")) {
+			return "application imports only ports, domain, the standard library and golang.org/x modules"
 		}
 		if own {
 			return storageRule(r, depRel, owners)
@@ -235,6 +236,7 @@ func TestLayersImportOnlyWhatTheyMay(t *testing.T) {
 func TestRulesCatchViolations(t *testing.T) {
 	bad := []struct{ pkg, dep string }{
 		{"domain/account", "github.com/uptrace/bun"},
+		{"domain/account", "golang.org/xtra"},
 		{"domain/account", module + "/ports"},
 		{"ports", "go.uber.org/zap"},
 		{"application/auth", "github.com/gorilla/mux"},
@@ -273,6 +275,7 @@ func TestRulesCatchViolations(t *testing.T) {
 	}
 	good := []struct{ pkg, dep string }{
 		{"domain/account", "time"},
+		{"domain/account", "golang.org/x/text/unicode/norm"},
 		{"application/auth", module + "/ports"},
 		{"adapters/store/bunstore", "github.com/uptrace/bun"},
 		{"adapters/store/bunstore", module + "/migrations"},
