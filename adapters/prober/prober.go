@@ -183,35 +183,42 @@ func (p *Prober) probe(ctx context.Context, target ports.ProxyTarget) (ports.Pro
 	return parseAnswer(body)
 }
 
-// parseAnswer reads what IP echo services answer: the exit address in ip
-// (ipinfo.io, ifconfig.co), query (ip-api.com) or origin (httpbin.org,
-// "client, proxy" when proxies add themselves), the country as country or
-// countryCode, city and timezone where the service has them.
+// parseAnswer reads the answer of the check service in the one form the
+// service documents, ipinfo.io's: the exit address in ip, and where the
+// service has them country (an ISO 3166-1 alpha-2 code), city and timezone
+// (an IANA zone name). Another service is used through a URL that answers
+// in this form; a country in another form (a name, say) is left out rather
+// than guessed at, so "auto" falls back as it does without one.
 func parseAnswer(body []byte) (ports.ProbeResult, error) {
 	var answer map[string]any
 	if err := json.Unmarshal(body, &answer); err != nil {
 		return ports.ProbeResult{}, fail("the check service's answer was not JSON")
 	}
-	str := func(keys ...string) string {
-		for _, k := range keys {
-			if s, ok := answer[k].(string); ok && strings.TrimSpace(s) != "" {
-				return strings.TrimSpace(s)
-			}
-		}
-		return ""
+	str := func(key string) string {
+		s, _ := answer[key].(string)
+		return strings.TrimSpace(s)
 	}
-	raw, _, _ := strings.Cut(str("ip", "query", "origin"), ",")
-	ip, err := netip.ParseAddr(strings.TrimSpace(raw))
+	ip, err := netip.ParseAddr(str("ip"))
 	if err != nil {
 		return ports.ProbeResult{}, fail("the check service's answer had no IP address")
+	}
+	country := str("country")
+	if !isCountryCode(country) {
+		country = ""
 	}
 	return ports.ProbeResult{
 		OK:       true,
 		ExitIP:   ip.String(),
-		Country:  str("country", "countryCode"),
+		Country:  country,
 		City:     str("city"),
 		Timezone: str("timezone"),
 	}, nil
+}
+
+// isCountryCode reports whether s has the form of an ISO 3166-1 alpha-2
+// code: two capital ASCII letters.
+func isCountryCode(s string) bool {
+	return len(s) == 2 && 'A' <= s[0] && s[0] <= 'Z' && 'A' <= s[1] && s[1] <= 'Z'
 }
 
 // tunnel opens a connection to addr through the proxy.

@@ -307,9 +307,14 @@ func RunProxyProber(t *testing.T, newProber NewProxyProber) {
 			{"nonsense", 200, `<html>hello</html>`, ports.ProbeResult{Error: "the check service's answer was not JSON"}},
 			{"JSON without an IP", 200, `{"hello":"world"}`, ports.ProbeResult{Error: "the check service's answer had no IP address"}},
 			{"an IP that is not one", 200, `{"ip":"not-an-ip"}`, ports.ProbeResult{Error: "the check service's answer had no IP address"}},
-			{"query and countryCode", 200, `{"status":"success","query":"203.0.113.7","countryCode":"DE","city":"Berlin","timezone":"Europe/Berlin"}`,
+			{"ipinfo.io's form", 200, `{"ip":"203.0.113.7","hostname":"exit.example","city":"Berlin","region":"Berlin","country":"DE","loc":"52.5,13.4","timezone":"Europe/Berlin"}`,
 				ports.ProbeResult{OK: true, ExitIP: "203.0.113.7", Country: "DE", City: "Berlin", Timezone: "Europe/Berlin"}},
-			{"origin with a chain", 200, `{"origin":"198.51.100.4, 10.0.0.9"}`, ports.ProbeResult{OK: true, ExitIP: "198.51.100.4"}},
+			// Other services' fields are not guessed at: ip-api.com's query
+			// and countryCode, httpbin's origin, a country by name.
+			{"ip-api.com's form", 200, `{"status":"success","query":"203.0.113.7","countryCode":"DE"}`, ports.ProbeResult{Error: "the check service's answer had no IP address"}},
+			{"httpbin's form", 200, `{"origin":"198.51.100.4, 10.0.0.9"}`, ports.ProbeResult{Error: "the check service's answer had no IP address"}},
+			{"a country by name", 200, `{"ip":"203.0.113.7","country":"Germany","city":"Berlin"}`, ports.ProbeResult{OK: true, ExitIP: "203.0.113.7", City: "Berlin"}},
+			{"a country in lower case", 200, `{"ip":"203.0.113.7","country":"de"}`, ports.ProbeResult{OK: true, ExitIP: "203.0.113.7"}},
 			{"IPv6", 200, `{"ip":"2001:db8::5","country":"US"}`, ports.ProbeResult{OK: true, ExitIP: "2001:db8::5", Country: "US"}},
 		} {
 			t.Run(c.name, func(t *testing.T) {
