@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -168,6 +170,36 @@ func TestRunGivesEachConnectionItsScript(t *testing.T) {
 	for i := range seen {
 		if seen[i].Load() == 0 {
 			t.Errorf("connection %d's path never requested", i)
+		}
+	}
+}
+
+// An open-loop run sends each request that falls due exactly once, in the
+// plan's order of steps, and counts a wrong status as an error rather than
+// a latency.
+func TestRunOpenSendsEachDueRequestOnce(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	seen := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.URL.Path]++
+		mu.Unlock()
+		if r.URL.Path == "/7" {
+			w.WriteHeader(http.StatusTeapot)
+		}
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	res := RunOpen(OpenPlan{Addr: addr, Rate: 2000, Duration: 50 * time.Millisecond, Conns: 4, Step: func(n int64) Step {
+		return Step{Raw: Build(addr, Request{Method: "GET", Path: "/" + strconv.FormatInt(n, 10)}), Want: http.StatusOK}
+	}})
+	if res.Due != 100 || res.Errors != 1 || len(res.Latencies) != 99 || !strings.Contains(res.FirstError, "status 418") {
+		t.Fatalf("due %d, errors %d (%q), %d latencies; want 100, 1 (the teapot), 99", res.Due, res.Errors, res.FirstError, len(res.Latencies))
+	}
+	for n := range 100 {
+		if c := seen["/"+strconv.Itoa(n)]; c != 1 {
+			t.Fatalf("request %d sent %d times", n, c)
 		}
 	}
 }

@@ -1,10 +1,13 @@
+//go:build linux
+
 // Command sidebyside is `make bench`: it builds the service and the limit
 // servers, runs them as processes under the same closed-loop load in A/B
 // rounds, measures webhook delivery, start time and memory, sets the
 // service's sandboxed browsers beside a bare Chromium (browsers.go), and
 // prints one markdown table (also written to tests/bench/RESULTS.md).
 // Without a reachable PostgreSQL or Redis, Chromium or bubblewrap it runs
-// what it can and says what it skipped.
+// what it can and says what it skipped. It runs on Linux alone: its
+// figures come from /proc, and its processes die with it (Pdeathsig).
 package main
 
 import (
@@ -19,6 +22,7 @@ import (
 	"os/signal"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -38,6 +42,7 @@ type options struct {
 	load            loadOptions
 	hooks           hookOptions
 	browsers        browserOptions
+	mixed           mixedOptions
 }
 
 func main() {
@@ -46,7 +51,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "tests/bench/RESULTS.md", "where the table is written (empty: nowhere)")
 	flag.StringVar(&o.database, "database", "", "PostgreSQL URL (empty: PostgreSQL runs skipped)")
 	flag.StringVar(&o.redis, "redis", "", "Redis URL (empty: Redis runs skipped)")
-	flag.StringVar(&o.only, "only", "", "comma-separated parts to run: backend keys (sqlite, sqlitenocache, pg, pgcache) and browsers; empty: all")
+	flag.StringVar(&o.only, "only", "", "comma-separated parts to run: backend keys (sqlite, sqlitenocache, pg, pgcache), mixed and browsers; empty: all")
 	flag.IntVar(&o.profiles, "profiles", 100, "profiles seeded per service (at least 50 and one per connection)")
 	flag.IntVar(&o.restarts, "starts", 5, "measured starts per service")
 	flag.IntVar(&o.load.conns, "conns", 64, "connections per server")
@@ -63,8 +68,21 @@ func main() {
 	flag.StringVar(&o.browsers.before, "browser-before", "cab2e0a^", "git revision of the service before the browser sandbox, launched beside it (empty: none)")
 	flag.StringVar(&o.browsers.beforeDevice, "browser-before-device", "d864eca^", "git revision of the service before the device model, launched to a first page beside it (empty: none)")
 	flag.IntVar(&o.browsers.memory, "browser-memory", 3, "browsers of each kind whose memory is read (the median is shown)")
+	flag.StringVar(&o.mixed.before, "mixed-before", "77e5729", "git revision of the service the mixed open-loop load compares this tree with (empty: no mixed load)")
+	mixedRates := flag.String("mixed-rates", "1000,2000", "comma-separated request rates of the mixed open-loop load")
+	flag.DurationVar(&o.mixed.round, "mixed-round", 10*time.Second, "duration of one round of the mixed load")
+	flag.IntVar(&o.mixed.rounds, "mixed-rounds", 3, "rounds of the mixed load at each rate")
+	flag.IntVar(&o.mixed.conns, "mixed-conns", 256, "requests in flight at most in the mixed load, and connections of its saturation run")
 	flag.Parse()
 	o.hooks.conns = o.load.conns
+	for r := range strings.SplitSeq(*mixedRates, ",") {
+		rate, err := strconv.ParseFloat(strings.TrimSpace(r), 64)
+		if err != nil || rate <= 0 {
+			fmt.Fprintln(os.Stderr, "bench: -mixed-rates must list positive numbers")
+			os.Exit(2)
+		}
+		o.mixed.rates = append(o.mixed.rates, rate)
+	}
 	if o.browsers.launches < 1 || o.browsers.connects < 1 || o.browsers.roundTrips < 1 || o.browsers.memory < 1 {
 		fmt.Fprintln(os.Stderr, "bench: every -browser-* count must be at least 1")
 		os.Exit(2)
@@ -208,7 +226,7 @@ func run(o options) (err error) {
 		}
 		rep.instances = append(rep.instances, in)
 	}
-	if len(rep.instances) == 0 && !selected("browsers") {
+	if len(rep.instances) == 0 && !selected("browsers") && !selected("mixed") {
 		return errors.New("no backend could run")
 	}
 
@@ -285,6 +303,25 @@ func run(o options) (err error) {
 			if in.loadRSS, err = in.proc.rssMB(); err != nil {
 				return err
 			}
+		}
+	}
+	// The mixed load: the service at a revision and this tree, fresh.
+	switch {
+	case !selected("mixed") || o.mixed.before == "":
+	case pgErr != nil || redisErr != nil:
+		rep.skipped = append(rep.skipped, "Mixed load skipped: it runs on PostgreSQL + Redis, not reachable")
+	default:
+		fmt.Fprintln(os.Stderr, "building the service at "+o.mixed.before+" for the mixed load")
+		beforeBin, err := buildAt(o.goTool, dir, o.mixed.before, "./cmd/profilesvc", "profilesvc-mixed-before")
+		if err == nil {
+			rep.mixed, err = measureMixed(ctx, beforeBin, svcBin, dir, func(key string) (map[string]string, error) {
+				u, err := schemaURL(key)
+				return map[string]string{"postgres": u, "redis": o.redis, "redisPrefix": prefix}, err
+			}, o.profiles, o.mixed)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "mixed load:", err)
+			rep.skipped = append(rep.skipped, "Mixed load not measured: "+err.Error())
 		}
 	}
 	// The browsers come last, with the other services idle or stopped.

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -22,6 +24,7 @@ type report struct {
 	skipped   []string
 	took      time.Duration
 
+	mixed           *mixedFigures
 	browsers        *browserFigures
 	browserOpts     browserOptions
 	browsersSkipped string
@@ -224,6 +227,9 @@ func (r *report) markdown() string {
 		p("| %s | %.0f ms | %.0f ms | %.1f MB | %.1f MB |\n", in.name, ms(medianDuration(in.starts)), ms(in.firstStart), in.idleRSS, in.loadRSS)
 	}
 
+	if r.mixed != nil {
+		r.mixed.section(p)
+	}
 	r.browserSection(p)
 
 	var notes []string
