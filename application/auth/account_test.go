@@ -22,6 +22,7 @@ const password = "correct horse battery"
 // first unknown email hashes, and a hasher that fails then fails the login
 // rather than answering as for a wrong password.
 func TestUnknownEmailFailsWhenTheHasherFails(t *testing.T) {
+	t.Parallel()
 	e := newEnv()
 	svc, err := auth.New(ctx, e.deps)
 	if err != nil {
@@ -37,6 +38,7 @@ func TestUnknownEmailFailsWhenTheHasherFails(t *testing.T) {
 }
 
 func TestRegisterCreatesUserWithOwnedTeam(t *testing.T) {
+	t.Parallel()
 	e := newEnv()
 	svc := e.service(t)
 
@@ -68,6 +70,7 @@ func TestRegisterCreatesUserWithOwnedTeam(t *testing.T) {
 }
 
 func TestRegisterTakenEmailIsConflict(t *testing.T) {
+	t.Parallel()
 	_, svc, _ := adaRegistered(t)
 
 	_, err := svc.Register(ctx, auth.RegisterInput{Email: "ADA@example.com", Password: password, Name: "Other"})
@@ -78,6 +81,7 @@ func TestRegisterTakenEmailIsConflict(t *testing.T) {
 }
 
 func TestRegisterValidatesEveryField(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		in     auth.RegisterInput
@@ -90,6 +94,7 @@ func TestRegisterValidatesEveryField(t *testing.T) {
 		{"all at once", auth.RegisterInput{Email: "", Password: "", Name: ""}, []string{"password", "email", "name"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv()
 			_, err := e.service(t).Register(ctx, tc.in)
 			apptest.WantKind(t, err, domain.KindValidation)
@@ -108,6 +113,7 @@ func TestRegisterValidatesEveryField(t *testing.T) {
 }
 
 func TestRegisterLongNameKeepsTeamNameWithinLimit(t *testing.T) {
+	t.Parallel()
 	e := newEnv()
 	name := strings.Repeat("é", 200)
 	in, err := e.service(t).Register(ctx, auth.RegisterInput{Email: "ada@example.com", Password: password, Name: name})
@@ -122,6 +128,7 @@ func TestRegisterLongNameKeepsTeamNameWithinLimit(t *testing.T) {
 // A failure anywhere in the registration's unit leaves neither the user
 // nor the team: the email stays free.
 func TestRegisterStoreFailingMidUnitLeavesNoUser(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []failure{
 		{"team", func(e *env) { e.deps.Teams = failingTeams{e.deps.Teams} }},
 		{"membership", func(e *env) { e.deps.Memberships = failingMemberships{e.deps.Memberships} }},
@@ -129,6 +136,7 @@ func TestRegisterStoreFailingMidUnitLeavesNoUser(t *testing.T) {
 		{"refresh token", func(e *env) { e.deps.RefreshTokens = failingRefreshCreate{e.deps.RefreshTokens} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv()
 			healthy := e.deps
 			tc.fail(e)
@@ -148,6 +156,7 @@ func TestRegisterStoreFailingMidUnitLeavesNoUser(t *testing.T) {
 }
 
 func TestRegisterHashFailure(t *testing.T) {
+	t.Parallel()
 	e := newEnv()
 	svc := e.service(t)
 	e.hasher.hashErr = apptest.ErrDown
@@ -156,6 +165,7 @@ func TestRegisterHashFailure(t *testing.T) {
 }
 
 func TestLoginIssuesTokensAndClearsEmailFailures(t *testing.T) {
+	t.Parallel()
 	e, svc, reg := adaRegistered(t)
 
 	if _, err := svc.Login(ctx, auth.LoginInput{Email: "ada@example.com", Password: "wrong password", ClientAddr: "192.0.2.1"}); !domain.IsKind(err, domain.KindUnauthorized) {
@@ -181,6 +191,7 @@ func TestLoginIssuesTokensAndClearsEmailFailures(t *testing.T) {
 // An unknown email costs a hash verification like a wrong password, and
 // both answer the same.
 func TestLoginWrongPasswordAndUnknownEmailAnswerAlike(t *testing.T) {
+	t.Parallel()
 	e, svc, _ := adaRegistered(t)
 
 	// Hashing and verifying each cost one derivation: every attempt
@@ -204,6 +215,7 @@ func TestLoginWrongPasswordAndUnknownEmailAnswerAlike(t *testing.T) {
 }
 
 func TestLoginThrottledWhenTheLimiterDenies(t *testing.T) {
+	t.Parallel()
 	e, svc, _ := adaRegistered(t)
 	e.limiter.deny["login:email:ada@example.com"] = 3 * time.Minute
 	e.limiter.deny["login:addr:192.0.2.1"] = 7 * time.Minute
@@ -220,6 +232,7 @@ func TestLoginThrottledWhenTheLimiterDenies(t *testing.T) {
 }
 
 func TestLoginThrottledAfterTheEmailsFailureBudget(t *testing.T) {
+	t.Parallel()
 	_, svc, _ := adaRegistered(t)
 	for i := range 5 {
 		_, err := svc.Login(ctx, auth.LoginInput{Email: "ada@example.com", Password: "wrong password", ClientAddr: "a"})
@@ -235,6 +248,7 @@ func TestLoginThrottledAfterTheEmailsFailureBudget(t *testing.T) {
 }
 
 func TestLoginRefusesPasswordsLongerThanTheHasherTakes(t *testing.T) {
+	t.Parallel()
 	e := newEnv()
 	svc := e.service(t)
 	before := e.hasher.verifies.Load()
@@ -248,6 +262,7 @@ func TestLoginRefusesPasswordsLongerThanTheHasherTakes(t *testing.T) {
 // An email longer than any account's is refused before it is counted: it
 // never becomes a throttling key, nor reaches a lookup or the hasher.
 func TestLoginRefusesEmailsLongerThanAnyAccountHas(t *testing.T) {
+	t.Parallel()
 	e := newEnv()
 	svc := e.service(t)
 	at := "@example.com"
@@ -285,6 +300,7 @@ func (failingLimiterReset) Reset(context.Context, string, time.Duration) error {
 }
 
 func TestLoginBackendFailures(t *testing.T) {
+	t.Parallel()
 	loginWith := func(pw string) func(t *testing.T, e *env, _ auth.SignIn) {
 		return func(t *testing.T, e *env, _ auth.SignIn) {
 			_, err := e.service(t).Login(ctx, auth.LoginInput{Email: "ada@example.com", Password: pw, ClientAddr: "a"})
@@ -305,6 +321,7 @@ func TestLoginBackendFailures(t *testing.T) {
 }
 
 func TestRefreshRotatesTheToken(t *testing.T) {
+	t.Parallel()
 	e, svc, reg := adaRegistered(t)
 
 	next, err := svc.Refresh(ctx, reg.Tokens.RefreshToken)
@@ -333,6 +350,7 @@ func TestRefreshRotatesTheToken(t *testing.T) {
 }
 
 func TestRefreshReuseRevokesTheFamily(t *testing.T) {
+	t.Parallel()
 	e, svc, reg := adaRegistered(t)
 	other, err := svc.Login(ctx, auth.LoginInput{Email: "ada@example.com", Password: password, ClientAddr: "a"})
 	if err != nil {
@@ -360,6 +378,7 @@ func TestRefreshReuseRevokesTheFamily(t *testing.T) {
 }
 
 func TestRefreshExpired(t *testing.T) {
+	t.Parallel()
 	e, svc, reg := adaRegistered(t)
 	e.clock.Advance(30*24*time.Hour - time.Second)
 	next, err := svc.Refresh(ctx, reg.Tokens.RefreshToken)
@@ -375,6 +394,7 @@ func TestRefreshExpired(t *testing.T) {
 }
 
 func TestRefreshRevoked(t *testing.T) {
+	t.Parallel()
 	e, svc, reg := adaRegistered(t)
 	if err := e.store.RefreshTokens().RevokeUser(ctx, reg.User.ID, start); err != nil {
 		t.Fatalf("revoke: %v", err)
@@ -387,6 +407,7 @@ func TestRefreshRevoked(t *testing.T) {
 }
 
 func TestRefreshRefusesMalformedAndForgedTokens(t *testing.T) {
+	t.Parallel()
 	_, svc, reg := adaRegistered(t)
 	id, _, _ := account.SplitToken(reg.Tokens.RefreshToken)
 
@@ -403,6 +424,7 @@ func TestRefreshRefusesMalformedAndForgedTokens(t *testing.T) {
 // Another request consumes the token between this one's read and its
 // Consume: this one loses, and the family is revoked as for any reuse.
 func TestRefreshLosesTheRaceOnConsume(t *testing.T) {
+	t.Parallel()
 	e, _, reg := adaRegistered(t)
 	e.deps.RefreshTokens = racedRefreshTokens{RefreshTokens: e.deps.RefreshTokens, at: start}
 
@@ -419,6 +441,7 @@ func TestRefreshLosesTheRaceOnConsume(t *testing.T) {
 }
 
 func TestConcurrentRefreshesOneWins(t *testing.T) {
+	t.Parallel()
 	_, svc, reg := adaRegistered(t)
 
 	const n = 8
@@ -460,6 +483,7 @@ func TestConcurrentRefreshesOneWins(t *testing.T) {
 }
 
 func TestRefreshBackendFailures(t *testing.T) {
+	t.Parallel()
 	eachFailure(t, []failure{
 		{"token read", func(e *env) { e.deps.RefreshTokens = failingRefreshReads{e.deps.RefreshTokens} }},
 		{"user read", func(e *env) { e.deps.Users = failingUserReads{e.deps.Users} }},
@@ -472,6 +496,7 @@ func TestRefreshBackendFailures(t *testing.T) {
 }
 
 func TestPasswordResetWithTheMailedToken(t *testing.T) {
+	t.Parallel()
 	e, svc, reg := adaRegistered(t)
 
 	if err := svc.ForgotPassword(ctx, " ADA@example.com "); err != nil {
@@ -507,6 +532,7 @@ func TestPasswordResetWithTheMailedToken(t *testing.T) {
 }
 
 func TestForgotPasswordUnknownEmailAnswersTheSame(t *testing.T) {
+	t.Parallel()
 	e := newEnv()
 	svc := e.service(t)
 	if err := svc.ForgotPassword(ctx, "nobody@example.com"); err != nil {
@@ -518,12 +544,14 @@ func TestForgotPasswordUnknownEmailAnswersTheSame(t *testing.T) {
 }
 
 func TestForgotPasswordRefusesAnInvalidEmail(t *testing.T) {
+	t.Parallel()
 	e := newEnv()
 	apptest.WantKind(t, e.service(t).ForgotPassword(ctx, "not an email"), domain.KindValidation)
 }
 
 // Past the budget the answer stays the same, but no more mail goes out.
 func TestForgotPasswordThrottledSendsNothing(t *testing.T) {
+	t.Parallel()
 	e, svc, _ := adaRegistered(t)
 	for range 6 {
 		if err := svc.ForgotPassword(ctx, "ada@example.com"); err != nil {
@@ -536,6 +564,7 @@ func TestForgotPasswordThrottledSendsNothing(t *testing.T) {
 }
 
 func TestForgotPasswordMailerFailingAnswersTheSame(t *testing.T) {
+	t.Parallel()
 	e, svc, _ := adaRegistered(t)
 	e.mailer.Err = apptest.ErrDown
 	if err := svc.ForgotPassword(ctx, "ada@example.com"); err != nil {
@@ -547,6 +576,7 @@ func TestForgotPasswordMailerFailingAnswersTheSame(t *testing.T) {
 }
 
 func TestForgotPasswordBackendFailures(t *testing.T) {
+	t.Parallel()
 	eachFailure(t, []failure{
 		{"limiter", func(e *env) { e.limiter.err = apptest.ErrDown }},
 		{"user read", func(e *env) { e.deps.Users = failingUserReads{e.deps.Users} }},
@@ -590,6 +620,7 @@ func loginWorks(t *testing.T, svc *auth.Service, pw string) bool {
 }
 
 func TestResetTokenExpires(t *testing.T) {
+	t.Parallel()
 	e := newEnv()
 	svc := e.service(t)
 	tok := forgot(t, e, svc)
@@ -601,6 +632,7 @@ func TestResetTokenExpires(t *testing.T) {
 }
 
 func TestResetPasswordRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	e := newEnv()
 	svc := e.service(t)
 	tok := forgot(t, e, svc)
@@ -627,6 +659,7 @@ func TestResetPasswordRefusesBadInput(t *testing.T) {
 // Another reset consumes the token between this one's read and its
 // Consume: this one changes nothing.
 func TestResetPasswordLosesTheRaceOnConsume(t *testing.T) {
+	t.Parallel()
 	e := newEnv()
 	tok := forgot(t, e, e.service(t))
 	e.deps.ResetTokens = racedResetTokens{ResetTokens: e.deps.ResetTokens, at: start}
@@ -640,6 +673,7 @@ func TestResetPasswordLosesTheRaceOnConsume(t *testing.T) {
 // The password update fails after the token was consumed in the same
 // unit: the token is not spent.
 func TestResetPasswordStoreFailureKeepsTheToken(t *testing.T) {
+	t.Parallel()
 	e := newEnv()
 	svc := e.service(t)
 	tok := forgot(t, e, svc)
@@ -652,6 +686,7 @@ func TestResetPasswordStoreFailureKeepsTheToken(t *testing.T) {
 }
 
 func TestResetPasswordHashFailure(t *testing.T) {
+	t.Parallel()
 	e := newEnv()
 	svc := e.service(t)
 	tok := forgot(t, e, svc)
@@ -669,6 +704,7 @@ func (failingRevokeFamily) RevokeFamily(context.Context, string, time.Time) erro
 // A reuse whose revocation fails is not answered as a plain refusal: the
 // family would still be alive behind it.
 func TestRefreshReuseWhenTheRevocationFails(t *testing.T) {
+	t.Parallel()
 	e, svc, reg := adaRegistered(t)
 	if _, err := svc.Refresh(ctx, reg.Tokens.RefreshToken); err != nil {
 		t.Fatalf("refresh: %v", err)

@@ -57,6 +57,7 @@ func createKey(t *testing.T, svc *auth.Service, actor team.Actor, name string) a
 }
 
 func TestCreateAPIKeyAuthenticatesAsItsOwnerInItsTeam(t *testing.T) {
+	t.Parallel()
 	e, svc, ada := adaRegistered(t)
 	owner := actorOf(t, svc, ada)
 
@@ -85,6 +86,7 @@ func TestCreateAPIKeyAuthenticatesAsItsOwnerInItsTeam(t *testing.T) {
 }
 
 func TestCreateAPIKeyChecksRoleAndName(t *testing.T) {
+	t.Parallel()
 	e, svc, ada := adaRegistered(t)
 	owner := actorOf(t, svc, ada)
 	for _, name := range []string{"", "   ", strings.Repeat("n", 101)} {
@@ -105,6 +107,7 @@ func TestCreateAPIKeyChecksRoleAndName(t *testing.T) {
 }
 
 func TestListAPIKeysPagesTheActorsOwnKeys(t *testing.T) {
+	t.Parallel()
 	e, svc, ada := adaRegistered(t)
 	bob := register(t, svc, "bob@example.com")
 	adaOwner := actorOf(t, svc, ada)
@@ -146,6 +149,7 @@ func TestListAPIKeysPagesTheActorsOwnKeys(t *testing.T) {
 }
 
 func TestDeleteAPIKey(t *testing.T) {
+	t.Parallel()
 	e, svc, ada := adaRegistered(t)
 	bob := register(t, svc, "bob@example.com")
 	cat := register(t, svc, "cat@example.com")
@@ -187,6 +191,7 @@ func TestDeleteAPIKey(t *testing.T) {
 }
 
 func TestDeleteAPIKeyFailures(t *testing.T) {
+	t.Parallel()
 	e := newEnv()
 	svc := e.service(t)
 	owner, k := adaWithKey(t, svc)
@@ -201,6 +206,7 @@ func TestDeleteAPIKeyFailures(t *testing.T) {
 // A deletion whose notice cannot go out still deletes, and the deleting
 // instance stops trusting the key at once; the failure is logged.
 func TestDeleteAPIKeyWhoseNoticeIsLost(t *testing.T) {
+	t.Parallel()
 	e := newEnv()
 	e.deps.Notices = failingPublish{e.notices}
 	svc := e.service(t)
@@ -223,6 +229,7 @@ type failingKeyDelete struct{ accountstore.APIKeys }
 func (failingKeyDelete) Delete(context.Context, string, string) error { return apptest.ErrDown }
 
 func TestDeleteAPIKeyStoreDeleteFailureKeepsTheCache(t *testing.T) {
+	t.Parallel()
 	e := newEnv()
 	svc := e.service(t)
 	owner, k := adaWithKey(t, svc)
@@ -245,6 +252,7 @@ func svcAuthKey(svc *auth.Service, key string) error {
 // and fills the cache; the next ones cost one lookup in process memory and
 // no store read, and the secret is still checked.
 func TestAuthenticateByKeyCacheMissThenHit(t *testing.T) {
+	t.Parallel()
 	e := newEnv()
 	keyReads := e.countKeyReads()
 	memberReads := e.countMemberReads()
@@ -282,6 +290,7 @@ func TestAuthenticateByKeyCacheMissThenHit(t *testing.T) {
 // A bearer's warm path is the same: one lookup, no store read, whatever
 // the team it asks for.
 func TestAuthenticateByBearerCacheMissThenHit(t *testing.T) {
+	t.Parallel()
 	e, _, ada := adaRegistered(t)
 	userReads := &atomic.Int64{}
 	e.deps.Users = countingUsers{Users: e.deps.Users, reads: userReads}
@@ -303,6 +312,7 @@ func TestAuthenticateByBearerCacheMissThenHit(t *testing.T) {
 // While the notices are deaf the cache is not trusted: every request reads
 // the store, and what was cached before is gone when they are heard again.
 func TestAuthenticateReadsTheStoreWhileNoticesAreDeaf(t *testing.T) {
+	t.Parallel()
 	e := newEnv()
 	bus := &switchedNotices{Local: e.notices}
 	e.deps.Notices = bus
@@ -340,6 +350,7 @@ func TestAuthenticateReadsTheStoreWhileNoticesAreDeaf(t *testing.T) {
 // A cached context expires after the policy's TTL even when nothing was
 // heard.
 func TestAuthenticateCacheExpires(t *testing.T) {
+	t.Parallel()
 	e := newEnv()
 	keyReads := e.countKeyReads()
 	svc := e.service(t)
@@ -356,6 +367,7 @@ func TestAuthenticateCacheExpires(t *testing.T) {
 }
 
 func TestAuthenticateByKeyStoreFailure(t *testing.T) {
+	t.Parallel()
 	e := newEnv()
 	svc := e.service(t)
 	_, k := adaWithKey(t, svc)
@@ -364,6 +376,7 @@ func TestAuthenticateByKeyStoreFailure(t *testing.T) {
 }
 
 func TestAuthenticateRefusesMalformedKeys(t *testing.T) {
+	t.Parallel()
 	e := newEnv()
 	svc := e.service(t)
 	secret := strings.Repeat("a", 64)
@@ -386,6 +399,7 @@ func TestAuthenticateRefusesMalformedKeys(t *testing.T) {
 // next request, even while the key is cached: the key is a revoked
 // credential (401), not a team the caller may not see (404).
 func TestAuthenticateByKeyOfARemovedMember(t *testing.T) {
+	t.Parallel()
 	e, svc, ada := adaRegistered(t)
 	bob := register(t, svc, "bob@example.com")
 	bobInAda := e.joined(t, svc, bob, ada.Team.ID, team.RoleAdmin)
@@ -400,6 +414,7 @@ func TestAuthenticateByKeyOfARemovedMember(t *testing.T) {
 }
 
 func TestAuthenticateKeyCannotBePointedAtAnotherTeam(t *testing.T) {
+	t.Parallel()
 	e, svc, ada := adaRegistered(t)
 	bob := register(t, svc, "bob@example.com")
 	e.join(t, bob.Team.ID, ada.User, team.RoleOwner)
@@ -409,6 +424,7 @@ func TestAuthenticateKeyCannotBePointedAtAnotherTeam(t *testing.T) {
 }
 
 func TestAuthenticateResolvesTheActor(t *testing.T) {
+	t.Parallel()
 	e, svc, ada := adaRegistered(t)
 	bob := register(t, svc, "bob@example.com")
 	cat := register(t, svc, "cat@example.com")
@@ -450,6 +466,7 @@ func TestAuthenticateResolvesTheActor(t *testing.T) {
 }
 
 func TestMe(t *testing.T) {
+	t.Parallel()
 	_, svc, ada := adaRegistered(t)
 	me, err := svc.Me(ctx, actorOf(t, svc, ada))
 	if err != nil || me.User.Email != "ada@example.com" || me.Team.Name != "Ada's team" || me.Role != team.RoleOwner {
@@ -464,6 +481,7 @@ func TestMe(t *testing.T) {
 // An API key sent as a bearer token is refused with the header it goes in,
 // the key itself never tried as a token.
 func TestAnAPIKeyAsABearerTokenIsToldWhereItGoes(t *testing.T) {
+	t.Parallel()
 	_, svc, ada := adaRegistered(t)
 	k := createKey(t, svc, actorOf(t, svc, ada), "ci")
 	_, err := svc.Authenticate(ctx, auth.Credentials{BearerToken: k.Key})

@@ -13,6 +13,7 @@ import (
 // bob's bearer and key from its cache; each change committed through
 // instance a reaches b's next request.
 func TestEveryChangeReachesTheOtherInstancesCache(t *testing.T) {
+	t.Parallel()
 	type warm struct {
 		e        *env
 		a, b     *auth.Service
@@ -51,6 +52,7 @@ func TestEveryChangeReachesTheOtherInstancesCache(t *testing.T) {
 		}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv()
 			a, b := e.service(t), e.service(t)
 			ada := register(t, a, "ada@example.com")
@@ -91,6 +93,7 @@ func TestEveryChangeReachesTheOtherInstancesCache(t *testing.T) {
 // A key deleted through one instance stops working on the other, which
 // had it cached; the owner's other key does not.
 func TestKeyDeletionReachesTheOtherInstancesCache(t *testing.T) {
+	t.Parallel()
 	e := newEnv()
 	a, b := e.service(t), e.service(t)
 	owner, k := adaWithKey(t, a)
@@ -116,6 +119,7 @@ func TestKeyDeletionReachesTheOtherInstancesCache(t *testing.T) {
 // Reusing a refresh token signs out every session of the user: a bearer
 // the other instance has cached is refused there.
 func TestSignOutEverywhereReachesTheOtherInstancesCache(t *testing.T) {
+	t.Parallel()
 	e := newEnv()
 	a, b := e.service(t), e.service(t)
 	ada := register(t, a, "ada@example.com")

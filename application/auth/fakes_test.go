@@ -148,6 +148,7 @@ type failure struct {
 func eachFailure(t *testing.T, failures []failure, test func(t *testing.T, e *env, ada auth.SignIn)) {
 	for _, f := range failures {
 		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv()
 			ada := register(t, e.service(t), "ada@example.com")
 			f.fail(e)

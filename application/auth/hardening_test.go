@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/profilesvc/profilesvc/adapters/ratelimit"
 	"github.com/profilesvc/profilesvc/application/apptest"
@@ -16,6 +15,7 @@ import (
 	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/ports/accountstore"
+	"github.com/profilesvc/profilesvc/tests/poll"
 	"github.com/profilesvc/profilesvc/tests/testenv"
 )
 
@@ -32,20 +32,8 @@ func limiters() []struct {
 		{"local", func(_ *testing.T, e *env) ports.RateLimiter { return ratelimit.NewLocal(e.clock) }},
 		{"redis", func(t *testing.T, e *env) ports.RateLimiter {
 			client := testenv.RedisClient(t)
-			return ratelimit.NewRedis(client, e.clock, testenv.RedisKeyPrefix(t, client, "auth-login"))
+			return ratelimit.NewRedis(client, testenv.RedisKeyPrefix(t, client, "auth-login"))
 		}},
-	}
-}
-
-// waitFor polls cond until it holds or a deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -53,8 +41,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // until each attempt has either reached it or been answered, so attempts
 // that were let through all overlap, as they would on a busy server.
 func TestConcurrentLoginsVerifyAtMostTheBudget(t *testing.T) {
+	t.Parallel()
 	for _, l := range limiters() {
 		t.Run(l.name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv()
 			e.deps.Limiter = l.make(t, e)
 			svc := e.service(t)
@@ -77,7 +67,7 @@ func TestConcurrentLoginsVerifyAtMostTheBudget(t *testing.T) {
 					answered.Add(1)
 				})
 			}
-			waitFor(t, "every attempt to reach the hasher or be answered", func() bool {
+			poll.Until(t, "every attempt to reach the hasher or be answered", func() bool {
 				return arrived.Load()+answered.Load() == attempts
 			})
 			close(release)
@@ -103,6 +93,7 @@ func TestConcurrentLoginsVerifyAtMostTheBudget(t *testing.T) {
 // A successful login forgets the email's earlier attempts, so the owner who
 // mistyped a few times is not locked out by their own success.
 func TestSuccessfulLoginResetsTheEmailsCount(t *testing.T) {
+	t.Parallel()
 	e := newEnv()
 	e.deps.Limiter = ratelimit.NewLocal(e.clock)
 	svc := e.service(t)
@@ -123,6 +114,7 @@ func TestSuccessfulLoginResetsTheEmailsCount(t *testing.T) {
 }
 
 func TestRegistrationsThrottledPerAddress(t *testing.T) {
+	t.Parallel()
 	e := newEnv()
 	e.deps.Limiter = ratelimit.NewLocal(e.clock)
 	e.deps.Policy.RegistrationsPerAddr = 3
@@ -148,6 +140,7 @@ func TestRegistrationsThrottledPerAddress(t *testing.T) {
 }
 
 func TestConcurrentRegistrationsOfATakenEmailDoNotHash(t *testing.T) {
+	t.Parallel()
 	e, svc, _ := adaRegistered(t)
 	before := e.hasher.hashes.Load()
 	var wg sync.WaitGroup
@@ -169,6 +162,7 @@ func TestConcurrentRegistrationsOfATakenEmailDoNotHash(t *testing.T) {
 }
 
 func TestRegisterValidatesBeforeHashing(t *testing.T) {
+	t.Parallel()
 	e := newEnv()
 	svc := e.service(t)
 	before := e.hasher.hashes.Load()
@@ -183,6 +177,7 @@ func TestRegisterValidatesBeforeHashing(t *testing.T) {
 // same clock reading) still cuts that sign-in's access token off, and a
 // sign-in after it works.
 func TestPasswordResetCutsOffEarlierAccessTokensKeysAndResetTokens(t *testing.T) {
+	t.Parallel()
 	e, svc, ada := adaRegistered(t)
 	key, err := svc.CreateAPIKey(ctx, team.Actor{UserID: ada.User.ID, TeamID: ada.Team.ID, Role: team.RoleOwner}, "ci")
 	if err != nil {
@@ -230,6 +225,7 @@ func TestPasswordResetCutsOffEarlierAccessTokensKeysAndResetTokens(t *testing.T)
 // Two instances share the store and the notices: a reset through one cuts
 // off the token and the keys the other has already seen (and cached).
 func TestPasswordResetReachesEveryInstanceThroughTheCache(t *testing.T) {
+	t.Parallel()
 	e, one, ada := adaRegistered(t)
 	other := e.service(t)
 	k := createKey(t, other, actorOf(t, other, ada), "ci")
@@ -256,6 +252,7 @@ func TestPasswordResetReachesEveryInstanceThroughTheCache(t *testing.T) {
 // The cut-off is read once per user and then from the cache: a hot token
 // does not read the user on every request.
 func TestAccessTokenCutOffIsCached(t *testing.T) {
+	t.Parallel()
 	e, _, ada := adaRegistered(t)
 	reads := &atomic.Int64{}
 	e.deps.Users = countingUsers{Users: e.deps.Users, reads: reads}
@@ -271,6 +268,7 @@ func TestAccessTokenCutOffIsCached(t *testing.T) {
 }
 
 func TestRefreshReuseCutsOffEarlierAccessTokens(t *testing.T) {
+	t.Parallel()
 	_, svc, ada := adaRegistered(t)
 	next, err := svc.Refresh(ctx, ada.Tokens.RefreshToken)
 	if err != nil {
@@ -292,6 +290,7 @@ func TestRefreshReuseCutsOffEarlierAccessTokens(t *testing.T) {
 }
 
 func TestRevokeMemberKeysEvictsTheCache(t *testing.T) {
+	t.Parallel()
 	e, svc, ada := adaRegistered(t)
 	bob := register(t, svc, "bob@example.com")
 	m := e.join(t, bob.Team.ID, ada.User, team.RoleMember)
@@ -322,6 +321,7 @@ func TestRevokeMemberKeysEvictsTheCache(t *testing.T) {
 // Removed from her own team, Ada signs in to a team where she is active,
 // and the answer names it; refresh does the same.
 func TestSignInChoosesAnActiveTeam(t *testing.T) {
+	t.Parallel()
 	e, svc, ada := adaRegistered(t)
 	bob := register(t, svc, "bob@example.com")
 	e.join(t, bob.Team.ID, ada.User, team.RoleMember)
@@ -348,6 +348,7 @@ func TestSignInChoosesAnActiveTeam(t *testing.T) {
 }
 
 func TestSignInWithoutAnyActiveTeamIsRefused(t *testing.T) {
+	t.Parallel()
 	e, svc, ada := adaRegistered(t)
 	e.setStatus(t, ada.Team.ID, ada.User.ID, team.StatusRemoved)
 	_, err := svc.Login(ctx, auth.LoginInput{Email: "ada@example.com", Password: password, ClientAddr: "a"})
@@ -355,6 +356,7 @@ func TestSignInWithoutAnyActiveTeamIsRefused(t *testing.T) {
 }
 
 func TestCommonAndRepeatedPasswordsRefused(t *testing.T) {
+	t.Parallel()
 	e, svc, _ := adaRegistered(t)
 	for pw, why := range map[string]string{
 		"1234567890":   "common",
@@ -381,6 +383,7 @@ func TestCommonAndRepeatedPasswordsRefused(t *testing.T) {
 
 // "é" composed (U+00E9) and decomposed (e + U+0301) are one address.
 func TestEmailsComparedAfterNFC(t *testing.T) {
+	t.Parallel()
 	e := newEnv()
 	svc := e.service(t)
 	composed, decomposed := "jos\u00e9@example.com", "jose\u0301@example.com"
@@ -400,6 +403,7 @@ func TestEmailsComparedAfterNFC(t *testing.T) {
 }
 
 func TestAPIKeysPerUserQuota(t *testing.T) {
+	t.Parallel()
 	e, _, ada := adaRegistered(t)
 	e.deps.Policy.APIKeysPerUser = 3
 	svc := e.service(t)
@@ -443,6 +447,7 @@ func (u hookedUsers) ByID(ctx context.Context, id string) (account.User, error) 
 // A revocation whose eviction lands between a request's store read and its
 // cache write must not be undone by that write: earlier tokens stay refused.
 func TestRevocationRacingACacheFillIsNotUndone(t *testing.T) {
+	t.Parallel()
 	e := newEnv()
 	var after func()
 	e.deps.Users = hookedUsers{Users: e.deps.Users, after: &after}

@@ -7,6 +7,7 @@ import (
 )
 
 func TestKeyUsesAreDueOncePerMinute(t *testing.T) {
+	t.Parallel()
 	var u keyUses
 	t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 	for _, c := range []struct {
@@ -29,6 +30,7 @@ func TestKeyUsesAreDueOncePerMinute(t *testing.T) {
 // Past keyUsesKept keys, those recorded a minute ago or more are forgotten;
 // the recent ones are kept, so their next use within the minute is not due.
 func TestKeyUsesForgetOldKeysPastTheBound(t *testing.T) {
+	t.Parallel()
 	var u keyUses
 	t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 	for i := range keyUsesKept - 1 {

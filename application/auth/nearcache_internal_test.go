@@ -16,6 +16,7 @@ func liveNearCache(capacity int) *nearCache {
 }
 
 func TestNearCacheStaysWithinCapacity(t *testing.T) {
+	t.Parallel()
 	c := liveNearCache(100)
 	for i := range 1000 {
 		c.put(c.generation(), fmt.Sprint("k:", i), authContext{UserID: fmt.Sprint("usr_", i), TeamID: "team_1"})
@@ -33,6 +34,7 @@ func TestNearCacheStaysWithinCapacity(t *testing.T) {
 }
 
 func TestNearCacheInvalidatesByTag(t *testing.T) {
+	t.Parallel()
 	c := liveNearCache(100)
 	ada1 := authContext{UserID: "usr_ada", TeamID: "team_1"}
 	ada2 := authContext{UserID: "usr_ada", TeamID: "team_2", KeyID: "key_1"}
@@ -58,6 +60,7 @@ func TestNearCacheInvalidatesByTag(t *testing.T) {
 }
 
 func TestNearCacheRefusesWhatMayBeStale(t *testing.T) {
+	t.Parallel()
 	c := liveNearCache(100)
 	gen := c.generation()
 	c.invalidate(userTag("usr_other"))
