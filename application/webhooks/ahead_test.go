@@ -8,6 +8,7 @@ import (
 
 	"github.com/profilesvc/profilesvc/domain/webhook"
 	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/tests/poll"
 )
 
 // gatedSender answers 200 within a millisecond (a fast receiver) once
@@ -52,6 +53,7 @@ func newGated(f *fixture) *gatedSender {
 // claimed than it has room for, each started as an attempt ends, with no
 // claim in between; the receiver never sees more than MaxInFlight at once.
 func TestDispatcherClaimsAheadForAFastEndpoint(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	sender := newGated(f)
 	ep := f.limitedEndpoint(t, "https://fast.example.com/in", 2, 0)
@@ -61,7 +63,7 @@ func TestDispatcherClaimsAheadForAFastEndpoint(t *testing.T) {
 	}
 	disp := f.dispatcher()
 	f.claim(disp)
-	eventually(t, "two attempts in flight", func() bool { n, _, _ := sender.counts(); return n == 2 })
+	poll.Until(t, "two attempts in flight", func() bool { n, _, _ := sender.counts(); return n == 2 })
 	// Nothing is known of the endpoint's answers yet: nothing ahead.
 	for _, d := range ds[2:] {
 		if got := f.stored(t, d.ID).Started; got != 0 {
@@ -70,7 +72,7 @@ func TestDispatcherClaimsAheadForAFastEndpoint(t *testing.T) {
 	}
 
 	sender.release <- struct{}{}
-	eventually(t, "the first outcome recorded", func() bool {
+	poll.Until(t, "the first outcome recorded", func() bool {
 		return f.statusOf(t, ds[:2])[webhook.StatusSucceeded] == 1
 	})
 	f.claim(disp)
@@ -84,12 +86,12 @@ func TestDispatcherClaimsAheadForAFastEndpoint(t *testing.T) {
 	if claimed != 5 {
 		t.Fatalf("%d deliveries claimed, want 5: one more in flight and two ahead", claimed)
 	}
-	eventually(t, "the endpoint at its limit", func() bool { n, _, _ := sender.counts(); return n == 2 })
+	poll.Until(t, "the endpoint at its limit", func() bool { n, _, _ := sender.counts(); return n == 2 })
 
 	// Each answer starts the next claimed ahead, without a claim.
 	for sent := 4; sent <= 5; sent++ {
 		sender.release <- struct{}{}
-		eventually(t, "the next delivery claimed ahead sent", func() bool { _, _, n := sender.counts(); return n == sent })
+		poll.Until(t, "the next delivery claimed ahead sent", func() bool { _, _, n := sender.counts(); return n == sent })
 	}
 	close(sender.release)
 	disp.wg.Wait()
@@ -104,6 +106,7 @@ func TestDispatcherClaimsAheadForAFastEndpoint(t *testing.T) {
 // A delivery claimed ahead that waited past half its lease is not
 // attempted: another dispatcher may take it once the lease lapses.
 func TestDispatcherLetsGoOfADeliveryClaimedAheadTooLongAgo(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.deps.Policy.LeaseTTL = time.Minute
 	sender := newGated(f)
@@ -114,13 +117,13 @@ func TestDispatcherLetsGoOfADeliveryClaimedAheadTooLongAgo(t *testing.T) {
 	}
 	disp := f.dispatcher()
 	f.claim(disp)
-	eventually(t, "two attempts in flight", func() bool { n, _, _ := sender.counts(); return n == 2 })
+	poll.Until(t, "two attempts in flight", func() bool { n, _, _ := sender.counts(); return n == 2 })
 	sender.release <- struct{}{}
-	eventually(t, "the first outcome recorded", func() bool {
+	poll.Until(t, "the first outcome recorded", func() bool {
 		return f.statusOf(t, ds[:2])[webhook.StatusSucceeded] == 1
 	})
 	f.claim(disp)
-	eventually(t, "the third in flight", func() bool { _, _, n := sender.counts(); return n == 3 })
+	poll.Until(t, "the third in flight", func() bool { _, _, n := sender.counts(); return n == 3 })
 	if f.stored(t, ds[3].ID).Started != 1 {
 		t.Fatal("the fourth delivery was not claimed ahead")
 	}

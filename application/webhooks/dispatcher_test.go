@@ -15,6 +15,7 @@ import (
 	"github.com/profilesvc/profilesvc/domain/webhook"
 	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/ports/webhookstore"
+	"github.com/profilesvc/profilesvc/tests/poll"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
@@ -38,6 +39,7 @@ func wantStrings(t *testing.T, what string, got []string, want ...string) {
 }
 
 func TestSign(t *testing.T) {
+	t.Parallel()
 	// RFC 4231, test case 2.
 	if got := Sign([]byte("Jefe"), []byte("what do ya want for nothing?")); got != "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843" {
 		t.Fatalf("signature %s", got)
@@ -45,6 +47,7 @@ func TestSign(t *testing.T) {
 }
 
 func TestSignStandard(t *testing.T) {
+	t.Parallel()
 	// The test vector of the Standard Webhooks specification, whose secret
 	// is the base64 of the key.
 	key, err := base64.StdEncoding.DecodeString("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
@@ -58,6 +61,7 @@ func TestSignStandard(t *testing.T) {
 }
 
 func TestDispatcherSendsASignedDelivery(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ep := f.endpoint(t, "https://hooks.example.com/in", "*")
 	d := f.delivery(t, ep)
@@ -93,6 +97,7 @@ func TestDispatcherSendsASignedDelivery(t *testing.T) {
 }
 
 func TestDispatcherDoesNotAttemptADeliveryTwiceWhileItIsInFlight(t *testing.T) {
+	t.Parallel()
 	gate := make(chan struct{})
 	f := newFixture(t, reply{status: 200, hold: gate})
 	var claimed [][]string
@@ -136,6 +141,7 @@ func TestDispatcherDoesNotAttemptADeliveryTwiceWhileItIsInFlight(t *testing.T) {
 }
 
 func TestDispatcherReadsEachEndpointOncePerClaim(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	inner := f.deps.Endpoints
 	reads := &endpointReads{Endpoints: inner, fn: inner.ByID}
@@ -156,6 +162,7 @@ func TestDispatcherReadsEachEndpointOncePerClaim(t *testing.T) {
 }
 
 func TestDispatcherPerEndpointBound(t *testing.T) {
+	t.Parallel()
 	gate := make(chan struct{})
 	f := newFixture(t, reply{status: 200, hold: gate})
 	two := 2
@@ -185,6 +192,7 @@ func TestDispatcherPerEndpointBound(t *testing.T) {
 }
 
 func TestDispatcherSkipsAnEndpointDeletedAfterTheClaim(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	inner := f.deps.Deliveries
 	f.deps.Deliveries = &claimHook{Deliveries: inner, fn: func(ctx context.Context, _ int, c webhookstore.DeliveryClaim) ([]webhook.Delivery, error) {
@@ -210,6 +218,7 @@ func TestDispatcherSkipsAnEndpointDeletedAfterTheClaim(t *testing.T) {
 }
 
 func TestDispatcherLeavesTheLeaseToLapseWhenTheEndpointCannotBeRead(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ep := f.endpoint(t, "https://hooks.example.com/in", "*")
 	d := f.delivery(t, ep)
@@ -240,6 +249,7 @@ func TestDispatcherLeavesTheLeaseToLapseWhenTheEndpointCannotBeRead(t *testing.T
 }
 
 func TestDispatcherRecordsADisabledEndpoint(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ep := f.endpoint(t, "https://hooks.example.com/in", "*")
 	d := f.delivery(t, ep)
@@ -262,6 +272,7 @@ func TestDispatcherRecordsADisabledEndpoint(t *testing.T) {
 }
 
 func TestDispatcherRecordsAnUnreadableSecret(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	d := f.delivery(t, f.endpoint(t, "https://hooks.example.com/in", "*"))
 	f.box.openErr = errors.New("key was rotated")
@@ -277,6 +288,7 @@ func TestDispatcherRecordsAnUnreadableSecret(t *testing.T) {
 }
 
 func TestDispatcherWhenTheCompletionFails(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.deps.Deliveries = &completeHook{Deliveries: f.deps.Deliveries, fn: func(context.Context, string, ...webhook.Delivery) ([]bool, error) {
 		return nil, errors.New("write conflict")
@@ -297,6 +309,7 @@ func TestDispatcherWhenTheCompletionFails(t *testing.T) {
 }
 
 func TestDispatcherAttemptThatOutlivesItsLease(t *testing.T) {
+	t.Parallel()
 	gate := make(chan struct{})
 	f := newFixture(t, reply{status: 200, hold: gate})
 	d := f.delivery(t, f.endpoint(t, "https://hooks.example.com/in", "*"))
@@ -322,6 +335,7 @@ func TestDispatcherAttemptThatOutlivesItsLease(t *testing.T) {
 }
 
 func TestDispatcherRetriesOnTheScheduleThenFails(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, reply{status: 500}, reply{err: errors.New("dial tcp: connection refused")}, reply{status: 503})
 	d := f.delivery(t, f.endpoint(t, "https://hooks.example.com/in", "*"))
 
@@ -390,6 +404,7 @@ func TestDispatcherRetriesOnTheScheduleThenFails(t *testing.T) {
 }
 
 func TestDispatcherWhenTheClaimFails(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.deps.Deliveries = &claimHook{Deliveries: f.deps.Deliveries, fn: func(context.Context, int, webhookstore.DeliveryClaim) ([]webhook.Delivery, error) {
 		return nil, errors.New("deliveries: too many connections")
@@ -406,6 +421,7 @@ func TestDispatcherWhenTheClaimFails(t *testing.T) {
 }
 
 func TestDispatcherClaimsNothingWithoutAFreeWorker(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	hook := &claimHook{Deliveries: f.deps.Deliveries, fn: func(context.Context, int, webhookstore.DeliveryClaim) ([]webhook.Delivery, error) {
 		return nil, nil
@@ -444,6 +460,7 @@ func (s blackholeSender) Send(ctx context.Context, r ports.WebhookRequest) (port
 // the workers: another team's delivery, due later, is attempted while all
 // of them hang.
 func TestDispatcherBlackholedTeamDoesNotStopAnother(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	gate := make(chan struct{})
 	defer close(gate)
@@ -466,7 +483,7 @@ func TestDispatcherBlackholedTeamDoesNotStopAnother(t *testing.T) {
 	f.claim(disp)
 	f.claim(disp)
 
-	eventually(t, "the other team's delivery to succeed", func() bool {
+	poll.Until(t, "the other team's delivery to succeed", func() bool {
 		got, err := f.store.Deliveries().ByID(ctx, elsewhere.TeamID, d.ID)
 		return err == nil && got.Status == webhook.StatusSucceeded
 	})
@@ -476,6 +493,7 @@ func TestDispatcherBlackholedTeamDoesNotStopAnother(t *testing.T) {
 // its bound) waits for a wake-up or the poll, never a millisecond spin on
 // the store; work due later is waited for until it is due.
 func TestDispatcherIdlesUntilWokenWhenDueWorkIsHeldBack(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.deps.Policy.PollInterval = time.Minute
 	f.build()

@@ -14,6 +14,7 @@ import (
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/webhook"
 	"github.com/profilesvc/profilesvc/ports/webhookstore"
+	"github.com/profilesvc/profilesvc/tests/poll"
 )
 
 // commit appends an event of the team to the outbox, as a use case's unit
@@ -42,6 +43,7 @@ func (f *fixture) deliveredEvents(t *testing.T, teamID, endpointID string) []str
 }
 
 func TestFanOutToSubscribedEndpointsOnly(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.endpoint(t, "https://a.example.com", "profile.created")
 	f.endpoint(t, "https://b.example.com", "*")
@@ -80,6 +82,7 @@ func TestFanOutToSubscribedEndpointsOnly(t *testing.T) {
 // A fan-out reports how long the oldest event it found has waited, and 0
 // when it found none.
 func TestFanOutReportsTheOutboxLag(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.commit(t, "evt_a", "team_1", event.ProfileCreated)
 	f.clock.Advance(90 * time.Second)
@@ -96,6 +99,7 @@ func TestFanOutReportsTheOutboxLag(t *testing.T) {
 }
 
 func TestFanOutRollsBackWhenAnEndpointListFails(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.endpoint(t, "https://a.example.com", "*")
 	f.commit(t, "evt_a", "team_1", event.ProfileCreated)
@@ -124,6 +128,7 @@ func TestFanOutRollsBackWhenAnEndpointListFails(t *testing.T) {
 }
 
 func TestFanOutAllTakesEveryBatch(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.deps.Policy.FanOutBatch = 2
 	f.build()
@@ -145,6 +150,7 @@ func TestFanOutAllTakesEveryBatch(t *testing.T) {
 // The delivery loop is woken by a fan-out that made deliveries, not by
 // one whose events no endpoint takes.
 func TestFanOutAllWakesTheDeliveriesOnlyForDeliveries(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.endpoint(t, "https://a.example.com", "profile.deleted")
 	f.woken()
@@ -188,6 +194,7 @@ func (f *fixture) run(t *testing.T) (stop func()) {
 }
 
 func TestRunDeliversCommittedEventsAndStopsWithItsContext(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.endpoint(t, "https://a.example.com", "*")
 	stop := f.run(t)
@@ -197,7 +204,7 @@ func TestRunDeliversCommittedEventsAndStopsWithItsContext(t *testing.T) {
 	if r := f.sender.arrived(t); r.Headers["X-Service-Event-Id"] != "evt_a" {
 		t.Fatalf("request %+v", r)
 	}
-	eventually(t, "the delivery to succeed", func() bool {
+	poll.Until(t, "the delivery to succeed", func() bool {
 		return f.stored(t, "dlv_001").Status == webhook.StatusSucceeded
 	})
 	stop()
@@ -205,6 +212,7 @@ func TestRunDeliversCommittedEventsAndStopsWithItsContext(t *testing.T) {
 }
 
 func TestRunWaitsForTheAttemptsInFlightWhenStopped(t *testing.T) {
+	t.Parallel()
 	// In a bubble, synctest.Wait tells when Run can go no further.
 	synctest.Test(t, func(t *testing.T) {
 		gate := make(chan struct{})
@@ -236,28 +244,31 @@ func TestRunWaitsForTheAttemptsInFlightWhenStopped(t *testing.T) {
 }
 
 func TestRunReportsTheOldestPendingDelivery(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, reply{status: 500})
 	f.delivery(t, f.endpoint(t, "https://a.example.com", "*"))
 	f.clock.Advance(30 * time.Second)
 	stop := f.run(t)
 
-	eventually(t, "the oldest pending age", func() bool {
+	poll.Until(t, "the oldest pending age", func() bool {
 		return slices.Contains(f.metrics.Oldest(), 30*time.Second)
 	})
 	stop()
 }
 
 func TestRunReportsNothingPending(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	stop := f.run(t)
 
-	eventually(t, "an empty queue reported", func() bool {
+	poll.Until(t, "an empty queue reported", func() bool {
 		return slices.Contains(f.metrics.Oldest(), 0)
 	})
 	stop()
 }
 
 func TestRunLogsFailuresAndKeepsPolling(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.deps.Outbox = &outboxHook{OutboxClaims: f.deps.Outbox, fn: func(context.Context, int) ([]event.Event, error) {
 		return nil, errors.New("outbox: relation does not exist")
@@ -270,7 +281,7 @@ func TestRunLogsFailuresAndKeepsPolling(t *testing.T) {
 	stop := f.run(t)
 
 	// Each poll tries again: more than one claim without any wake-up.
-	eventually(t, "a second claim", func() bool { return claims.calls.Load() >= 2 })
+	poll.Until(t, "a second claim", func() bool { return claims.calls.Load() >= 2 })
 	stop()
 	logs := f.logs.Lines()
 	for _, want := range []string{"ERROR webhook fan-out error=outbox: relation does not exist", "ERROR webhook claim error=deliveries: relation does not exist"} {
@@ -281,6 +292,7 @@ func TestRunLogsFailuresAndKeepsPolling(t *testing.T) {
 }
 
 func TestRunWithAnEndedContextDoesNothing(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	claimed := 0
 	f.deps.Outbox = &outboxHook{OutboxClaims: f.deps.Outbox, fn: func(context.Context, int) ([]event.Event, error) {
@@ -302,6 +314,7 @@ func TestRunWithAnEndedContextDoesNothing(t *testing.T) {
 }
 
 func TestFanOutOfAnEventWithUnreadableData(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.endpoint(t, "https://a.example.com", "*")
 	e := event.Event{ID: "evt_a", TeamID: "team_1", Type: event.ProfileCreated, OccurredAt: t0, Data: []byte(`{"profile":`)}
@@ -335,6 +348,7 @@ func (h *createHook) Create(ctx context.Context, ds ...webhook.Delivery) error {
 // A fan-out writes its deliveries together, not one statement each: five
 // events to three endpoints are one Create of fifteen.
 func TestFanOutCreatesTheDeliveriesOfABatchTogether(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	hook := &createHook{Deliveries: f.deps.Deliveries}
 	f.deps.Deliveries = hook

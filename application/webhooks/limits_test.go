@@ -11,6 +11,7 @@ import (
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/webhook"
 	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/tests/poll"
 )
 
 // limitedEndpoint creates an endpoint of team_1 with its own limits.
@@ -70,6 +71,7 @@ func (f *fixture) statusOf(t *testing.T, ds []webhook.Delivery) map[webhook.Stat
 // team's fast receiver keeps delivering meanwhile, and the slow one's
 // other deliveries wait for room, unattempted.
 func TestDispatcherFastEndpointDeliversWhileASlowOneIsAtItsLimit(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	sender := &countingSender{fakeSender: f.sender, release: make(chan struct{})}
 	f.deps.Sender = sender
@@ -83,14 +85,14 @@ func TestDispatcherFastEndpointDeliversWhileASlowOneIsAtItsLimit(t *testing.T) {
 	}
 	disp := f.dispatcher()
 	f.claim(disp)
-	eventually(t, "two attempts held by the slow receiver", func() bool { n, _ := sender.counts(); return n == 2 })
+	poll.Until(t, "two attempts held by the slow receiver", func() bool { n, _ := sender.counts(); return n == 2 })
 
 	for round := range 3 {
 		for range 3 {
 			fasts = append(fasts, f.delivery(t, fast))
 		}
 		f.claim(disp)
-		eventually(t, "the fast receiver's deliveries", func() bool {
+		poll.Until(t, "the fast receiver's deliveries", func() bool {
 			return f.statusOf(t, fasts)[webhook.StatusSucceeded] == len(fasts)
 		})
 		if n, most := sender.counts(); n != 2 || most != 2 {
@@ -112,6 +114,7 @@ func TestDispatcherFastEndpointDeliversWhileASlowOneIsAtItsLimit(t *testing.T) {
 // However the dispatcher runs, the receiver never sees more requests at
 // once than the endpoint's MaxInFlight, and every delivery gets there.
 func TestDispatcherNeverExceedsAnEndpointsMaxInFlight(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	sender := &countingSender{fakeSender: f.sender, release: make(chan struct{})}
 	f.deps.Sender = sender
@@ -126,10 +129,10 @@ func TestDispatcherNeverExceedsAnEndpointsMaxInFlight(t *testing.T) {
 	defer stop()
 	for released := range len(ds) {
 		want := min(3, len(ds)-released)
-		eventually(t, "the receiver at its limit", func() bool { n, _ := sender.counts(); return n == want })
+		poll.Until(t, "the receiver at its limit", func() bool { n, _ := sender.counts(); return n == want })
 		sender.release <- struct{}{}
 	}
-	eventually(t, "every delivery to succeed", func() bool {
+	poll.Until(t, "every delivery to succeed", func() bool {
 		return f.statusOf(t, ds)[webhook.StatusSucceeded] == len(ds)
 	})
 	if _, most := sender.counts(); most != 3 {
@@ -141,6 +144,7 @@ func TestDispatcherNeverExceedsAnEndpointsMaxInFlight(t *testing.T) {
 // attempts at once, then one per 1/rate of a second; the dispatcher says
 // when the next is allowed, so its loop need not poll for it.
 func TestDispatcherKeepsAnEndpointsRateLimit(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.deps.Policy.Workers, f.deps.Policy.PerTeam = 8, 8
 	f.build()
@@ -175,6 +179,7 @@ func TestDispatcherKeepsAnEndpointsRateLimit(t *testing.T) {
 }
 
 func TestEndpointLimitsValidationAndUpdate(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	for _, c := range []struct {
 		maxInFlight, rateLimit int
@@ -218,6 +223,7 @@ func TestEndpointLimitsValidationAndUpdate(t *testing.T) {
 // Outcomes that finish while one is being written are written together in
 // the next statement, and every attempt is recorded.
 func TestDispatcherRecordsOutcomesInBatches(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	gate := make(chan struct{})
 	// The first attempt finishes alone; the others only once its outcome
@@ -253,7 +259,7 @@ func TestDispatcherRecordsOutcomesInBatches(t *testing.T) {
 	defer release()
 	f.claim(disp)
 	// The first write holds the first outcome; the rest queue behind it.
-	eventually(t, "the other outcomes queued behind the first write", func() bool {
+	poll.Until(t, "the other outcomes queued behind the first write", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(batches) == 1 && batches[0]+len(disp.outcomes) == len(ds)

@@ -40,6 +40,7 @@ func (h *pruneHook) Prune(_ context.Context, cutoff time.Time, limit int) (webho
 }
 
 func TestPruneDeletesWhatRetentionOutlived(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.deps.Policy.Retention, f.deps.Policy.PruneBatch = 24*time.Hour, 2
 	f.build()
@@ -83,6 +84,7 @@ func TestPruneDeletesWhatRetentionOutlived(t *testing.T) {
 }
 
 func TestPruneRunsBatchesUntilOneIsShort(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	hook := &pruneHook{Deliveries: f.deps.Deliveries, results: []webhookstore.Pruned{
 		{Events: 3, Deliveries: 1}, {Events: 0, Deliveries: 3}, {Events: 2, Deliveries: 2},
@@ -108,6 +110,7 @@ func TestPruneRunsBatchesUntilOneIsShort(t *testing.T) {
 }
 
 func TestPruneDefaultsToAWeekInBatchesOf500(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	hook := &pruneHook{Deliveries: f.deps.Deliveries, results: []webhookstore.Pruned{{}}}
 	f.deps.Deliveries = hook
@@ -122,6 +125,7 @@ func TestPruneDefaultsToAWeekInBatchesOf500(t *testing.T) {
 }
 
 func TestPruneStopsAtAnError(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	failure := errors.New("deliveries: statement timeout")
 	hook := &pruneHook{Deliveries: f.deps.Deliveries, err: failure, results: []webhookstore.Pruned{
@@ -137,6 +141,7 @@ func TestPruneStopsAtAnError(t *testing.T) {
 }
 
 func TestPruneStopsWhenCanceled(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()

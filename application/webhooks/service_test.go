@@ -33,6 +33,7 @@ func (f *fixture) woken() bool {
 }
 
 func TestCreateEndpoint(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 
 	got, err := f.svc.Create(ctx, admin, CreateInput{URL: " https://hooks.example.com/in ", Events: []string{"profile.created", "profile.created", "profile.deleted"}, Secret: secret})
@@ -51,6 +52,7 @@ func TestCreateEndpoint(t *testing.T) {
 }
 
 func TestCreateEndpointValidation(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 
 	_, err := f.svc.Create(ctx, member, CreateInput{URL: "https://hooks.example.com/in", Events: []string{"*"}, Secret: secret})
@@ -82,6 +84,7 @@ func TestCreateEndpointValidation(t *testing.T) {
 }
 
 func TestCreateEndpointOverHTTPWhenPrivateTargetsAreAllowed(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.deps.Policy.AllowPrivateTargets = true
 	f.build()
@@ -92,6 +95,7 @@ func TestCreateEndpointOverHTTPWhenPrivateTargetsAreAllowed(t *testing.T) {
 }
 
 func TestUpdateEndpoint(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ep := f.endpoint(t, "https://hooks.example.com/in", "*")
 	f.clock.Advance(time.Minute)
@@ -112,6 +116,7 @@ func TestUpdateEndpoint(t *testing.T) {
 }
 
 func TestUpdateEndpointValidation(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ep := f.endpoint(t, "https://hooks.example.com/in", "*")
 	bad, none, short := "ftp://hooks.example.com", []string{}, "short"
@@ -147,6 +152,7 @@ func TestUpdateEndpointValidation(t *testing.T) {
 }
 
 func TestDeleteEndpointTakesItsDeliveries(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ep := f.endpoint(t, "https://hooks.example.com/in", "*")
 	d := f.delivery(t, ep)
@@ -164,6 +170,7 @@ func TestDeleteEndpointTakesItsDeliveries(t *testing.T) {
 }
 
 func TestGetAndListEndpoints(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	for _, url := range []string{"https://a.example.com", "https://b.example.com", "https://c.example.com"} {
 		f.endpoint(t, url, "*")
@@ -195,6 +202,7 @@ func TestGetAndListEndpoints(t *testing.T) {
 }
 
 func TestSendATestEvent(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ep := f.endpoint(t, "https://hooks.example.com/in", "profile.created")
 
@@ -245,6 +253,7 @@ func TestSendATestEvent(t *testing.T) {
 }
 
 func TestListDeliveries(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ep := f.endpoint(t, "https://hooks.example.com/in", "*")
 	f.delivery(t, ep)
@@ -292,6 +301,7 @@ func (f *fixture) failAll() {
 }
 
 func TestRetryRequeuesAFailedDelivery(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, reply{status: 500})
 	ep := f.endpoint(t, "https://hooks.example.com/in", "*")
 	d := f.delivery(t, ep)
@@ -326,6 +336,7 @@ func TestRetryRequeuesAFailedDelivery(t *testing.T) {
 }
 
 func TestRetryRefusesADeliveryThatIsNotFailed(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ep := f.endpoint(t, "https://hooks.example.com/in", "*")
 	pending := f.delivery(t, ep)
@@ -355,6 +366,7 @@ func TestRetryRefusesADeliveryThatIsNotFailed(t *testing.T) {
 }
 
 func TestRetryLosesToAConcurrentRetry(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, reply{status: 500})
 	ep := f.endpoint(t, "https://hooks.example.com/in", "*")
 	d, d2 := f.delivery(t, ep), f.delivery(t, ep)
@@ -389,6 +401,7 @@ func TestRetryLosesToAConcurrentRetry(t *testing.T) {
 }
 
 func TestNewFillsInThePolicyDefaults(t *testing.T) {
+	t.Parallel()
 	s := New(Deps{IDs: apptest.NewPrefixIDs()})
 
 	p := s.d.Policy
