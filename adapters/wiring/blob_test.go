@@ -16,6 +16,7 @@ import (
 )
 
 func TestBlobStoreFollowsTheConfiguration(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "blobs")
 	cfg := config.Config{Blob: config.Blob{Kind: config.BlobFiles, Dir: dir}}
 	s, err := NewBlobStore(fxtest.NewLifecycle(t), cfg, memory.New(), zap.NewNop())

@@ -8,6 +8,7 @@ import (
 )
 
 func TestRedisWaitsAreBoundedUnlessTheURLSaysOtherwise(t *testing.T) {
+	t.Parallel()
 	cfg := config.Config{RedisURL: "redis://127.0.0.1:6379/0", RedisTimeout: 250 * time.Millisecond}
 	o, err := redisOptions(cfg)
 	if err != nil {

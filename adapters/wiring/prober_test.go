@@ -9,6 +9,7 @@ import (
 )
 
 func TestProxyProberFollowsTheConfiguration(t *testing.T) {
+	t.Parallel()
 	cfg := config.Config{ProxyCheckURL: "https://ipinfo.io/json", ProxyCheckTimeout: time.Second}
 	guarded, err := newProxyProber(cfg)
 	if err != nil {

@@ -11,23 +11,13 @@ import (
 
 	"github.com/profilesvc/profilesvc/adapters/notices"
 	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/tests/poll"
 )
-
-// waitFor polls cond until it holds or a deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 5s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
 
 // A commit on one instance wakes the dispatcher of another at once, not
 // at its next poll.
 func TestCommittedEventsWakeEveryInstance(t *testing.T) {
+	t.Parallel()
 	n := notices.NewLocal()
 	var wokeA, wokeB atomic.Int32
 	a := &commitBroadcast{wake: func() { wokeA.Add(1) }, notices: n, log: zap.NewNop()}
@@ -35,9 +25,9 @@ func TestCommittedEventsWakeEveryInstance(t *testing.T) {
 	defer a.listen()()
 	defer b.listen()()
 	// Hearing begins with a wake: notices before it may have been missed.
-	waitFor(t, "A and B listening", func() bool { return wokeA.Load() == 1 && wokeB.Load() == 1 })
+	poll.Until(t, "A and B listening", func() bool { return wokeA.Load() == 1 && wokeB.Load() == 1 })
 	a.committed()
-	waitFor(t, "B woken by A's commit", func() bool { return wokeB.Load() == 2 })
+	poll.Until(t, "B woken by A's commit", func() bool { return wokeB.Load() == 2 })
 	if wokeA.Load() < 2 {
 		t.Fatalf("A woke %d times, want its own commit to wake it", wokeA.Load())
 	}
@@ -60,20 +50,21 @@ func (g *gatedNotices) Publish(ctx context.Context, topic, payload string) error
 // Commits during a publish are told by one more: a burst of creates costs
 // two notices, not one each, and the last commit is still told.
 func TestABurstOfCommitsIsToldInOneMoreNotice(t *testing.T) {
+	t.Parallel()
 	g := &gatedNotices{Notices: notices.NewLocal(), gate: make(chan struct{})}
 	var wokeB atomic.Int32
 	a := &commitBroadcast{wake: func() {}, notices: g, log: zap.NewNop()}
 	b := &commitBroadcast{wake: func() { wokeB.Add(1) }, notices: g, log: zap.NewNop()}
 	defer b.listen()()
-	waitFor(t, "B listening", func() bool { return wokeB.Load() == 1 })
+	poll.Until(t, "B listening", func() bool { return wokeB.Load() == 1 })
 	a.committed()
-	waitFor(t, "the first publish under way", func() bool { return g.published.Load() == 1 })
+	poll.Until(t, "the first publish under way", func() bool { return g.published.Load() == 1 })
 	for range 999 {
 		a.committed()
 	}
 	close(g.gate)
-	waitFor(t, "B woken by the notices", func() bool { return wokeB.Load() == 3 })
-	waitFor(t, "the publisher done", func() bool { return !a.running.Load() })
+	poll.Until(t, "B woken by the notices", func() bool { return wokeB.Load() == 3 })
+	poll.Until(t, "the publisher done", func() bool { return !a.running.Load() })
 	if got := g.published.Load(); got != 2 {
 		t.Fatalf("1000 commits sent %d notices, want 2", got)
 	}
@@ -83,6 +74,7 @@ func TestABurstOfCommitsIsToldInOneMoreNotice(t *testing.T) {
 // notice waits out what is left of the spacing, and covers every commit
 // made while it waited.
 func TestNoticesOfAStreamOfCommitsAreSpaced(t *testing.T) {
+	t.Parallel()
 	g := &gatedNotices{Notices: notices.NewLocal(), gate: make(chan struct{})}
 	var pauses []time.Duration
 	var mu sync.Mutex
@@ -92,12 +84,12 @@ func TestNoticesOfAStreamOfCommitsAreSpaced(t *testing.T) {
 		mu.Unlock()
 	}}
 	a.committed()
-	waitFor(t, "the first publish under way", func() bool { return g.published.Load() == 1 })
+	poll.Until(t, "the first publish under way", func() bool { return g.published.Load() == 1 })
 	for range 10 {
 		a.committed()
 	}
 	close(g.gate)
-	waitFor(t, "the publisher done", func() bool { return !a.running.Load() })
+	poll.Until(t, "the publisher done", func() bool { return !a.running.Load() })
 	mu.Lock()
 	defer mu.Unlock()
 	if got := g.published.Load(); got != 2 {
