@@ -74,6 +74,7 @@ func waitForRead(t *testing.T, reads <-chan error) error {
 }
 
 func TestStalledBodyIsCutOffAtTheDeadline(t *testing.T) {
+	t.Parallel()
 	addr, reads := bodyServer(t, 100*time.Millisecond, func(*http.Request) error { return nil })
 	conn, in := dial(t, addr)
 	// The headers promise 100 bytes; 10 arrive, then nothing.
@@ -105,6 +106,7 @@ func TestStalledBodyIsCutOffAtTheDeadline(t *testing.T) {
 }
 
 func TestLongHandlerOutlivesTheBodyDeadline(t *testing.T) {
+	t.Parallel()
 	const timeout = 50 * time.Millisecond
 	// net/http keeps reading the connection while the handler runs; a read
 	// deadline left behind would fail that read and cancel the request. The
@@ -142,6 +144,7 @@ func TestLongHandlerOutlivesTheBodyDeadline(t *testing.T) {
 }
 
 func TestJSONAndIdempotencyRefuseTheSameBodies(t *testing.T) {
+	t.Parallel()
 	decode := HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		var in struct{}
 		return decodeJSON(w, r, &in)
@@ -169,6 +172,7 @@ func TestJSONAndIdempotencyRefuseTheSameBodies(t *testing.T) {
 }
 
 func TestStalledBodyNobodyReadsIsCutOff(t *testing.T) {
+	t.Parallel()
 	// The answer goes out without reading the body, as authentication's
 	// 401 does; net/http then waits for the rest of the body, and only the
 	// server's read timeout ends that wait.

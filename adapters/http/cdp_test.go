@@ -19,6 +19,7 @@ import (
 
 	"github.com/profilesvc/profilesvc/application/profiles"
 	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/tests/poll"
 )
 
 const (
@@ -198,18 +199,6 @@ func (c *fakeCDPConn) waitClosed(t *testing.T, why string) {
 	}
 }
 
-// pollUntil polls cond until it holds or the deadline passes.
-func pollUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // newRelay serves the relay routes of svc on loopback; opts.PublicURL
 // defaults to http://localhost:8080, and configure may set the server's
 // timeouts before it starts.
@@ -378,7 +367,7 @@ func TestCDPRelayCarriesMessagesBothWays(t *testing.T) {
 	}
 	conn.waitClosed(t, "when its client closed")
 	// The access log has the connection once it ends, as a 101.
-	pollUntil(t, "the access log line of the relayed connection", func() bool {
+	poll.Until(t, "the access log line of the relayed connection", func() bool {
 		return stack.logs.FilterMessage("request").Len() > 0
 	})
 	line := stack.logs.FilterMessage("request").All()[0].ContextMap()
@@ -428,7 +417,7 @@ func TestCDPRelayClosesTheClientWhenTheBrowserEnds(t *testing.T) {
 
 	// The ended connection no longer counts against the bound.
 	var next *websocket.Conn
-	pollUntil(t, "the relay to take a connection again", func() bool {
+	poll.Until(t, "the relay to take a connection again", func() bool {
 		ws, err := tryDialCDP(t, relay, nil)
 		next = ws
 		return err == nil
@@ -545,7 +534,7 @@ func TestCDPRelayBoundsItsConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	var third *websocket.Conn
-	pollUntil(t, "the relay to take a connection again", func() bool {
+	poll.Until(t, "the relay to take a connection again", func() bool {
 		ws, err := tryDialCDP(t, relay, nil)
 		third = ws
 		return err == nil

@@ -43,6 +43,7 @@ func decodeStatus(t *testing.T, contentType string, body []byte, dst any) *httpt
 }
 
 func TestDecodeAcceptsJSON(t *testing.T) {
+	t.Parallel()
 	for _, ct := range []string{"application/json", "application/json; charset=utf-8", "Application/JSON; charset=UTF-8"} {
 		var in profileInput
 		w := decodeStatus(t, ct, []byte(` {"name":"a","tags":["x"],"screen":{"width":3,"height":4}} `), &in)
@@ -56,6 +57,7 @@ func TestDecodeAcceptsJSON(t *testing.T) {
 }
 
 func TestDecodeRefusesOtherMediaTypes(t *testing.T) {
+	t.Parallel()
 	for _, ct := range []string{"", "text/plain", "application/x-www-form-urlencoded", "application/json; charset=latin1", "application/jsonx", "application/json;;"} {
 		w := decodeStatus(t, ct, []byte(`{"name":"a"}`), &plainInput{})
 		expectError(t, w, http.StatusUnsupportedMediaType, "unsupported_media_type")
@@ -63,6 +65,7 @@ func TestDecodeRefusesOtherMediaTypes(t *testing.T) {
 }
 
 func TestDecodeBodyLimit(t *testing.T) {
+	t.Parallel()
 	// Exactly 1 MiB is allowed.
 	pad := maxBodyBytes - len(`{"name":""}`)
 	w := decodeStatus(t, "application/json", []byte(`{"name":"`+strings.Repeat("a", pad)+`"}`), &plainInput{})
@@ -83,6 +86,7 @@ func TestDecodeBodyLimit(t *testing.T) {
 }
 
 func TestDecodeMalformed(t *testing.T) {
+	t.Parallel()
 	for _, body := range []string{``, `   `, `{`, `{"name":}`, `{"name":"a"}{"name":"b"}`, `{"name":"a"} x`, `null`, `[{"name":"a"}]`, `"a"`} {
 		w := decodeStatus(t, "application/json", []byte(body), &plainInput{})
 		expectError(t, w, http.StatusBadRequest, "bad_request")
@@ -90,6 +94,7 @@ func TestDecodeMalformed(t *testing.T) {
 }
 
 func TestDecodeFieldErrorsNameTheField(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		body, field, issue string
 	}{
@@ -116,6 +121,7 @@ func TestDecodeFieldErrorsNameTheField(t *testing.T) {
 }
 
 func TestDecodeReadOnlyListIsPerDTO(t *testing.T) {
+	t.Parallel()
 	// "session" is read-only only for the DTO that says so.
 	w := decodeStatus(t, "application/json", []byte(`{"session":{}}`), &plainInput{})
 	env := expectError(t, w, http.StatusUnprocessableEntity, "validation_failed")
@@ -125,6 +131,7 @@ func TestDecodeReadOnlyListIsPerDTO(t *testing.T) {
 }
 
 func TestDecodeDeclaredFieldNamedLikeAReadOnlyOneIsAccepted(t *testing.T) {
+	t.Parallel()
 	// A DTO that declares status (member removal does) can set it.
 	var in struct {
 		Status string `json:"status"`

@@ -24,6 +24,7 @@ import (
 )
 
 func TestErrorStatusAndCodeByKind(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		err    error
 		status int
@@ -68,6 +69,7 @@ func TestErrorStatusAndCodeByKind(t *testing.T) {
 // list kept by hand, so a constant added to domain (or a transportKind added
 // here) without a case in classOf fails this test instead of answering 500.
 func TestEveryKindHasAClass(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		pkg, typeName string
 		// known are kinds the loader must find, so an empty or wrong result
@@ -189,6 +191,7 @@ func declaredConstants(t *testing.T, pkg, typeName string) map[string]int64 {
 }
 
 func TestErrorEnvelopeDetails(t *testing.T) {
+	t.Parallel()
 	var v domain.Validation
 	v.Add("name", "is required")
 	v.Add("screen.width", "must be positive")
@@ -207,6 +210,7 @@ func TestErrorEnvelopeDetails(t *testing.T) {
 }
 
 func TestUnauthorizedCarriesAChallenge(t *testing.T) {
+	t.Parallel()
 	w := httptest.NewRecorder()
 	writeError(w, httptest.NewRequest(http.MethodGet, "/x", nil), domain.Unauthorized("no credentials"))
 	if !strings.HasPrefix(w.Header().Get("WWW-Authenticate"), "Bearer") {
@@ -215,6 +219,7 @@ func TestUnauthorizedCarriesAChallenge(t *testing.T) {
 }
 
 func TestRetryAfterRoundsUpToWholeSeconds(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		after time.Duration
 		want  string
@@ -237,6 +242,7 @@ func TestRetryAfterRoundsUpToWholeSeconds(t *testing.T) {
 }
 
 func TestInternalErrorIsLoggedNotSent(t *testing.T) {
+	t.Parallel()
 	const secret = "pq: password authentication failed for user admin"
 	s := newTestStack(t, []Route{{Method: http.MethodGet, Path: "/boom", Public: true, Handler: func(http.ResponseWriter, *http.Request) error {
 		return fmt.Errorf("load profile: %w", errors.New(secret))
@@ -259,6 +265,7 @@ func TestInternalErrorIsLoggedNotSent(t *testing.T) {
 }
 
 func TestInternalKindHidesItsMessage(t *testing.T) {
+	t.Parallel()
 	w := httptest.NewRecorder()
 	writeError(w, httptest.NewRequest(http.MethodGet, "/x", nil), &domain.Error{Kind: domain.KindInternal, Message: "disk /var/lib full"})
 	env := expectError(t, w, 500, "internal")
@@ -268,6 +275,7 @@ func TestInternalKindHidesItsMessage(t *testing.T) {
 }
 
 func TestWriteJSONAndList(t *testing.T) {
+	t.Parallel()
 	w := httptest.NewRecorder()
 	writeJSON(w, http.StatusCreated, map[string]string{"id": "prf_1"})
 	if w.Code != 201 || w.Body.String() != `{"success":true,"data":{"id":"prf_1"}}`+"\n" {
@@ -296,6 +304,7 @@ func TestWriteJSONAndList(t *testing.T) {
 }
 
 func TestUnencodableResponseIsA500(t *testing.T) {
+	t.Parallel()
 	w := httptest.NewRecorder()
 	writeJSON(w, http.StatusOK, map[string]float64{"x": math.NaN()})
 	expectError(t, w, 500, "internal")

@@ -10,6 +10,7 @@ import (
 // The client address is the peer's unless the peer is a trusted proxy;
 // then X-Forwarded-For's rightmost address that is not a trusted proxy.
 func TestTrustProxiesReadsForwardedOnlyFromThem(t *testing.T) {
+	t.Parallel()
 	trusted := []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("127.10.0.0/16"), netip.MustParsePrefix("::1/128")}
 	for name, c := range map[string]struct {
 		trusted []netip.Prefix

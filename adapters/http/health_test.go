@@ -16,6 +16,7 @@ import (
 )
 
 func TestHealthz(t *testing.T) {
+	t.Parallel()
 	s := newTestStack(t, nil, nil)
 	w := s.serve(httptest.NewRequest(http.MethodGet, "/healthz", nil))
 	if w.Code != 200 || w.Body.String() != `{"success":true,"data":{"status":"ok"}}`+"\n" {
@@ -32,6 +33,7 @@ func readyStack(t *testing.T, checkers ...Checker) (http.Handler, *observer.Obse
 }
 
 func TestReadyzAllOK(t *testing.T) {
+	t.Parallel()
 	h, _ := readyStack(t,
 		Checker{Name: "store", Check: func(context.Context) error { return nil }},
 		Checker{Name: "cache", Check: func(context.Context) error { return nil }},
@@ -44,6 +46,7 @@ func TestReadyzAllOK(t *testing.T) {
 }
 
 func TestReadyzNamesFailingChecksWithoutTheirErrors(t *testing.T) {
+	t.Parallel()
 	const reason = "dial tcp 10.0.0.5:5432: connection refused"
 	h, logs := readyStack(t,
 		Checker{Name: "store", Check: func(context.Context) error { return errors.New(reason) }},
@@ -80,6 +83,7 @@ func TestReadyzNamesFailingChecksWithoutTheirErrors(t *testing.T) {
 }
 
 func TestReadyzGivesUpOnACheckThatIgnoresItsContext(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	defer close(release)
 	rd := readiness{
@@ -95,6 +99,7 @@ func TestReadyzGivesUpOnACheckThatIgnoresItsContext(t *testing.T) {
 }
 
 func TestReadyzTimeoutReachesTheCheck(t *testing.T) {
+	t.Parallel()
 	var deadline time.Time
 	var hasDeadline bool
 	h, _ := readyStack(t, Checker{Name: "store", Check: func(ctx context.Context) error {
@@ -110,6 +115,7 @@ func TestReadyzTimeoutReachesTheCheck(t *testing.T) {
 }
 
 func TestReadyzStaysReadyWhenAPartThatDegradesFails(t *testing.T) {
+	t.Parallel()
 	h, _ := readyStack(t,
 		Checker{Name: "store", Check: func(context.Context) error { return nil }},
 		Checker{Name: "cache", Degrades: true, Check: func(context.Context) error { return errors.New("redis: i/o timeout") }},

@@ -11,6 +11,7 @@ import (
 )
 
 func TestPanicAnswers500AndLogsTheStack(t *testing.T) {
+	t.Parallel()
 	const panicText = "nil map in profile 4711"
 	s := newTestStack(t, []Route{{Method: http.MethodGet, Path: "/panic", Public: true, Handler: func(http.ResponseWriter, *http.Request) error {
 		panic(panicText)
@@ -37,6 +38,7 @@ func TestPanicAnswers500AndLogsTheStack(t *testing.T) {
 }
 
 func TestPanicAfterHeadersAbortsTheResponse(t *testing.T) {
+	t.Parallel()
 	s := newTestStack(t, []Route{{Method: http.MethodGet, Path: "/half", Public: true, Handler: func(w http.ResponseWriter, _ *http.Request) error {
 		w.WriteHeader(http.StatusOK)
 		_, _ = io.WriteString(w, `{"success":true,`)
@@ -60,6 +62,7 @@ func TestPanicAfterHeadersAbortsTheResponse(t *testing.T) {
 }
 
 func TestRequestIDIsEchoedOrGenerated(t *testing.T) {
+	t.Parallel()
 	var seen string
 	s := newTestStack(t, []Route{{Method: http.MethodGet, Path: "/id", Public: true, Handler: func(w http.ResponseWriter, r *http.Request) error {
 		seen = RequestIDFrom(r.Context())
@@ -101,6 +104,7 @@ func TestRequestIDIsEchoedOrGenerated(t *testing.T) {
 }
 
 func TestAccessLogLine(t *testing.T) {
+	t.Parallel()
 	s := newTestStack(t, []Route{{Method: http.MethodGet, Path: "/profiles/{id}", Public: true, Handler: ok}}, nil)
 	r := httptest.NewRequest(http.MethodGet, "/profiles/prf_9?cursor=secret-cursor&token=abc", nil)
 	r.Header.Set("X-Request-ID", "req-log")
@@ -145,6 +149,7 @@ func TestAccessLogLine(t *testing.T) {
 }
 
 func TestMetricsCountByRouteTemplate(t *testing.T) {
+	t.Parallel()
 	s := newTestStack(t, []Route{{Method: http.MethodGet, Path: "/profiles/{id}", Public: true, Handler: ok}}, nil)
 	for _, id := range []string{"prf_1", "prf_2", "prf_3"} {
 		s.serve(httptest.NewRequest(http.MethodGet, "/profiles/"+id, nil))

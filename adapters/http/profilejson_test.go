@@ -87,6 +87,7 @@ func randomFingerprintDTO(r *rand.Rand, str func() string) fingerprintDTO {
 // The profile answers are written by hand; encoding/json is the reference
 // they must equal, byte for byte, envelope and page included.
 func TestProfileJSONIsEncodingJSON(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range 2000 {
 		d := randomProfileDTO(r)

@@ -28,6 +28,7 @@ func denyAll(calls *int) Middleware {
 }
 
 func TestRouterServesRoutesAndAuthenticatesOnlyNonPublicOnes(t *testing.T) {
+	t.Parallel()
 	var authCalls int
 	s := newTestStack(t, []Route{
 		{Method: http.MethodGet, Path: "/open/{id}", Handler: ok, Public: true, Name: "open"},
@@ -56,6 +57,7 @@ func TestRouterServesRoutesAndAuthenticatesOnlyNonPublicOnes(t *testing.T) {
 }
 
 func TestHandlerErrorIsAnsweredThroughTheMapper(t *testing.T) {
+	t.Parallel()
 	s := newTestStack(t, []Route{{Method: http.MethodPost, Path: "/profiles/{id}/launch", Public: true, Handler: func(w http.ResponseWriter, _ *http.Request) error {
 		// Headers set before failing stay, as the 405 handler's Allow does.
 		w.Header().Set("Cache-Control", "no-store")
@@ -72,6 +74,7 @@ func TestHandlerErrorIsAnsweredThroughTheMapper(t *testing.T) {
 }
 
 func TestUnknownPathIsJSON404(t *testing.T) {
+	t.Parallel()
 	s := newTestStack(t, []Route{{Method: http.MethodGet, Path: "/a", Handler: ok, Public: true}}, nil)
 	w := s.serve(httptest.NewRequest(http.MethodGet, "/nothing/here", nil))
 	expectError(t, w, 404, "not_found")
@@ -81,6 +84,7 @@ func TestUnknownPathIsJSON404(t *testing.T) {
 }
 
 func TestKnownPathWithOtherMethodIsJSON405WithAllow(t *testing.T) {
+	t.Parallel()
 	noop := func(w http.ResponseWriter, _ *http.Request) error {
 		writeNoContent(w)
 		return nil
@@ -105,6 +109,7 @@ func TestKnownPathWithOtherMethodIsJSON405WithAllow(t *testing.T) {
 }
 
 func TestRouterRefusesAMalformedTable(t *testing.T) {
+	t.Parallel()
 	noop := func(http.ResponseWriter, *http.Request) error { return nil }
 	pass := func(h http.Handler) http.Handler { return h }
 	cases := map[string]struct {
@@ -134,6 +139,7 @@ func TestRouterRefusesAMalformedTable(t *testing.T) {
 // group's prefix that no route of the group takes still reaches the other
 // routes, and the table's order holds within a group.
 func TestGroupedRoutesAnswerAsOneTable(t *testing.T) {
+	t.Parallel()
 	named := func(name string) HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) error {
 			writeJSON(w, http.StatusOK, map[string]string{"route": name, "id": mux.Vars(r)["id"]})
@@ -173,6 +179,7 @@ func TestGroupedRoutesAnswerAsOneTable(t *testing.T) {
 // A route whose path may also be another group's keeps its place in the
 // table: the first route in the table that takes a request answers it.
 func TestOverlappingPrefixesKeepTheTablesOrder(t *testing.T) {
+	t.Parallel()
 	named := func(name string) HandlerFunc {
 		return func(w http.ResponseWriter, _ *http.Request) error {
 			writeJSON(w, http.StatusOK, map[string]string{"route": name})
@@ -201,6 +208,7 @@ func TestOverlappingPrefixesKeepTheTablesOrder(t *testing.T) {
 // HEAD is answered wherever GET is, with GET's status and headers and no
 // body (net/http's server drops it); a route without GET refuses it.
 func TestHeadIsAnsweredWhereGetIs(t *testing.T) {
+	t.Parallel()
 	s := newTestStack(t, []Route{
 		{Method: http.MethodGet, Path: "/open/{id}", Handler: ok, Public: true},
 		{Method: http.MethodPost, Path: "/act", Handler: ok, Public: true},
@@ -228,6 +236,7 @@ func TestHeadIsAnsweredWhereGetIs(t *testing.T) {
 // SPEC.md puts webhooks under /v1; a client that looks under /api/v1 is
 // told where.
 func TestWebhooksUnderAPIV1AreSentToV1(t *testing.T) {
+	t.Parallel()
 	s := newTestStack(t, []Route{{Method: http.MethodGet, Path: "/a", Handler: ok, Public: true}}, nil)
 	for path, want := range map[string]string{
 		"/api/v1/webhooks":           "no such endpoint: webhook endpoints are at /v1/webhooks",

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/profilesvc/profilesvc/tests/poll"
 )
 
 type slowHandler struct {
@@ -48,6 +50,7 @@ func get(url string) <-chan result {
 }
 
 func TestServerStartFailsOnABadAddress(t *testing.T) {
+	t.Parallel()
 	for _, addr := range []string{"256.0.0.1:0", "127.0.0.1:99999", "not an address"} {
 		s := NewServer(addr, http.NotFoundHandler(), zap.NewNop(), time.Second, Timeouts{})
 		if err := s.Start(context.Background()); err == nil {
@@ -58,6 +61,7 @@ func TestServerStartFailsOnABadAddress(t *testing.T) {
 }
 
 func TestServerStartFailsOnABusyAddress(t *testing.T) {
+	t.Parallel()
 	first := NewServer("127.0.0.1:0", http.NotFoundHandler(), zap.NewNop(), time.Second, Timeouts{})
 	if err := first.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -71,6 +75,7 @@ func TestServerStartFailsOnABusyAddress(t *testing.T) {
 }
 
 func TestServerStopBeforeStartIsHarmless(t *testing.T) {
+	t.Parallel()
 	s := NewServer("127.0.0.1:0", http.NotFoundHandler(), zap.NewNop(), time.Second, Timeouts{})
 	if s.Addr() != "" {
 		t.Fatalf("Addr before Start: %q", s.Addr())
@@ -81,6 +86,7 @@ func TestServerStopBeforeStartIsHarmless(t *testing.T) {
 }
 
 func TestServerStopLetsInFlightRequestsFinish(t *testing.T) {
+	t.Parallel()
 	h := newSlowHandler()
 	s := NewServer("127.0.0.1:0", h, zap.NewNop(), time.Minute, Timeouts{})
 	shuttingDown := make(chan struct{})
@@ -100,17 +106,14 @@ func TestServerStopLetsInFlightRequestsFinish(t *testing.T) {
 	<-shuttingDown
 
 	// The listener is closed once shutdown began; poll until it is.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Until(t, "the listener closed during shutdown", func() bool {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
-			break
+			return true
 		}
 		_ = c.Close()
-		if time.Now().After(deadline) {
-			t.Fatal("still accepting connections during shutdown")
-		}
-	}
+		return false
+	})
 	select {
 	case err := <-stopped:
 		t.Fatalf("Stop returned (%v) while a request was in flight", err)
@@ -128,6 +131,7 @@ func TestServerStopLetsInFlightRequestsFinish(t *testing.T) {
 }
 
 func TestServerStopForcesCloseAfterTheTimeout(t *testing.T) {
+	t.Parallel()
 	h := newSlowHandler()
 	defer close(h.release)
 	s := NewServer("127.0.0.1:0", h, zap.NewNop(), 20*time.Millisecond, Timeouts{})
@@ -145,6 +149,7 @@ func TestServerStopForcesCloseAfterTheTimeout(t *testing.T) {
 }
 
 func TestServerTimeouts(t *testing.T) {
+	t.Parallel()
 	s := NewServer("127.0.0.1:0", http.NotFoundHandler(), zap.NewNop(), time.Second, Timeouts{})
 	if s.srv.ReadHeaderTimeout != 10*time.Second || s.srv.ReadTimeout != 30*time.Second || s.srv.IdleTimeout != time.Minute {
 		t.Fatalf("defaults: header %v, read %v, idle %v", s.srv.ReadHeaderTimeout, s.srv.ReadTimeout, s.srv.IdleTimeout)

@@ -29,6 +29,7 @@ type embeddedInput struct {
 }
 
 func TestStrictJSONRefusesNamingTheField(t *testing.T) {
+	t.Parallel()
 	cases := map[string]struct{ body, field, issue string }{
 		"other case":            {`{"Name":"a"}`, "Name", "is not allowed"},
 		"other case, nested":    {`{"screen":{"WIDTH":1}}`, "screen.WIDTH", "is not allowed"},
@@ -65,6 +66,7 @@ func TestStrictJSONRefusesNamingTheField(t *testing.T) {
 }
 
 func TestStrictJSONAcceptsWhatIsExact(t *testing.T) {
+	t.Parallel()
 	for _, body := range []string{
 		`{"name":"a","screen":{"width":1,"height":2},"tags":["x","y"],"notes":"n"}`,
 		// The same name in different objects is not a duplicate.
@@ -97,6 +99,7 @@ func TestStrictJSONAcceptsWhatIsExact(t *testing.T) {
 }
 
 func TestStrictJSONBoundsNesting(t *testing.T) {
+	t.Parallel()
 	deep := `{"labels":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}`
 	var in strictInput
 	if err := checkStrictJSON([]byte(deep), &in); !domain.IsKind(err, domain.KindBadRequest) {
@@ -109,6 +112,7 @@ func TestStrictJSONBoundsNesting(t *testing.T) {
 }
 
 func TestDecodeJSONIsStrict(t *testing.T) {
+	t.Parallel()
 	// Through decodeJSON, as a handler sees it; before any of it reached
 	// the DTO, encoding/json would have filled Name with "b".
 	w := decodeStatus(t, "application/json", []byte(`{"name":"a","Name":"b"}`), &plainInput{})
@@ -119,6 +123,7 @@ func TestDecodeJSONIsStrict(t *testing.T) {
 }
 
 func TestCheckParams(t *testing.T) {
+	t.Parallel()
 	reached := false
 	h := checkParams(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached = true }))
 	cases := map[string]struct {

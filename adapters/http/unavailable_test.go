@@ -32,6 +32,7 @@ func (timeoutError) Timeout() bool   { return true }
 func (timeoutError) Temporary() bool { return true }
 
 func TestDependencyFailuresAnswer503WithRetryAfter(t *testing.T) {
+	t.Parallel()
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}
 	cases := map[string]error{
 		"connection refused":    refused,
@@ -61,6 +62,7 @@ func TestDependencyFailuresAnswer503WithRetryAfter(t *testing.T) {
 }
 
 func TestBugsStayInternal(t *testing.T) {
+	t.Parallel()
 	cases := map[string]error{
 		"plain error":       errors.New("nil map"),
 		"syntax error":      sqlStateError("42601"),
@@ -78,6 +80,7 @@ func TestBugsStayInternal(t *testing.T) {
 }
 
 func TestADomainKindWinsOverAnUnavailableCause(t *testing.T) {
+	t.Parallel()
 	w := httptest.NewRecorder()
 	err := &domain.Error{Kind: domain.KindNotFound, Message: "profile not found", Err: driver.ErrBadConn}
 	writeError(w, httptest.NewRequest(http.MethodGet, "/x", nil), err)
