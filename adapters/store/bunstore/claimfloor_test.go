@@ -9,6 +9,7 @@ import (
 // claim that came back full, and otherwise above the highest id claimed a
 // second or more before.
 func TestClaimFloorPassesOverWhatWasClaimedASecondAgo(t *testing.T) {
+	t.Parallel()
 	var f claimFloor
 	t0 := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }

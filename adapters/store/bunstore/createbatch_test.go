@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/profilesvc/profilesvc/adapters/store/bunstore"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/profile"
+	"github.com/profilesvc/profilesvc/tests/poll"
 	"github.com/profilesvc/profilesvc/tests/testenv"
 )
 
@@ -38,12 +38,12 @@ func createHeld(t *testing.T, s *bunstore.Store, creates []*batchCreate) {
 			c.err = s.Profiles().CreateWithin(context.Background(), c.p, c.max, ev)
 		})
 	}
-	for deadline := time.Now().Add(10 * time.Second); queued() < len(creates); {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d creates queued", queued(), len(creates))
+	poll.Check(t, poll.Timeout, "every create queued", func() error {
+		if n := queued(); n < len(creates) {
+			return fmt.Errorf("%d of %d queued", n, len(creates))
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 	release()
 	wg.Wait()
 }
@@ -71,6 +71,7 @@ func transactions(t *testing.T, s *bunstore.Store, teamID string) (txs, events i
 // Creates that queue for a connection commit together, a team's in one
 // transaction, each with its event; the teams' batches are apart.
 func TestQueuedCreatesCommitTogether(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, testenv.PostgresURL(t))
 	var creates []*batchCreate
 	for _, team := range []string{"tm_a", "tm_b"} {
@@ -101,6 +102,7 @@ func TestQueuedCreatesCommitTogether(t *testing.T) {
 // A batch whose one create fails commits none of them; each then runs
 // alone and meets its own outcome.
 func TestBatchWithAFailingCreateRunsEachAlone(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, testenv.PostgresURL(t))
 	dup := batchProfile("tm_a", 3)
 	if err := s.Profiles().Create(context.Background(), dup); err != nil {
@@ -129,6 +131,7 @@ func TestBatchWithAFailingCreateRunsEachAlone(t *testing.T) {
 // Batched creates under a bound count exactly up to it: a batch's shard
 // takes its share, and the creates beyond it count elsewhere, alone.
 func TestBatchedCreatesKeepTheBound(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, testenv.PostgresURL(t))
 	const bound = 40
 	if err := s.Profiles().CreateWithin(context.Background(), batchProfile("tm_a", 999), bound); err != nil {

@@ -26,6 +26,7 @@ func openWithQueryTimeout(t *testing.T, timeout time.Duration) *bunstore.Store {
 }
 
 func TestPostgresStatementsHaveADeadline(t *testing.T) {
+	t.Parallel()
 	s := openWithQueryTimeout(t, 300*time.Millisecond)
 	ctx := context.Background()
 	_, err := s.DB().ExecContext(ctx, "SELECT pg_sleep(5)")
@@ -40,6 +41,7 @@ func TestPostgresStatementsHaveADeadline(t *testing.T) {
 }
 
 func TestPostgresTransactionsSurviveTheirBegin(t *testing.T) {
+	t.Parallel()
 	s := openWithQueryTimeout(t, 2*time.Second)
 	ctx := context.Background()
 	var n int
@@ -57,6 +59,7 @@ func TestPostgresTransactionsSurviveTheirBegin(t *testing.T) {
 }
 
 func TestPostgresTransactionsEndAtTheTimeout(t *testing.T) {
+	t.Parallel()
 	s := openWithQueryTimeout(t, 300*time.Millisecond)
 	err := s.Do(context.Background(), func(ctx context.Context) error {
 		for {

@@ -74,6 +74,7 @@ func checkAsEncodingJSON(t *testing.T, doc string) {
 // The device column is read by hand; encoding/json is the reference it
 // must agree with.
 func TestDeviceColumnReadsAsEncodingJSON(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
 	for range 500 {
 		raw, err := json.Marshal(randomDeviceColumn(r))
@@ -115,6 +116,7 @@ func TestDeviceColumnReadsAsEncodingJSON(t *testing.T) {
 // A device round-trips through its column exactly, and reads in a few
 // microseconds (the benchmark below).
 func TestDeviceColumnRoundTrips(t *testing.T) {
+	t.Parallel()
 	for _, tpl := range profile.Templates() {
 		fp := tpl.Device("")
 		got, err := withDevice(profile.Fingerprint{UserAgent: fp.UserAgent, Platform: fp.Platform, Locale: fp.Locale,

@@ -109,6 +109,7 @@ func countedStores(t *testing.T, fn func(t *testing.T, s *bunstore.Store, stmts 
 // create's unit on PostgreSQL is BEGIN, a savepoint, one statement for the
 // profile, its count and its tags, one for the event, COMMIT.
 func TestProfileRoundTrips(t *testing.T) {
+	t.Parallel()
 	countedStores(t, func(t *testing.T, s *bunstore.Store, stmts *statements) {
 		ctx := context.Background()
 		px := proxy.Proxy{ID: "prx_1", TeamID: "tm_1", Name: "p", Type: proxy.TypeHTTP, Host: "127.0.0.1", Port: 3128,
@@ -205,6 +206,7 @@ func TestProfileRoundTrips(t *testing.T) {
 // in the model's order, so that a column added to one is added to the
 // other.
 func TestProfileReadScansEveryColumn(t *testing.T) {
+	t.Parallel()
 	model, scanned := bunstore.ProfileColumns(openStore(t, testenv.SQLiteURL(t)))
 	if strings.Join(model, ",") != strings.Join(scanned, ",") {
 		t.Fatalf("the PostgreSQL read scans\n%v\nthe model has\n%v", scanned, model)
@@ -219,6 +221,7 @@ func TestProfileReadScansEveryColumn(t *testing.T) {
 // when it connects: concurrent writers of one team never queue on one
 // count row for it.
 func TestConnectionsCountListChangesInShardsOfTheirOwn(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, testenv.PostgresURL(t))
 	ctx := context.Background()
 	p := benchProfile("tm_list", 1)

@@ -264,6 +264,7 @@ func TestProfileReadsRandomProfiles(t *testing.T) {
 // reads go through pgx's Scan, and they read what was written; other
 // types of a column's kind are still decoded by hand.
 func TestProfileReadsOtherColumnTypes(t *testing.T) {
+	t.Parallel()
 	url := testenv.PostgresURL(t)
 	s := openStore(t, url)
 	want := createRandom(t, s, 40)
@@ -303,6 +304,7 @@ func TestProfileReadsOtherColumnTypes(t *testing.T) {
 // An infinite time fails the read by hand rather than reading as some
 // time.
 func TestProfileReadRejectsInfinity(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, testenv.PostgresURL(t))
 	ctx := context.Background()
 	p := benchProfile("tm_1", 1)
@@ -343,6 +345,7 @@ func profileFields() []pgconn.FieldDescription {
 }
 
 func TestProfileFieldsDecodable(t *testing.T) {
+	t.Parallel()
 	if !bunstore.ProfileFieldsDecodable(profileFields()) {
 		t.Fatal("the fields of the profiles table are not decoded by hand")
 	}

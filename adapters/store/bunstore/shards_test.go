@@ -8,6 +8,7 @@ import (
 // The picker hands out every shard once before any twice, and a shard
 // given back is the next one taken.
 func TestShardPickerSpreadsCreates(t *testing.T) {
+	t.Parallel()
 	var p shardPicker
 	var got []int
 	for range profileShards {

@@ -56,6 +56,7 @@ func seed(t *testing.T, r storage.Store, userID, teamID, email string) {
 }
 
 func TestOpenRejectsIncompleteOptions(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		o    bunstore.Options
 		want string
@@ -74,6 +75,7 @@ func TestOpenRejectsIncompleteOptions(t *testing.T) {
 }
 
 func TestOpenSQLiteCreatesDirectory(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "a", "b", "db.sqlite")
 	s := openStore(t, "sqlite://"+path)
 	if s.Dialect() != bunstore.DialectSQLite {
@@ -85,6 +87,7 @@ func TestOpenSQLiteCreatesDirectory(t *testing.T) {
 }
 
 func TestOpenSQLiteInMemory(t *testing.T) {
+	t.Parallel()
 	s := openStore(t, "sqlite://:memory:")
 	seed(t, s, "usr_1", "team_1", "a@example.com")
 	if _, err := s.Users().ByID(context.Background(), "usr_1"); err != nil {
@@ -93,6 +96,7 @@ func TestOpenSQLiteInMemory(t *testing.T) {
 }
 
 func TestTimesComeBackInUTCToTheMicrosecond(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, s *bunstore.Store) {
 		seed(t, s, "usr_1", "team_1", "a@example.com")
 		u, err := s.Users().ByID(context.Background(), "usr_1")
@@ -107,6 +111,7 @@ func TestTimesComeBackInUTCToTheMicrosecond(t *testing.T) {
 }
 
 func TestUniqueViolationsAreConflicts(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, s *bunstore.Store) {
 		ctx := context.Background()
 		seed(t, s, "usr_1", "team_1", "a@example.com")
@@ -126,6 +131,7 @@ func TestUniqueViolationsAreConflicts(t *testing.T) {
 }
 
 func TestOutboxKeepsTheExactBytes(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, s *bunstore.Store) {
 		ctx := context.Background()
 		// Spacing, key order and a duplicate key that jsonb would all rewrite.
@@ -159,6 +165,7 @@ func TestOutboxKeepsTheExactBytes(t *testing.T) {
 }
 
 func TestDoRollsBackOnErrorAndPanic(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, s *bunstore.Store) {
 		ctx := context.Background()
 		appendEvent := func(ctx context.Context, id string) {
@@ -204,6 +211,7 @@ func TestDoRollsBackOnErrorAndPanic(t *testing.T) {
 }
 
 func TestConsumeHasOneWinner(t *testing.T) {
+	t.Parallel()
 	forEachDialect(t, func(t *testing.T, s *bunstore.Store) {
 		ctx := context.Background()
 		seed(t, s, "usr_1", "team_1", "a@example.com")
@@ -252,6 +260,7 @@ func TestConsumeHasOneWinner(t *testing.T) {
 // hold password hashes and sealed secrets, so only their owner may read
 // them, also for a database file that already existed with a wider mode.
 func TestSQLiteFilesAreTheOwnersAlone(t *testing.T) {
+	t.Parallel()
 	for _, existing := range []bool{false, true} {
 		dir := t.TempDir()
 		path := filepath.Join(dir, "profilesvc.db")

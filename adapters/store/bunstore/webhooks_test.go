@@ -111,6 +111,7 @@ SELECT 'dlv_' || lpad(g::text, 12, '0'), 'tm_1', 'whk_' || (g % 3), 'evt_' || g,
 // for each of its seven descents (four steps of the walk, three endpoints'
 // reads), where ranking every pending row would read thousands more.
 func TestClaimCostDoesNotGrowWithTheBacklog(t *testing.T) {
+	t.Parallel()
 	rowsSmall, buffersSmall := claimCost(t, 100)
 	rowsLarge, buffersLarge := claimCost(t, 100_000)
 	t.Logf("claim of 10: 100 pending: %d rows, %d buffers; 100,000 pending: %d rows, %d buffers",
