@@ -1,14 +1,13 @@
-// Package filelock holds an exclusive advisory lock on a file (flock(2)) for
-// as long as a process needs it: the kernel drops it when the process ends,
-// however it ends, so a lock is never left behind by a crash.
+// Package filelock holds an exclusive advisory lock on a file (flock(2);
+// LockFileEx on Windows) for as long as a process needs it: the kernel
+// drops it when the process ends, however it ends, so a lock is never left
+// behind by a crash.
 package filelock
 
 import (
 	"errors"
 	"fmt"
 	"os"
-
-	"golang.org/x/sys/unix"
 )
 
 // ErrHeld is Acquire's error when someone else holds the lock: another
@@ -26,9 +25,9 @@ func Acquire(path string) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open lock file: %w", err)
 	}
-	if err := flock(f, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	if err := tryLock(f); err != nil {
 		_ = f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
+		if errors.Is(err, ErrHeld) {
 			return nil, ErrHeld
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
@@ -41,24 +40,5 @@ func Acquire(path string) (*Lock, error) {
 func (l *Lock) Release() error {
 	// Unlocking before closing releases the lock even if a child process
 	// inherited the descriptor.
-	return errors.Join(flock(l.f, unix.LOCK_UN), l.f.Close())
-}
-
-func flock(f *os.File, how int) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ferr error
-	if err := rc.Control(func(fd uintptr) {
-		for {
-			ferr = unix.Flock(int(fd), how)
-			if !errors.Is(ferr, unix.EINTR) {
-				return
-			}
-		}
-	}); err != nil {
-		return err
-	}
-	return ferr
+	return errors.Join(unlock(l.f), l.f.Close())
 }
