@@ -29,6 +29,18 @@ type Browser struct {
 	ClientsPerSession, RelayConnections int
 }
 
+// browserRuntime is BROWSER_RUNTIME on the system goos. Chromium runs only
+// on Linux, each browser in a bubblewrap sandbox of Linux namespaces:
+// elsewhere "chromium" stops the service at start, and "auto" finds no
+// runtime, so sessions are leases only.
+func (l *loader) browserRuntime(goos string) string {
+	v := l.oneOf("BROWSER_RUNTIME", "auto", "auto", "chromium", "none")
+	if v == "chromium" && goos != "linux" {
+		l.fail("BROWSER_RUNTIME", "chromium is not available on "+goos+": the browser runtime needs Linux, with bubblewrap; use BROWSER_RUNTIME=none for leases only")
+	}
+	return v
+}
+
 func (l *loader) browser() Browser {
 	return Browser{
 		ChromiumPath: l.str("CHROMIUM_PATH", ""),

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -168,7 +169,7 @@ func (l *loader) load() Config {
 		RedisTimeout:        l.duration("REDIS_TIMEOUT", 250*time.Millisecond),
 		RedisRetryInterval:  l.duration("REDIS_RETRY_INTERVAL", time.Second),
 		MailTransport:       l.oneOf("MAIL_TRANSPORT", "log", "log", "smtp"),
-		BrowserRuntime:      l.oneOf("BROWSER_RUNTIME", "auto", "auto", "chromium", "none"),
+		BrowserRuntime:      l.browserRuntime(runtime.GOOS),
 		SessionTTLDefault:   l.duration("SESSION_TTL_DEFAULT", time.Hour),
 		SessionTTLMax:       l.duration("SESSION_TTL_MAX", 24*time.Hour),
 		WebhookTimeout:      l.duration("WEBHOOK_TIMEOUT", 5*time.Second),

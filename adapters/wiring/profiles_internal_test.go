@@ -4,12 +4,8 @@ import (
 	"testing"
 
 	"github.com/profilesvc/profilesvc/adapters/browser"
-	"github.com/profilesvc/profilesvc/adapters/browser/chromium"
 	"github.com/profilesvc/profilesvc/ports"
 )
-
-// The Chromium runtime tells its engine's version to the profiles module.
-var _ engine = (*chromium.Runtime)(nil)
 
 // versioned is a runtime of a known engine.
 type versioned struct {

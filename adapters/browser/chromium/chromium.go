@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package chromium owns the browser runtime that runs one Chromium per
 // session: its process group, a user-data directory unpacked from the
 // profile's data, the local forwarder all of its traffic goes through, and
@@ -5,6 +7,10 @@
 // puts the profile's fingerprint on every target, moves cookies in and out
 // and closes the browser gracefully, after which the directory is packed
 // as the profile's new data.
+//
+// It is built on Linux alone: every browser runs in a bubblewrap sandbox
+// of Linux namespaces (sandbox.go), and its processes are followed through
+// /proc. Elsewhere the service runs sessions as leases only.
 package chromium
 
 import (
