@@ -1,5 +1,9 @@
+//go:build unix
+
 // Package e2e runs the built profilesvc binary as a process: start-up with no
 // configuration, the subcommands, configuration errors and graceful shutdown.
+// It runs on Unix systems: it stops the service with SIGTERM, runs it as
+// another user and ends process groups.
 package e2e
 
 import (
