@@ -7,7 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
+
+	"github.com/profilesvc/profilesvc/tests/poll"
 )
 
 // queued is how many readers wait for the next pipeline.
@@ -15,17 +16,6 @@ func (b *getBatch) queued() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return len(b.queue)
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // Readers that arrive while a pipeline is in flight go out together in the
@@ -72,7 +62,7 @@ func TestGetBatchSendsWaitingReadersTogether(t *testing.T) {
 		defer wg.Done()
 		got[0], _ = b.get(ctx, "k0")
 	}()
-	waitFor(t, "the first pipeline", func() bool { sizesMu.Lock(); defer sizesMu.Unlock(); return len(sizes) == 1 })
+	poll.Until(t, "the first pipeline", func() bool { sizesMu.Lock(); defer sizesMu.Unlock(); return len(sizes) == 1 })
 	cancel()
 	for i := 1; i <= readers; i++ {
 		wg.Add(1)
@@ -81,7 +71,7 @@ func TestGetBatchSendsWaitingReadersTogether(t *testing.T) {
 			got[i], _ = b.get(context.Background(), fmt.Sprintf("k%d", i))
 		}()
 	}
-	waitFor(t, "the readers to queue", func() bool { return b.queued() == readers })
+	poll.Until(t, "the readers to queue", func() bool { return b.queued() == readers })
 	close(release)
 	wg.Wait()
 
