@@ -27,6 +27,7 @@ import (
 
 	"github.com/profilesvc/profilesvc/adapters/netguard"
 	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/tests/poll"
 )
 
 const (
@@ -335,19 +336,13 @@ func (s *syncBuffer) String() string {
 // runs a method of Forwarder.
 func waitNoForwarderGoroutines(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	poll.Check(t, poll.Timeout, "the forwarder's goroutines to end after Close", func() error {
 		buf := make([]byte, 1<<20)
-		stacks := string(buf[:runtime.Stack(buf, true)])
-		if !strings.Contains(stacks, "forwarder.(*Forwarder)") {
-			return
+		if stacks := string(buf[:runtime.Stack(buf, true)]); strings.Contains(stacks, "forwarder.(*Forwarder)") {
+			return fmt.Errorf("still running:\n%s", stacks)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("forwarder goroutines still running after Close:\n%s", stacks)
-		}
-		runtime.Gosched()
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // browserAuth is what the test's browser sends the forwarder as its
@@ -359,18 +354,6 @@ func tracked(f *Forwarder) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.conns)
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // client is an HTTP client that uses the forwarder as its proxy, with
@@ -678,7 +661,7 @@ func TestCloseEndsTunnels(t *testing.T) {
 			defer func() { _ = idle.Close() }()
 			// Accepted first: one still in the listener's backlog when Close
 			// shuts the listener is reset by the kernel, not ended.
-			waitFor(t, "the idle connection to be accepted", func() bool { return tracked(f) > before })
+			poll.Until(t, "the idle connection to be accepted", func() bool { return tracked(f) > before })
 
 			if err := f.Close(); err != nil {
 				t.Fatal(err)
