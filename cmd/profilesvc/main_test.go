@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -17,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/profilesvc/profilesvc/tests/poll"
 )
 
 // lookup is a getenv over env alone, so that no test depends on or changes
@@ -348,17 +351,17 @@ func TestServeLogsItsStartInOneLine(t *testing.T) {
 		defer close(done)
 		code = run(ctx, nil, lookup(env), &stdout, &stderr)
 	}()
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stderr.String(), "profilesvc started"); {
+	poll.Check(t, 30*time.Second, "the start line", func() error {
 		select {
 		case <-done:
 			t.Fatalf("serve = %d before it started\n%s", code, stderr.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no start line within 30 s\n%s", stderr.String())
+		if out := stderr.String(); !strings.Contains(out, "profilesvc started") {
+			return errors.New(out)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	cancel()
 	<-done
 	if code != 0 {
