@@ -7,23 +7,27 @@ import (
 
 // Decision is a rate limiter's answer for one key.
 type Decision struct {
-	// Allowed is false once the key has used its budget for the window.
+	// Allowed is false once the key's budget holds less than one request.
 	Allowed bool
-	// Remaining is what is left of the budget in the current window.
+	// Remaining is how many whole requests the budget allows right now.
 	Remaining int
-	// RetryAfter is how long until the window resets; set when !Allowed.
+	// RetryAfter is how long until one request is allowed again; set when
+	// !Allowed.
 	RetryAfter time.Duration
-	// Reset is how long until the window resets, whatever the answer.
+	// Reset is how long until the budget is whole again, whatever the
+	// answer.
 	Reset time.Duration
 }
 
-// RateLimiter counts events per key in fixed windows of the limiter's clock.
-// Instances that share a backend share one budget.
+// RateLimiter keeps a budget per key of limit events that refills evenly
+// over window (the generic cell rate algorithm), so no span of one window
+// sees more than limit events. Instances that share a backend share one
+// budget.
 type RateLimiter interface {
 	// Hit counts one event for key and reports whether it was within limit.
 	Hit(ctx context.Context, key string, limit int, window time.Duration) (Decision, error)
 	// Check reports the key's state without counting.
 	Check(ctx context.Context, key string, limit int, window time.Duration) (Decision, error)
-	// Reset forgets the key's count in the current window.
+	// Reset gives the key its whole budget back.
 	Reset(ctx context.Context, key string, window time.Duration) error
 }

@@ -5,13 +5,15 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/profilesvc/profilesvc/ports"
 )
 
 var _ ports.RateLimiter = (*Local)(nil)
 
-// sweepEvery bounds how long counters of ended windows linger in memory when
-// few new keys arrive.
+// sweepEvery bounds how long keys whose budget has refilled linger in
+// memory when few new keys arrive.
 const sweepEvery = time.Minute
 
 // minSweepSize keeps small maps from being swept on every new key.
@@ -22,29 +24,32 @@ type localKey struct {
 	size time.Duration
 }
 
-type localCounter struct {
-	index int64
-	end   time.Time
-	count int64
+type localBudget struct {
+	limiter *rate.Limiter
+	limit   int
+	// full is when the budget will have refilled completely: from then on
+	// the key is as good as unknown and may be forgotten.
+	full time.Time
 }
 
-// Local counts in process memory. Its budget is per process: use Redis when
-// several instances must share one.
+// Local keeps one token bucket per key in process memory, on the injected
+// clock. Its budget is per process: use Redis when several instances must
+// share one.
 type Local struct {
 	clock ports.Clock
 
-	mu       sync.Mutex
-	counters map[localKey]*localCounter
-	// nextSweep and sweepAt decide when to drop counters of ended windows:
-	// after sweepEvery, or sooner once the map has doubled, so memory follows
-	// the keys of live windows even under a flood of distinct keys.
+	mu      sync.Mutex
+	budgets map[localKey]*localBudget
+	// nextSweep and sweepAt decide when to drop the keys whose budget is
+	// full again: after sweepEvery, or sooner once the map has doubled, so
+	// memory follows the keys in use even under a flood of distinct keys.
 	nextSweep time.Time
 	sweepAt   int
 }
 
-// NewLocal returns an in-process limiter whose windows follow c.
+// NewLocal returns an in-process limiter whose budgets refill by c.
 func NewLocal(c ports.Clock) *Local {
-	return &Local{clock: c, counters: make(map[localKey]*localCounter), sweepAt: minSweepSize}
+	return &Local{clock: c, budgets: make(map[localKey]*localBudget), sweepAt: minSweepSize}
 }
 
 // Hit counts one event for key.
@@ -52,19 +57,23 @@ func (l *Local) Hit(_ context.Context, key string, limit int, size time.Duration
 	if err := checkArgs(limit, size); err != nil {
 		return ports.Decision{}, err
 	}
+	if limit == 0 {
+		return nothingAllowed(size), nil
+	}
 	now := l.clock.Now()
-	index, end := window(now, size)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.sweepIfDue(now)
 	k := localKey{key, size}
-	c := l.counters[k]
-	if c == nil || c.index != index {
-		c = &localCounter{index: index, end: end}
-		l.counters[k] = c
+	b := l.budgets[k]
+	if b == nil || b.limit != limit {
+		b = &localBudget{limiter: rate.NewLimiter(rate.Limit(float64(limit)/size.Seconds()), limit), limit: limit}
+		l.budgets[k] = b
 	}
-	c.count++
-	return afterHit(c.count, limit, now, end), nil
+	allowed := b.limiter.AllowN(now, 1)
+	untilFull := b.untilFull(now, size)
+	b.full = now.Add(untilFull)
+	return decide(allowed, limit, size, untilFull), nil
 }
 
 // Check reports whether one more hit for key would be allowed.
@@ -72,45 +81,53 @@ func (l *Local) Check(_ context.Context, key string, limit int, size time.Durati
 	if err := checkArgs(limit, size); err != nil {
 		return ports.Decision{}, err
 	}
+	if limit == 0 {
+		return nothingAllowed(size), nil
+	}
 	now := l.clock.Now()
-	index, end := window(now, size)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var count int64
-	if c := l.counters[localKey{key, size}]; c != nil && c.index == index {
-		count = c.count
+	b := l.budgets[localKey{key, size}]
+	if b == nil || b.limit != limit {
+		return decide(true, limit, size, 0), nil
 	}
-	return beforeHit(count, limit, now, end), nil
+	return decide(b.limiter.TokensAt(now) >= 1, limit, size, b.untilFull(now, size)), nil
 }
 
-// Reset forgets key's count.
+// Reset gives key its whole budget back.
 func (l *Local) Reset(_ context.Context, key string, size time.Duration) error {
 	if err := checkWindow(size); err != nil {
 		return err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	delete(l.counters, localKey{key, size})
+	delete(l.budgets, localKey{key, size})
 	return nil
 }
 
-// Len returns how many counters are held, ended windows not yet swept
-// included.
+// Len returns how many keys are held, those whose budget has refilled but
+// that were not swept yet included.
 func (l *Local) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.counters)
+	return len(l.budgets)
+}
+
+// untilFull is how long b takes from now to refill completely.
+func (b *localBudget) untilFull(now time.Time, size time.Duration) time.Duration {
+	missing := float64(b.limit) - b.limiter.TokensAt(now)
+	return duration(missing * size.Seconds() / float64(b.limit))
 }
 
 func (l *Local) sweepIfDue(now time.Time) {
-	if now.Before(l.nextSweep) && len(l.counters) < l.sweepAt {
+	if now.Before(l.nextSweep) && len(l.budgets) < l.sweepAt {
 		return
 	}
-	for k, c := range l.counters {
-		if !now.Before(c.end) {
-			delete(l.counters, k)
+	for k, b := range l.budgets {
+		if !now.Before(b.full) {
+			delete(l.budgets, k)
 		}
 	}
 	l.nextSweep = now.Add(sweepEvery)
-	l.sweepAt = max(2*len(l.counters), minSweepSize)
+	l.sweepAt = max(2*len(l.budgets), minSweepSize)
 }

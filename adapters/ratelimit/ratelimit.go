@@ -1,29 +1,22 @@
-// Package ratelimit owns the fixed-window rate limiters behind
-// ports.RateLimiter: one in process for a single instance, one in Redis whose
-// budget every instance sharing the Redis database draws from.
+// Package ratelimit owns the rate limiters behind ports.RateLimiter: one in
+// process for a single instance (golang.org/x/time/rate), one in Redis whose
+// budget every instance sharing the Redis database draws from
+// (github.com/go-redis/redis_rate, a Lua script that runs on Redis's clock).
 //
-// Both number windows as floor(now / window) on the injected clock, so a
-// window starts at the same instant on every instance and a fake clock drives
-// window resets in tests.
+// Both apply the generic cell rate algorithm: a budget of limit requests
+// that refills evenly, one request every window/limit, so that no span of
+// one window lets more than limit requests through (a fixed window lets
+// twice the limit through around its edge).
 package ratelimit
 
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/profilesvc/profilesvc/ports"
 )
-
-// window locates the fixed window containing now: its index and its end.
-func window(now time.Time, size time.Duration) (index int64, end time.Time) {
-	n := now.UnixNano()
-	index = n / int64(size)
-	if n%int64(size) < 0 { // floor, not truncation, before 1970
-		index--
-	}
-	return index, time.Unix(0, (index+1)*int64(size))
-}
 
 func checkArgs(limit int, size time.Duration) error {
 	if size <= 0 {
@@ -42,21 +35,38 @@ func checkWindow(size time.Duration) error {
 	return nil
 }
 
-// afterHit turns the count including this hit into a decision: the hit that
-// reaches the limit is still allowed.
-func afterHit(count int64, limit int, now, end time.Time) ports.Decision {
-	return decide(count <= int64(limit), count, limit, now, end)
+// nothingAllowed is the answer for a limit of zero: the budget is always
+// empty, so there is no refill to wait for; the caller is told to come back
+// after a window, as it would for a spent budget.
+func nothingAllowed(size time.Duration) ports.Decision {
+	return ports.Decision{RetryAfter: size}
 }
 
-// beforeHit answers whether one more hit would be allowed, without counting.
-func beforeHit(count int64, limit int, now, end time.Time) ports.Decision {
-	return decide(count < int64(limit), count, limit, now, end)
-}
+// tokenSlack absorbs the rounding of float arithmetic on the budget, so
+// that a budget refilled to exactly one request counts as one.
+const tokenSlack = 1e-6
 
-func decide(allowed bool, count int64, limit int, now, end time.Time) ports.Decision {
-	d := ports.Decision{Allowed: allowed, Remaining: int(max(int64(limit)-count, 0)), Reset: end.Sub(now)}
+// decide turns where a key stands into an answer: allowed is the verdict,
+// and untilFull how long the budget of limit requests per size takes to
+// refill completely, after this request if it was counted.
+func decide(allowed bool, limit int, size time.Duration, untilFull time.Duration) ports.Decision {
+	interval := size.Seconds() / float64(limit) // one request refills in this
+	left := float64(limit) - untilFull.Seconds()/interval
+	d := ports.Decision{
+		Allowed:   allowed,
+		Remaining: max(int(math.Floor(left+tokenSlack)), 0),
+		Reset:     max(untilFull, 0),
+	}
 	if !allowed {
-		d.RetryAfter = end.Sub(now)
+		d.Remaining = 0
+		d.RetryAfter = max(duration((1-left)*interval), time.Microsecond)
 	}
 	return d
+}
+
+// duration turns seconds computed in floating point into a duration rounded
+// up to the microsecond, ignoring a nanosecond of rounding error, so that a
+// caller who waits that long finds what was promised.
+func duration(seconds float64) time.Duration {
+	return time.Duration(math.Ceil(seconds*1e6-1e-3)) * time.Microsecond
 }

@@ -18,7 +18,7 @@ func TestMain(m *testing.M) { os.Exit(testenv.RunCheckingRedisKeys(m)) }
 
 var start = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func TestLocalDropsEndedWindows(t *testing.T) {
+func TestLocalForgetsFullBudgets(t *testing.T) {
 	ctx := context.Background()
 	c := clock.NewFake(start)
 	l := ratelimit.NewLocal(c)
@@ -28,14 +28,16 @@ func TestLocalDropsEndedWindows(t *testing.T) {
 		}
 	}
 	if n := l.Len(); n != 5000 {
-		t.Fatalf("counters of the live window = %d, want 5000", n)
+		t.Fatalf("budgets held while they refill = %d, want 5000", n)
 	}
-	c.Advance(2 * time.Minute)
+	// One request of 5 per minute refills in 12s, so every budget is whole
+	// again and as good as unknown well before the sweep a minute on.
+	c.Advance(time.Minute)
 	if _, err := l.Hit(ctx, "fresh", 5, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if n := l.Len(); n != 1 {
-		t.Fatalf("counters after every other window ended = %d, want 1", n)
+		t.Fatalf("budgets held after every other one refilled = %d, want 1", n)
 	}
 }
 
@@ -43,8 +45,9 @@ func TestLocalFloodOfKeysStaysBounded(t *testing.T) {
 	ctx := context.Background()
 	c := clock.NewFake(start)
 	l := ratelimit.NewLocal(c)
-	// A second per key and a one-second window: at any time only one key's
-	// window is live, so memory must not follow the total number of keys.
+	// A second per key and a budget that refills in a fifth of a second: at
+	// any time only one key's budget is short, so memory must not follow
+	// the total number of keys.
 	peak := 0
 	for i := range 20000 {
 		if _, err := l.Hit(ctx, fmt.Sprintf("ip:%d", i), 5, time.Second); err != nil {
@@ -54,14 +57,14 @@ func TestLocalFloodOfKeysStaysBounded(t *testing.T) {
 		peak = max(peak, l.Len())
 	}
 	if peak > 2048 {
-		t.Fatalf("peak counters = %d for one live window at a time", peak)
+		t.Fatalf("peak budgets = %d for one short budget at a time", peak)
 	}
 }
 
 func TestRejectsBadArguments(t *testing.T) {
 	ctx := context.Background()
 	c := clock.NewFake(start)
-	limiters := map[string]ports.RateLimiter{"local": ratelimit.NewLocal(c)}
+	limiters := map[string]ports.RateLimiter{"local": ratelimit.NewLocal(c), "redis": ratelimit.NewRedis(nil, "unused:")}
 	for name, l := range limiters {
 		if _, err := l.Hit(ctx, "k", 1, 0); err == nil {
 			t.Errorf("%s: Hit with a zero window did not fail", name)
@@ -75,12 +78,11 @@ func TestRejectsBadArguments(t *testing.T) {
 	}
 }
 
-func TestRedisCounterExpiresWithItsWindow(t *testing.T) {
+func TestRedisKeepsItsBudgetsUnderThePrefix(t *testing.T) {
 	client := testenv.RedisClient(t)
 	ctx := context.Background()
-	c := clock.NewFake(start.Add(20 * time.Second))
 	prefix := testenv.RedisKeyPrefix(t, client, "ratelimit-ttl")
-	l := ratelimit.NewRedis(client, c, prefix)
+	l := ratelimit.NewRedis(client, prefix)
 	if _, err := l.Hit(ctx, "k", 5, time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -88,21 +90,23 @@ func TestRedisCounterExpiresWithItsWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(keys) != 1 {
-		t.Fatalf("keys under the prefix = %v, want one", keys)
-	}
-	wantKey := fmt.Sprintf("%sk:%d", prefix, start.Unix()/60)
-	if keys[0] != wantKey {
-		t.Fatalf("key = %q, want %q (prefix, key, window index)", keys[0], wantKey)
+	if want := prefix + "rate:k:1m0s"; len(keys) != 1 || keys[0] != want {
+		t.Fatalf("keys under the prefix = %v, want only %q (prefix, redis_rate's, key, window)", keys, want)
 	}
 	ttl, err := client.PTTL(ctx, keys[0]).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 40s are left of the window; the counter may outlive it by a margin of
-	// seconds, never by another window.
-	if ttl < 39*time.Second || ttl > 50*time.Second {
-		t.Fatalf("counter expires in %s, want just over the 40s left of its window", ttl)
+	// One request of 5 per minute refills in 12s, after which the budget
+	// is whole and its key is not needed.
+	if ttl <= 0 || ttl > 12*time.Second {
+		t.Fatalf("budget expires in %s, want once it has refilled, within 12s", ttl)
+	}
+	if err := l.Reset(ctx, "k", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := client.Exists(ctx, keys[0]).Result(); err != nil || n != 0 {
+		t.Fatalf("key left after Reset: %d, %v", n, err)
 	}
 	if _, err := l.Hit(ctx, "k", 5, 0); err == nil {
 		t.Fatal("Hit with a zero window did not fail")

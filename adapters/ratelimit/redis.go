@@ -2,11 +2,10 @@ package ratelimit
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
+	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/profilesvc/profilesvc/ports"
@@ -14,38 +13,29 @@ import (
 
 var _ ports.RateLimiter = (*Redis)(nil)
 
-// expiryMargin keeps a counter a little past its window's end, so an instance
-// whose clock runs slightly behind still finds the count of the window it is
-// in.
-const expiryMargin = 5 * time.Second
-
-// hitScript increments and sets the expiry in one step: a counter left
-// without an expiry (the process dying between two commands) would never go
-// away.
-var hitScript = redis.NewScript(`
-local n = redis.call('INCR', KEYS[1])
-if redis.call('PTTL', KEYS[1]) < 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
-end
-return n
-`)
-
-// Redis counts in Redis, so every instance using the same database and
-// prefix shares one budget per key.
+// Redis keeps each key's budget in Redis with redis_rate's GCRA script, so
+// every instance using the same database and prefix shares one budget per
+// key. The script reads the time from Redis (TIME), so the instances agree
+// on it whatever their own clocks say.
 type Redis struct {
-	client redis.UniversalClient
-	clock  ports.Clock
-	prefix string
+	limiter *redis_rate.Limiter
+	client  prefixed
 }
 
-// NewRedis returns a limiter that keeps its counters in client under prefix
-// and numbers windows by c.
-func NewRedis(client redis.UniversalClient, c ports.Clock, prefix string) *Redis {
-	return &Redis{client: client, clock: c, prefix: prefix}
+// NewRedis returns a limiter that keeps its budgets in client under prefix.
+func NewRedis(client redis.UniversalClient, prefix string) *Redis {
+	p := prefixed{UniversalClient: client, prefix: prefix}
+	return &Redis{limiter: redis_rate.NewLimiter(p), client: p}
 }
 
-func (r *Redis) key(key string, index int64) string {
-	return r.prefix + key + ":" + strconv.FormatInt(index, 10)
+// redisKey names key's budget for windows of size: budgets of different
+// windows are kept apart.
+func redisKey(key string, size time.Duration) string {
+	return key + ":" + size.String()
+}
+
+func gcra(limit int, size time.Duration) redis_rate.Limit {
+	return redis_rate.Limit{Rate: limit, Burst: limit, Period: size}
 }
 
 // Hit counts one event for key.
@@ -53,38 +43,79 @@ func (r *Redis) Hit(ctx context.Context, key string, limit int, size time.Durati
 	if err := checkArgs(limit, size); err != nil {
 		return ports.Decision{}, err
 	}
-	now := r.clock.Now()
-	index, end := window(now, size)
-	ttl := end.Sub(now) + expiryMargin
-	count, err := hitScript.Run(ctx, r.client, []string{r.key(key, index)}, ttl.Milliseconds()).Int64()
+	if limit == 0 {
+		return nothingAllowed(size), nil
+	}
+	res, err := r.limiter.Allow(ctx, redisKey(key, size), gcra(limit, size))
 	if err != nil {
 		return ports.Decision{}, fmt.Errorf("ratelimit: counting in redis: %w", err)
 	}
-	return afterHit(count, limit, now, end), nil
+	return decide(res.Allowed > 0, limit, size, duration(res.ResetAfter.Seconds())), nil
 }
 
-// Check reports whether one more hit for key would be allowed.
+// Check reports whether one more hit for key would be allowed: the script
+// run at a cost of nothing answers without counting.
 func (r *Redis) Check(ctx context.Context, key string, limit int, size time.Duration) (ports.Decision, error) {
 	if err := checkArgs(limit, size); err != nil {
 		return ports.Decision{}, err
 	}
-	now := r.clock.Now()
-	index, end := window(now, size)
-	count, err := r.client.Get(ctx, r.key(key, index)).Int64()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return ports.Decision{}, fmt.Errorf("ratelimit: reading count from redis: %w", err)
+	if limit == 0 {
+		return nothingAllowed(size), nil
 	}
-	return beforeHit(count, limit, now, end), nil
+	res, err := r.limiter.AllowN(ctx, redisKey(key, size), gcra(limit, size), 0)
+	if err != nil {
+		return ports.Decision{}, fmt.Errorf("ratelimit: reading the budget in redis: %w", err)
+	}
+	untilFull := duration(res.ResetAfter.Seconds())
+	if d := decide(true, limit, size, untilFull); d.Remaining > 0 {
+		return d, nil
+	}
+	return decide(false, limit, size, untilFull), nil
 }
 
-// Reset forgets key's count in the current window.
+// Reset gives key its whole budget back.
 func (r *Redis) Reset(ctx context.Context, key string, size time.Duration) error {
 	if err := checkWindow(size); err != nil {
 		return err
 	}
-	index, _ := window(r.clock.Now(), size)
-	if err := r.client.Del(ctx, r.key(key, index)).Err(); err != nil {
+	if err := r.limiter.Reset(ctx, redisKey(key, size)); err != nil {
 		return fmt.Errorf("ratelimit: resetting in redis: %w", err)
 	}
 	return nil
+}
+
+// prefixed puts prefix before every key redis_rate names (which already
+// starts them with its own "rate:"), so that every key the service writes
+// starts with the service's prefix.
+type prefixed struct {
+	redis.UniversalClient
+	prefix string
+}
+
+func (p prefixed) keys(keys []string) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = p.prefix + k
+	}
+	return out
+}
+
+func (p prefixed) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	return p.UniversalClient.Eval(ctx, script, p.keys(keys), args...)
+}
+
+func (p prefixed) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
+	return p.UniversalClient.EvalSha(ctx, sha1, p.keys(keys), args...)
+}
+
+func (p prefixed) EvalRO(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	return p.UniversalClient.EvalRO(ctx, script, p.keys(keys), args...)
+}
+
+func (p prefixed) EvalShaRO(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
+	return p.UniversalClient.EvalShaRO(ctx, sha1, p.keys(keys), args...)
+}
+
+func (p prefixed) Del(ctx context.Context, keys ...string) *redis.IntCmd {
+	return p.UniversalClient.Del(ctx, p.keys(keys)...)
 }

@@ -263,7 +263,7 @@ func newRateLimiter(r redisClient, g *redisguard.Guard, c ports.Clock, cfg confi
 	if r.Client == nil {
 		return ratelimit.NewLocal(c)
 	}
-	return ratelimit.NewGuarded(ratelimit.NewRedis(r.Client, c, cfg.RedisKeyPrefix+"rl:"), ratelimit.NewLocal(c), g)
+	return ratelimit.NewGuarded(ratelimit.NewRedis(r.Client, cfg.RedisKeyPrefix+"rl:"), ratelimit.NewLocal(c), g)
 }
 
 // noticesChannel is the Redis channel (under REDIS_KEY_PREFIX) or the

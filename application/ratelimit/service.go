@@ -15,7 +15,8 @@ import (
 	"github.com/profilesvc/profilesvc/ports"
 )
 
-// Quota is where a caller stands in the current window.
+// Quota is where a caller stands: its budget refills evenly over Window,
+// one request every Window/Limit.
 type Quota struct {
 	// Policy names the limit ("default", "auth"), as the RateLimit headers
 	// name it.
@@ -23,9 +24,9 @@ type Quota struct {
 	// Limit and Window are the policy: Limit requests per Window.
 	Limit  int
 	Window time.Duration
-	// Remaining is what is left of the window's budget after this request.
+	// Remaining is how many requests the budget allows after this one.
 	Remaining int
-	// Reset is how long until the window ends and the budget is whole again.
+	// Reset is how long until the budget is whole again.
 	Reset time.Duration
 }
 
@@ -45,9 +46,10 @@ func New(limiter ports.RateLimiter, policy string, limit int, window time.Durati
 }
 
 // Take counts one request of actor. Past the budget it returns the quota
-// with a KindRateLimited error whose RetryAfter is the end of the window. A
-// limiter that fails lets the request through: the limit protects the
-// service, and a failure to count must not become an outage of its own.
+// with a KindRateLimited error whose RetryAfter is when the budget allows
+// one more request. A limiter that fails lets the request through: the
+// limit protects the service, and a failure to count must not become an
+// outage of its own.
 func (s *Service) Take(ctx context.Context, actor team.Actor) (Quota, error) {
 	key := "req:user:" + actor.UserID
 	if actor.APIKeyID != "" {
@@ -71,7 +73,7 @@ func (s *Service) take(ctx context.Context, key string) (Quota, error) {
 	}
 	q.Remaining, q.Reset = d.Remaining, d.Reset
 	if !d.Allowed {
-		return q, domain.RateLimited("too many requests; wait for the window to end", d.Reset)
+		return q, domain.RateLimited("too many requests; wait for the budget to refill", d.RetryAfter)
 	}
 	return q, nil
 }

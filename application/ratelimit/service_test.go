@@ -13,7 +13,8 @@ import (
 	"github.com/profilesvc/profilesvc/ports"
 )
 
-// countingLimiter allows limit hits per key and reports a fixed reset.
+// countingLimiter allows limit hits per key and reports a fixed reset and,
+// once refused, a fixed wait.
 type countingLimiter struct {
 	hits map[string]int
 	err  error
@@ -25,7 +26,11 @@ func (c *countingLimiter) Hit(_ context.Context, key string, limit int, _ time.D
 	}
 	c.hits[key]++
 	n := c.hits[key]
-	return ports.Decision{Allowed: n <= limit, Remaining: max(limit-n, 0), Reset: 42 * time.Second}, nil
+	d := ports.Decision{Allowed: n <= limit, Remaining: max(limit-n, 0), Reset: 42 * time.Second}
+	if !d.Allowed {
+		d.RetryAfter = 14 * time.Second
+	}
+	return d, nil
 }
 
 func (c *countingLimiter) Check(context.Context, string, int, time.Duration) (ports.Decision, error) {
@@ -49,8 +54,8 @@ func TestEachKeyAndEachUserHasItsOwnBudget(t *testing.T) {
 	}
 	q, err := svc.Take(ctx, user)
 	var de *domain.Error
-	if !errors.As(err, &de) || de.Kind != domain.KindRateLimited || de.RetryAfter != 42*time.Second || q.Remaining != 0 {
-		t.Fatalf("third request: %+v, %v; want rate limited for 42s", q, err)
+	if !errors.As(err, &de) || de.Kind != domain.KindRateLimited || de.RetryAfter != 14*time.Second || q.Remaining != 0 {
+		t.Fatalf("third request: %+v, %v; want rate limited for 14s", q, err)
 	}
 	if _, err := svc.Take(ctx, key); err != nil {
 		t.Fatalf("an API key has a budget of its own apart from its user: %v", err)
@@ -77,8 +82,8 @@ func TestEachAddressHasItsOwnBudgetApartFromCallers(t *testing.T) {
 		t.Fatalf("first request: %+v, %v", q, err)
 	}
 	var de *domain.Error
-	if _, err := svc.TakeAddress(ctx, "127.0.0.1"); !errors.As(err, &de) || de.Kind != domain.KindRateLimited || de.RetryAfter != 42*time.Second {
-		t.Fatalf("second request from the address: %v; want rate limited for 42s", err)
+	if _, err := svc.TakeAddress(ctx, "127.0.0.1"); !errors.As(err, &de) || de.Kind != domain.KindRateLimited || de.RetryAfter != 14*time.Second {
+		t.Fatalf("second request from the address: %v; want rate limited for 14s", err)
 	}
 	if _, err := svc.TakeAddress(ctx, "::1"); err != nil {
 		t.Fatalf("another address shares the first one's budget: %v", err)

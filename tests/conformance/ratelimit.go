@@ -14,18 +14,23 @@ import (
 
 	"github.com/profilesvc/profilesvc/adapters/clock"
 	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/tests/poll"
 )
 
-// NewRateLimiter builds a limiter whose windows follow c. Limiters built by
-// one factory must share a backend when the adapter has one to share.
+// NewRateLimiter builds a limiter whose budgets refill by c, or by its
+// backend's clock for an adapter that keeps time there (Redis). Limiters
+// built by one factory must share a backend when the adapter has one to
+// share.
 type NewRateLimiter func(t *testing.T, c ports.Clock) ports.RateLimiter
 
-// rateLimitWindow is long enough that no subtest's window ends by itself
-// while it runs, for a backend that also expires keys on its own clock.
+// rateLimitWindow is long enough that a budget refills by a negligible
+// fraction of a request while a subtest runs, for a backend that keeps
+// time by its own clock.
 const rateLimitWindow = time.Minute
 
-// suiteStart is on a window boundary of every window the suites use, so that a
-// subtest starts with a whole window ahead of it.
+// suiteStart is on a boundary of every window the suites use, as fixed
+// windows would have numbered them, so that the edge-burst tests straddle
+// what used to be a window's end.
 var suiteStart = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // uniqueKey names a key no other run against the same backend uses.
@@ -35,21 +40,23 @@ func uniqueKey(name string) string {
 	return "conformance:" + name + ":" + hex.EncodeToString(b)
 }
 
-// RunRateLimiter checks that a ports.RateLimiter counts per key in fixed
-// windows of the clock it is given. Every subtest gets its own fake clock and
-// limiter, so they run in parallel.
+// RunRateLimiter checks that a ports.RateLimiter keeps a budget per key of
+// limit requests per window, whatever clock it keeps time by: on the suite's
+// fake clock, which these subtests never advance, or on its backend's, in
+// which a subtest lasts a negligible part of rateLimitWindow. Every subtest
+// gets its own clock and limiter, so they run in parallel.
 func RunRateLimiter(t *testing.T, newLimiter NewRateLimiter) {
 	t.Helper()
 	ctx := context.Background()
-	setup := func(t *testing.T) (ports.RateLimiter, *clock.Fake) {
+	setup := func(t *testing.T) ports.RateLimiter {
 		t.Helper()
 		t.Parallel()
-		c := clock.NewFake(suiteStart)
-		return newLimiter(t, c), c
+		return newLimiter(t, clock.NewFake(suiteStart))
 	}
+	interval := rateLimitWindow / 3 // one request of a budget of 3 refills in this
 
 	t.Run("limit is honoured and remaining decreases", func(t *testing.T) {
-		l, _ := setup(t)
+		l := setup(t)
 		key := uniqueKey("limit")
 		for i := 1; i <= 3; i++ {
 			d := mustHit(t, l, key, 3)
@@ -59,55 +66,35 @@ func RunRateLimiter(t *testing.T, newLimiter NewRateLimiter) {
 			if d.RetryAfter != 0 {
 				t.Fatalf("hit %d of 3: allowed but RetryAfter = %s", i, d.RetryAfter)
 			}
+			// The budget is whole again once the i requests taken have
+			// refilled, less the little that refilled while the hits ran.
+			if full := time.Duration(i) * interval; d.Reset > full || d.Reset < full-time.Second {
+				t.Fatalf("hit %d of 3: Reset = %s, want the %s that %d requests take to refill", i, d.Reset, full, i)
+			}
 		}
 		for i := 4; i <= 5; i++ {
 			d := mustHit(t, l, key, 3)
 			if d.Allowed || d.Remaining != 0 {
 				t.Fatalf("hit %d of 3: %+v, want refused with 0 remaining", i, d)
 			}
-			if d.RetryAfter <= 0 || d.RetryAfter > rateLimitWindow {
-				t.Fatalf("hit %d of 3: RetryAfter = %s, want in (0, %s]", i, d.RetryAfter, rateLimitWindow)
+			// One request refills in a third of the window: the refused
+			// caller waits for that, not for the whole window.
+			if d.RetryAfter <= 0 || d.RetryAfter > interval {
+				t.Fatalf("hit %d of 3: RetryAfter = %s, want in (0, %s]", i, d.RetryAfter, interval)
 			}
-		}
-	})
-
-	t.Run("reset tells when the window ends, allowed or not", func(t *testing.T) {
-		l, c := setup(t)
-		key := uniqueKey("reset")
-		c.Advance(15 * time.Second) // the suite starts on a window boundary
-		for i := range 3 {
-			d := mustHit(t, l, key, 2)
-			if d.Reset != rateLimitWindow-15*time.Second {
-				t.Fatalf("hit %d: Reset = %s, want the %s left of the window", i+1, d.Reset, rateLimitWindow-15*time.Second)
+			if d.Reset <= 2*interval || d.Reset > rateLimitWindow {
+				t.Fatalf("hit %d of 3: Reset = %s, want in (%s, %s]: a refusal takes nothing", i, d.Reset, 2*interval, rateLimitWindow)
 			}
-		}
-		if d := mustCheck(t, l, key, 2); d.Reset != rateLimitWindow-15*time.Second {
-			t.Fatalf("Check: Reset = %s, want %s", d.Reset, rateLimitWindow-15*time.Second)
-		}
-	})
-
-	t.Run("retry after counts down with the clock", func(t *testing.T) {
-		l, c := setup(t)
-		key := uniqueKey("countdown")
-		mustHit(t, l, key, 1)
-		first := mustHit(t, l, key, 1)
-		c.Advance(10 * time.Second)
-		second := mustHit(t, l, key, 1)
-		if first.Allowed || second.Allowed {
-			t.Fatalf("over the limit but allowed: %+v, %+v", first, second)
-		}
-		if got := first.RetryAfter - second.RetryAfter; got != 10*time.Second {
-			t.Fatalf("RetryAfter went from %s to %s after 10s, want 10s less", first.RetryAfter, second.RetryAfter)
 		}
 	})
 
 	t.Run("check does not count", func(t *testing.T) {
-		l, _ := setup(t)
+		l := setup(t)
 		key := uniqueKey("check")
 		for range 5 {
 			d := mustCheck(t, l, key, 2)
-			if !d.Allowed || d.Remaining != 2 {
-				t.Fatalf("check of an unused key: %+v, want allowed with 2 remaining", d)
+			if !d.Allowed || d.Remaining != 2 || d.Reset != 0 {
+				t.Fatalf("check of an unused key: %+v, want allowed with 2 remaining, whole now", d)
 			}
 		}
 		if d := mustHit(t, l, key, 2); !d.Allowed || d.Remaining != 1 {
@@ -118,13 +105,13 @@ func RunRateLimiter(t *testing.T, newLimiter NewRateLimiter) {
 		}
 		mustHit(t, l, key, 2)
 		d := mustCheck(t, l, key, 2)
-		if d.Allowed || d.Remaining != 0 || d.RetryAfter <= 0 || d.RetryAfter > rateLimitWindow {
-			t.Fatalf("check of a used-up key: %+v, want refused, 0 remaining, RetryAfter in (0, %s]", d, rateLimitWindow)
+		if d.Allowed || d.Remaining != 0 || d.RetryAfter <= 0 || d.RetryAfter > rateLimitWindow/2 {
+			t.Fatalf("check of a used-up key: %+v, want refused, 0 remaining, RetryAfter in (0, %s]", d, rateLimitWindow/2)
 		}
 	})
 
 	t.Run("keys are independent", func(t *testing.T) {
-		l, _ := setup(t)
+		l := setup(t)
 		a, b := uniqueKey("a"), uniqueKey("b")
 		mustHit(t, l, a, 1)
 		if d := mustHit(t, l, a, 1); d.Allowed {
@@ -135,30 +122,8 @@ func RunRateLimiter(t *testing.T, newLimiter NewRateLimiter) {
 		}
 	})
 
-	t.Run("a new window starts afresh", func(t *testing.T) {
-		l, c := setup(t)
-		key := uniqueKey("window")
-		mustHit(t, l, key, 2)
-		mustHit(t, l, key, 2)
-		refused := mustHit(t, l, key, 2)
-		if refused.Allowed {
-			t.Fatalf("third hit with limit 2 allowed")
-		}
-		c.Advance(refused.RetryAfter - time.Second)
-		if d := mustHit(t, l, key, 2); d.Allowed {
-			t.Fatalf("a second before the window ends: %+v, want refused", d)
-		}
-		c.Advance(time.Second)
-		if d := mustHit(t, l, key, 2); !d.Allowed || d.Remaining != 1 {
-			t.Fatalf("first hit of the next window: %+v, want allowed with 1 remaining", d)
-		}
-		if d := mustCheck(t, l, key, 2); !d.Allowed || d.Remaining != 1 {
-			t.Fatalf("check in the next window: %+v, want allowed with 1 remaining", d)
-		}
-	})
-
 	t.Run("windows of different lengths count apart", func(t *testing.T) {
-		l, _ := setup(t)
+		l := setup(t)
 		key := uniqueKey("lengths")
 		if _, err := l.Hit(ctx, key, 1, time.Minute); err != nil {
 			t.Fatal(err)
@@ -172,8 +137,8 @@ func RunRateLimiter(t *testing.T, newLimiter NewRateLimiter) {
 		}
 	})
 
-	t.Run("reset forgets the count", func(t *testing.T) {
-		l, _ := setup(t)
+	t.Run("reset gives the whole budget back", func(t *testing.T) {
+		l := setup(t)
 		key, other := uniqueKey("reset"), uniqueKey("kept")
 		mustHit(t, l, key, 1)
 		mustHit(t, l, other, 1)
@@ -197,11 +162,203 @@ func RunRateLimiter(t *testing.T, newLimiter NewRateLimiter) {
 		}
 	})
 
+	t.Run("a limit of zero allows nothing", func(t *testing.T) {
+		l := setup(t)
+		key := uniqueKey("zero")
+		for _, d := range []ports.Decision{mustHit(t, l, key, 0), mustCheck(t, l, key, 0)} {
+			if d.Allowed || d.Remaining != 0 || d.RetryAfter <= 0 {
+				t.Fatalf("limit 0: %+v, want refused with a RetryAfter", d)
+			}
+		}
+	})
+
 	t.Run("concurrent hits allow exactly the limit", func(t *testing.T) {
-		l, _ := setup(t)
+		l := setup(t)
 		key := uniqueKey("concurrent")
 		if n := concurrentHits(t, []ports.RateLimiter{l}, key, 100, 10); n != 10 {
 			t.Fatalf("100 concurrent hits with limit 10: %d allowed, want 10", n)
+		}
+	})
+}
+
+// RunClockedRateLimiter checks, on the fake clock the limiter is given,
+// that a budget refills evenly: no burst at what a fixed window would call
+// its edge, one request back after RetryAfter, the whole budget after
+// Reset.
+func RunClockedRateLimiter(t *testing.T, newLimiter NewRateLimiter) {
+	t.Helper()
+	setup := func(t *testing.T) (ports.RateLimiter, *clock.Fake) {
+		t.Helper()
+		t.Parallel()
+		c := clock.NewFake(suiteStart)
+		return newLimiter(t, c), c
+	}
+
+	t.Run("no double burst across a window's edge", func(t *testing.T) {
+		l, c := setup(t)
+		key := uniqueKey("edge")
+		const limit = 5
+		c.Advance(rateLimitWindow - time.Second) // the last second of a fixed window
+		first := hits(t, l, key, limit, limit)
+		c.Advance(time.Second) // the first instant of the next one
+		second := hits(t, l, key, limit, limit)
+		if first != limit || second != 0 {
+			t.Fatalf("%d then %d of %d allowed a second apart across a window's edge, want %d then 0 (a fixed window allows %d in that second)",
+				first, second, limit, limit, 2*limit)
+		}
+		// What refills is one request per window/limit: 12s here.
+		c.Advance(rateLimitWindow/limit - time.Second)
+		if n := hits(t, l, key, limit, limit); n != 1 {
+			t.Fatalf("%d allowed one refill interval after the burst, want 1", n)
+		}
+	})
+
+	t.Run("at most the limit plus what refills in any span", func(t *testing.T) {
+		l, c := setup(t)
+		key := uniqueKey("spans")
+		const limit, step = 4, time.Second
+		interval := rateLimitWindow / limit
+		// A caller that tries 3 times a second for 3 windows.
+		var allowed []time.Duration
+		for at := time.Duration(0); at < 3*rateLimitWindow; at += step {
+			for range 3 {
+				if mustHit(t, l, key, limit).Allowed {
+					allowed = append(allowed, at)
+				}
+			}
+			c.Advance(step)
+		}
+		for i, from := range allowed {
+			for span := step; span <= rateLimitWindow; span += step {
+				n := 0
+				for _, at := range allowed[i:] {
+					if at < from+span {
+						n++
+					}
+				}
+				if most := limit + int((span-step)/interval); n > most {
+					t.Fatalf("%d allowed in the %s from %s, want at most %d: the burst plus what refills", n, span, from, most)
+				}
+			}
+		}
+		if want := limit + int((3*rateLimitWindow-step)/interval); len(allowed) != want {
+			t.Fatalf("%d allowed in three windows, want %d: the burst, then one per %s", len(allowed), want, interval)
+		}
+	})
+
+	t.Run("one request is back after RetryAfter", func(t *testing.T) {
+		l, c := setup(t)
+		key := uniqueKey("refill")
+		c.Advance(7 * time.Second)
+		hits(t, l, key, 3, 3)
+		refused := mustHit(t, l, key, 3)
+		if refused.Allowed || refused.RetryAfter != rateLimitWindow/3 {
+			t.Fatalf("fourth hit of 3: %+v, want refused for %s", refused, rateLimitWindow/3)
+		}
+		c.Advance(refused.RetryAfter - time.Millisecond)
+		if d := mustCheck(t, l, key, 3); d.Allowed {
+			t.Fatalf("a millisecond before RetryAfter: %+v, want refused", d)
+		}
+		c.Advance(time.Millisecond)
+		if d := mustHit(t, l, key, 3); !d.Allowed || d.Remaining != 0 {
+			t.Fatalf("at RetryAfter: %+v, want allowed, and only one", d)
+		}
+		if d := mustHit(t, l, key, 3); d.Allowed {
+			t.Fatalf("second hit at RetryAfter: %+v, want refused", d)
+		}
+	})
+
+	t.Run("retry after counts down with the clock", func(t *testing.T) {
+		l, c := setup(t)
+		key := uniqueKey("countdown")
+		mustHit(t, l, key, 1)
+		first := mustHit(t, l, key, 1)
+		c.Advance(10 * time.Second)
+		second := mustHit(t, l, key, 1)
+		if first.Allowed || second.Allowed {
+			t.Fatalf("over the limit but allowed: %+v, %+v", first, second)
+		}
+		if got := first.RetryAfter - second.RetryAfter; got != 10*time.Second {
+			t.Fatalf("RetryAfter went from %s to %s after 10s, want 10s less", first.RetryAfter, second.RetryAfter)
+		}
+	})
+
+	t.Run("reset tells when the budget is whole again", func(t *testing.T) {
+		l, c := setup(t)
+		key := uniqueKey("reset")
+		c.Advance(15 * time.Second)
+		for i := 1; i <= 2; i++ {
+			if d := mustHit(t, l, key, 2); d.Reset != time.Duration(i)*rateLimitWindow/2 {
+				t.Fatalf("hit %d of 2: Reset = %s, want %s", i, d.Reset, time.Duration(i)*rateLimitWindow/2)
+			}
+		}
+		c.Advance(15 * time.Second)
+		d := mustCheck(t, l, key, 2)
+		if d.Reset != rateLimitWindow-15*time.Second || d.Remaining != 0 {
+			t.Fatalf("15s after: %+v, want Reset %s and nothing left", d, rateLimitWindow-15*time.Second)
+		}
+		c.Advance(d.Reset)
+		if d := mustCheck(t, l, key, 2); !d.Allowed || d.Remaining != 2 || d.Reset != 0 {
+			t.Fatalf("after Reset: %+v, want the whole budget", d)
+		}
+	})
+}
+
+// RunRealTimeRateLimiter is RunClockedRateLimiter for an adapter that keeps
+// time by its backend's clock (Redis): with a short window, in real time,
+// polling until a refused caller is let in again.
+func RunRealTimeRateLimiter(t *testing.T, newLimiter NewRateLimiter) {
+	t.Helper()
+	const limit, window = 3, 2 * time.Second
+	interval := window / limit
+	setup := func(t *testing.T) ports.RateLimiter {
+		t.Helper()
+		t.Parallel()
+		return newLimiter(t, clock.NewFake(suiteStart))
+	}
+
+	t.Run("no double burst across a window's edge", func(t *testing.T) {
+		l := setup(t)
+		key := uniqueKey("edge")
+		// A fixed window would have started every multiple of the window
+		// since 1970: send the limit in the last tenth of one, the limit
+		// again in the next.
+		index := func() int64 { return time.Now().UnixNano() / int64(window) }
+		poll.Until(t, "the last tenth of a window", func() bool {
+			return time.Now().UnixNano()%int64(window) >= int64(window*9/10)
+		})
+		start, before := time.Now(), index()
+		first := hitsWithin(t, l, key, limit, limit, window)
+		poll.Until(t, "the next window", func() bool { return index() > before })
+		second := hitsWithin(t, l, key, limit, limit, window)
+		refilled := int(time.Since(start) / interval)
+		if first != limit || second > refilled {
+			t.Fatalf("%d then %d of %d allowed across a window's edge in %s, want %d then at most the %d refilled (a fixed window allows %d)",
+				first, second, limit, time.Since(start), limit, refilled, 2*limit)
+		}
+	})
+
+	t.Run("one request is back after RetryAfter", func(t *testing.T) {
+		l := setup(t)
+		key := uniqueKey("refill")
+		hitsWithin(t, l, key, limit, limit, window)
+		before := time.Now()
+		refused := hitWithin(t, l, key, limit, window)
+		if refused.Allowed || refused.RetryAfter <= 0 || refused.RetryAfter > interval {
+			t.Fatalf("hit %d of %d: %+v, want refused for at most %s", limit+1, limit, refused, interval)
+		}
+		poll.Within(t, refused.RetryAfter+poll.Timeout, "the budget to allow a request again", func() bool {
+			d, err := l.Check(context.Background(), key, limit, window)
+			if err != nil {
+				t.Fatalf("Check: %v", err)
+			}
+			return d.Allowed
+		})
+		if waited := time.Since(before); waited < refused.RetryAfter {
+			t.Fatalf("allowed again after %s, before the RetryAfter of %s", waited, refused.RetryAfter)
+		}
+		if d := hitWithin(t, l, key, limit, window); !d.Allowed {
+			t.Fatalf("hit once Check allowed it: %+v", d)
 		}
 	})
 }
@@ -285,9 +442,32 @@ func concurrentHits(t *testing.T, limiters []ports.RateLimiter, key string, hits
 	return int(allowed.Load())
 }
 
+// hits makes n hits on key in rateLimitWindow and returns how many were
+// allowed.
+func hits(t *testing.T, l ports.RateLimiter, key string, limit, n int) int {
+	t.Helper()
+	return hitsWithin(t, l, key, limit, n, rateLimitWindow)
+}
+
+func hitsWithin(t *testing.T, l ports.RateLimiter, key string, limit, n int, window time.Duration) int {
+	t.Helper()
+	allowed := 0
+	for range n {
+		if hitWithin(t, l, key, limit, window).Allowed {
+			allowed++
+		}
+	}
+	return allowed
+}
+
 func mustHit(t *testing.T, l ports.RateLimiter, key string, limit int) ports.Decision {
 	t.Helper()
-	d, err := l.Hit(context.Background(), key, limit, rateLimitWindow)
+	return hitWithin(t, l, key, limit, rateLimitWindow)
+}
+
+func hitWithin(t *testing.T, l ports.RateLimiter, key string, limit int, window time.Duration) ports.Decision {
+	t.Helper()
+	d, err := l.Hit(context.Background(), key, limit, window)
 	if err != nil {
 		t.Fatalf("Hit(%s): %v", key, err)
 	}

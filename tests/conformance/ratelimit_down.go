@@ -8,9 +8,9 @@ import (
 )
 
 // RunRateLimiterWithoutBackend checks a limiter whose backend does not
-// answer and that must then count by itself: no call fails, the budget
-// still holds, and a new window starts afresh. newLimiter's limiter must
-// reach the unanswering backend.
+// answer and that must then count by itself, on the clock it is given: no
+// call fails, the budget still holds, and it refills. newLimiter's limiter
+// must reach the unanswering backend.
 func RunRateLimiterWithoutBackend(t *testing.T, newLimiter NewRateLimiter) {
 	ctx := context.Background()
 	c := clock.NewFake(suiteStart)
@@ -25,16 +25,20 @@ func RunRateLimiterWithoutBackend(t *testing.T, newLimiter NewRateLimiter) {
 		if want := i <= limit; d.Allowed != want {
 			t.Fatalf("hit %d of %d allowed = %v, want %v", i, limit, d.Allowed, want)
 		}
-		if !d.Allowed && (d.RetryAfter <= 0 || d.RetryAfter > rateLimitWindow) {
-			t.Fatalf("denied hit %d: RetryAfter %s, want within the window", i, d.RetryAfter)
+		if !d.Allowed && d.RetryAfter != rateLimitWindow/limit {
+			t.Fatalf("denied hit %d: RetryAfter %s, want the %s one request takes to refill", i, d.RetryAfter, rateLimitWindow/limit)
 		}
 	}
 	if d, err := l.Check(ctx, key, limit, rateLimitWindow); err != nil || d.Allowed {
 		t.Fatalf("Check with the budget spent = %+v, %v; want denied without error", d, err)
 	}
+	c.Advance(rateLimitWindow / limit)
+	if d, err := l.Hit(ctx, key, limit, rateLimitWindow); err != nil || !d.Allowed || d.Remaining != 0 {
+		t.Fatalf("hit once one request refilled = %+v, %v; want allowed with nothing left", d, err)
+	}
 	c.Advance(rateLimitWindow)
 	if d, err := l.Hit(ctx, key, limit, rateLimitWindow); err != nil || !d.Allowed || d.Remaining != limit-1 {
-		t.Fatalf("first hit of the next window = %+v, %v; want allowed with %d left", d, err, limit-1)
+		t.Fatalf("hit once the whole budget refilled = %+v, %v; want allowed with %d left", d, err, limit-1)
 	}
 	if err := l.Reset(ctx, key, rateLimitWindow); err != nil {
 		t.Fatalf("Reset with the backend down: %v", err)

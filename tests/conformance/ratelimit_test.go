@@ -15,9 +15,9 @@ import (
 )
 
 func TestLocalRateLimiter(t *testing.T) {
-	conformance.RunRateLimiter(t, func(_ *testing.T, c ports.Clock) ports.RateLimiter {
-		return ratelimit.NewLocal(c)
-	})
+	newLimiter := func(_ *testing.T, c ports.Clock) ports.RateLimiter { return ratelimit.NewLocal(c) }
+	t.Run("suite", func(t *testing.T) { conformance.RunRateLimiter(t, newLimiter) })
+	t.Run("clocked", func(t *testing.T) { conformance.RunClockedRateLimiter(t, newLimiter) })
 }
 
 func TestRedisRateLimiter(t *testing.T) {
@@ -25,10 +25,11 @@ func TestRedisRateLimiter(t *testing.T) {
 	// One prefix for the whole run: limiters built for one subtest must share
 	// their counters, and the suite's keys are unique per run.
 	prefix := testenv.RedisKeyPrefix(t, client, "ratelimit")
-	newLimiter := func(t *testing.T, c ports.Clock) ports.RateLimiter {
-		return ratelimit.NewRedis(testenv.RedisClient(t), c, prefix)
+	newLimiter := func(t *testing.T, _ ports.Clock) ports.RateLimiter {
+		return ratelimit.NewRedis(testenv.RedisClient(t), prefix)
 	}
 	t.Run("suite", func(t *testing.T) { conformance.RunRateLimiter(t, newLimiter) })
+	t.Run("real time", func(t *testing.T) { conformance.RunRealTimeRateLimiter(t, newLimiter) })
 	t.Run("shared", func(t *testing.T) { conformance.RunSharedRateLimiter(t, newLimiter) })
 }
 
@@ -37,7 +38,7 @@ func TestGuardedRateLimiterWithRedisDown(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			conformance.RunRateLimiterWithoutBackend(t, func(t *testing.T, c ports.Clock) ports.RateLimiter {
 				client, g := down(t, c)
-				return ratelimit.NewGuarded(ratelimit.NewRedis(client, c, "unused:"), ratelimit.NewLocal(c), g)
+				return ratelimit.NewGuarded(ratelimit.NewRedis(client, "unused:"), ratelimit.NewLocal(c), g)
 			})
 		})
 	}
@@ -48,8 +49,9 @@ func TestGuardedRateLimiterWithRedisUp(t *testing.T) {
 	prefix := testenv.RedisKeyPrefix(t, client, "guarded-ratelimit")
 	newLimiter := func(t *testing.T, c ports.Clock) ports.RateLimiter {
 		g := redisguard.New(c, time.Second, zap.NewNop(), prometheus.NewRegistry())
-		return ratelimit.NewGuarded(ratelimit.NewRedis(testenv.RedisClient(t), c, prefix), ratelimit.NewLocal(c), g)
+		return ratelimit.NewGuarded(ratelimit.NewRedis(testenv.RedisClient(t), prefix), ratelimit.NewLocal(c), g)
 	}
 	t.Run("suite", func(t *testing.T) { conformance.RunRateLimiter(t, newLimiter) })
+	t.Run("real time", func(t *testing.T) { conformance.RunRealTimeRateLimiter(t, newLimiter) })
 	t.Run("shared", func(t *testing.T) { conformance.RunSharedRateLimiter(t, newLimiter) })
 }
