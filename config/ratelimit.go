@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// RateLimit is RATE_LIMIT: how many requests each API key, and each user
-// signed in with a token, may make per window. The zero value is off.
+// RateLimit is RATE_LIMIT: the budget of Requests that each API key, and
+// each user signed in with a token, may spend at once, refilling evenly over
+// Window (one request back every Window/Requests). The zero value is off.
 type RateLimit struct {
 	Requests int
 	Window   time.Duration

@@ -4103,8 +4103,8 @@ type ClientInterface interface {
 	// POST /api/v1/proxies (`name` is ignored) and follows the same rules (422 naming the
 	// field). A wrong password, a refused port, a time-out (PROXY_CHECK_TIMEOUT) or an
 	// unreadable answer is 200 with `ok: false` and an `error` saying which. Tests and checks
-	// together are limited per team to QUOTA_PROXY_CHECKS_PER_MINUTE a minute (30 by default):
-	// more is 429 with Retry-After.
+	// together are limited per team to QUOTA_PROXY_CHECKS_PER_MINUTE a minute (30 by default), a
+	// budget that refills evenly over the minute: more is 429 with Retry-After.
 	//
 	// Limits: `RATE_LIMIT` per caller (429); `QUOTA_PROXY_CHECKS_PER_MINUTE` tests and checks per
 	// team per minute (429); `IDEMPOTENCY_KEYS_PER_TEAM` new `Idempotency-Key` values per team in
@@ -4122,8 +4122,8 @@ type ClientInterface interface {
 	// POST /api/v1/proxies (`name` is ignored) and follows the same rules (422 naming the
 	// field). A wrong password, a refused port, a time-out (PROXY_CHECK_TIMEOUT) or an
 	// unreadable answer is 200 with `ok: false` and an `error` saying which. Tests and checks
-	// together are limited per team to QUOTA_PROXY_CHECKS_PER_MINUTE a minute (30 by default):
-	// more is 429 with Retry-After.
+	// together are limited per team to QUOTA_PROXY_CHECKS_PER_MINUTE a minute (30 by default), a
+	// budget that refills evenly over the minute: more is 429 with Retry-After.
 	//
 	// Limits: `RATE_LIMIT` per caller (429); `QUOTA_PROXY_CHECKS_PER_MINUTE` tests and checks per
 	// team per minute (429); `IDEMPOTENCY_KEYS_PER_TEAM` new `Idempotency-Key` values per team in
@@ -5605,8 +5605,8 @@ func (c *Client) AddProxy(ctx context.Context, params *AddProxyParams, body AddP
 // POST /api/v1/proxies (`name` is ignored) and follows the same rules (422 naming the
 // field). A wrong password, a refused port, a time-out (PROXY_CHECK_TIMEOUT) or an
 // unreadable answer is 200 with `ok: false` and an `error` saying which. Tests and checks
-// together are limited per team to QUOTA_PROXY_CHECKS_PER_MINUTE a minute (30 by default):
-// more is 429 with Retry-After.
+// together are limited per team to QUOTA_PROXY_CHECKS_PER_MINUTE a minute (30 by default), a
+// budget that refills evenly over the minute: more is 429 with Retry-After.
 //
 // Limits: `RATE_LIMIT` per caller (429); `QUOTA_PROXY_CHECKS_PER_MINUTE` tests and checks per
 // team per minute (429); `IDEMPOTENCY_KEYS_PER_TEAM` new `Idempotency-Key` values per team in
@@ -5634,8 +5634,8 @@ func (c *Client) TestProxyWithBody(ctx context.Context, params *TestProxyParams,
 // POST /api/v1/proxies (`name` is ignored) and follows the same rules (422 naming the
 // field). A wrong password, a refused port, a time-out (PROXY_CHECK_TIMEOUT) or an
 // unreadable answer is 200 with `ok: false` and an `error` saying which. Tests and checks
-// together are limited per team to QUOTA_PROXY_CHECKS_PER_MINUTE a minute (30 by default):
-// more is 429 with Retry-After.
+// together are limited per team to QUOTA_PROXY_CHECKS_PER_MINUTE a minute (30 by default), a
+// budget that refills evenly over the minute: more is 429 with Retry-After.
 //
 // Limits: `RATE_LIMIT` per caller (429); `QUOTA_PROXY_CHECKS_PER_MINUTE` tests and checks per
 // team per minute (429); `IDEMPOTENCY_KEYS_PER_TEAM` new `Idempotency-Key` values per team in
@@ -10492,8 +10492,8 @@ type ClientWithResponsesInterface interface {
 	// POST /api/v1/proxies (`name` is ignored) and follows the same rules (422 naming the
 	// field). A wrong password, a refused port, a time-out (PROXY_CHECK_TIMEOUT) or an
 	// unreadable answer is 200 with `ok: false` and an `error` saying which. Tests and checks
-	// together are limited per team to QUOTA_PROXY_CHECKS_PER_MINUTE a minute (30 by default):
-	// more is 429 with Retry-After.
+	// together are limited per team to QUOTA_PROXY_CHECKS_PER_MINUTE a minute (30 by default), a
+	// budget that refills evenly over the minute: more is 429 with Retry-After.
 	//
 	// Limits: `RATE_LIMIT` per caller (429); `QUOTA_PROXY_CHECKS_PER_MINUTE` tests and checks per
 	// team per minute (429); `IDEMPOTENCY_KEYS_PER_TEAM` new `Idempotency-Key` values per team in
@@ -10511,8 +10511,8 @@ type ClientWithResponsesInterface interface {
 	// POST /api/v1/proxies (`name` is ignored) and follows the same rules (422 naming the
 	// field). A wrong password, a refused port, a time-out (PROXY_CHECK_TIMEOUT) or an
 	// unreadable answer is 200 with `ok: false` and an `error` saying which. Tests and checks
-	// together are limited per team to QUOTA_PROXY_CHECKS_PER_MINUTE a minute (30 by default):
-	// more is 429 with Retry-After.
+	// together are limited per team to QUOTA_PROXY_CHECKS_PER_MINUTE a minute (30 by default), a
+	// budget that refills evenly over the minute: more is 429 with Retry-After.
 	//
 	// Limits: `RATE_LIMIT` per caller (429); `QUOTA_PROXY_CHECKS_PER_MINUTE` tests and checks per
 	// team per minute (429); `IDEMPOTENCY_KEYS_PER_TEAM` new `Idempotency-Key` values per team in
@@ -22440,8 +22440,8 @@ func (c *ClientWithResponses) AddProxyWithResponse(ctx context.Context, params *
 // POST /api/v1/proxies (`name` is ignored) and follows the same rules (422 naming the
 // field). A wrong password, a refused port, a time-out (PROXY_CHECK_TIMEOUT) or an
 // unreadable answer is 200 with `ok: false` and an `error` saying which. Tests and checks
-// together are limited per team to QUOTA_PROXY_CHECKS_PER_MINUTE a minute (30 by default):
-// more is 429 with Retry-After.
+// together are limited per team to QUOTA_PROXY_CHECKS_PER_MINUTE a minute (30 by default), a
+// budget that refills evenly over the minute: more is 429 with Retry-After.
 //
 // Limits: `RATE_LIMIT` per caller (429); `QUOTA_PROXY_CHECKS_PER_MINUTE` tests and checks per
 // team per minute (429); `IDEMPOTENCY_KEYS_PER_TEAM` new `Idempotency-Key` values per team in
@@ -22465,8 +22465,8 @@ func (c *ClientWithResponses) TestProxyWithBodyWithResponse(ctx context.Context,
 // POST /api/v1/proxies (`name` is ignored) and follows the same rules (422 naming the
 // field). A wrong password, a refused port, a time-out (PROXY_CHECK_TIMEOUT) or an
 // unreadable answer is 200 with `ok: false` and an `error` saying which. Tests and checks
-// together are limited per team to QUOTA_PROXY_CHECKS_PER_MINUTE a minute (30 by default):
-// more is 429 with Retry-After.
+// together are limited per team to QUOTA_PROXY_CHECKS_PER_MINUTE a minute (30 by default), a
+// budget that refills evenly over the minute: more is 429 with Retry-After.
 //
 // Limits: `RATE_LIMIT` per caller (429); `QUOTA_PROXY_CHECKS_PER_MINUTE` tests and checks per
 // team per minute (429); `IDEMPOTENCY_KEYS_PER_TEAM` new `Idempotency-Key` values per team in
