@@ -34,6 +34,7 @@ func (c countingHasher) Verify(ctx context.Context, hash, password string) (bool
 // share Redis: at most the email's budget of passwords is verified, the
 // rest answer 429.
 func TestConcurrentLoginsVerifyAtMostTheBudget(t *testing.T) {
+	t.Parallel()
 	for _, limiter := range []string{"local", "redis"} {
 		t.Run(limiter, func(t *testing.T) {
 			var verified atomic.Int64
@@ -98,6 +99,7 @@ var passwordChangedPattern = regexp.MustCompile(`All API keys of this account we
 // issued before it (even within the same second), the other reset tokens,
 // and API keys. A sign-in after it works.
 func TestPasswordResetRevokesEverySession(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		a := h.register(t)
 		r := h.post("/api/v1/api-keys", map[string]any{"name": "ci"}, bearer(a.access)...)
@@ -130,6 +132,7 @@ func TestPasswordResetRevokesEverySession(t *testing.T) {
 // A reused refresh token revokes its family and the access tokens issued
 // before.
 func TestRefreshReuseRevokesEarlierAccessTokens(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		a := h.register(t)
 		r := h.post("/api/v1/auth/refresh", map[string]any{"refreshToken": a.refresh})
@@ -144,6 +147,7 @@ func TestRefreshReuseRevokesEarlierAccessTokens(t *testing.T) {
 // Removed from their own team, a user signs in to a team where they are
 // active, and /me works.
 func TestSignInAfterRemovalFromTheDefaultTeam(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		ada, bob := h.register(t), h.register(t)
 		h.member(t, bob, ada, team.RoleOwner) // so that bob is not his team's last owner
@@ -179,6 +183,7 @@ func TestSignInAfterRemovalFromTheDefaultTeam(t *testing.T) {
 }
 
 func TestCommonPasswordsAndNFCEmails(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		for _, pw := range []string{"qwertyuiop", "Password123!", "zzzzzzzzzzzz"} {
 			r := h.post("/api/v1/auth/register", map[string]any{"email": "weak@example.com", "password": pw, "name": "Weak"})
@@ -196,6 +201,7 @@ func TestCommonPasswordsAndNFCEmails(t *testing.T) {
 }
 
 func TestRegistrationsThrottledPerAddress(t *testing.T) {
+	t.Parallel()
 	h := start(t, options{databaseURL: "memory://", env: map[string]string{"REGISTRATIONS_PER_ADDR": "2"}})
 	h.register(t)
 	h.register(t)
@@ -209,6 +215,7 @@ func TestRegistrationsThrottledPerAddress(t *testing.T) {
 // 40 registrations of a taken email at once are refused without any of
 // them being hashed: logins meanwhile are not slowed.
 func TestConcurrentRegistrationsOfATakenEmail(t *testing.T) {
+	t.Parallel()
 	h := start(t, options{databaseURL: "memory://", env: map[string]string{"REGISTRATIONS_PER_ADDR": "100"}})
 	a := h.register(t)
 	body := `{"email":"` + a.email + `","password":"another long password","name":"Eve"}`
@@ -226,6 +233,7 @@ func TestConcurrentRegistrationsOfATakenEmail(t *testing.T) {
 }
 
 func TestAPIKeyQuotaPerUser(t *testing.T) {
+	t.Parallel()
 	h := start(t, options{databaseURL: "memory://", env: map[string]string{"API_KEYS_PER_USER": "2"}})
 	a := h.register(t)
 	for range 2 {

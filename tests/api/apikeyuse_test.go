@@ -12,6 +12,7 @@ import (
 // minute that follows, moved by the first use after it. Uses of one key
 // leave the user's other keys alone.
 func TestAPIKeyLastUsedAt(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		a := h.register(t)
 		used, idle := h.apiKey(t, a), h.apiKey(t, a)

@@ -13,6 +13,7 @@ import (
 )
 
 func TestRegister(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		r := h.post("/api/v1/auth/register", map[string]any{"email": "Ada@Example.com", "password": "analytical engine", "name": "Ada"})
 		expect(t, r, http.StatusCreated)
@@ -82,6 +83,7 @@ func TestRegister(t *testing.T) {
 }
 
 func TestLogin(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		a := h.register(t)
 		r := h.post("/api/v1/auth/login", map[string]any{"email": strings.ToUpper(a.email), "password": a.password})
@@ -103,6 +105,7 @@ func TestLogin(t *testing.T) {
 }
 
 func TestLoginFailuresAreThrottledPerEmail(t *testing.T) {
+	t.Parallel()
 	h := start(t, options{databaseURL: "memory://"})
 	a := h.register(t)
 	for i := 0; i < 5; i++ {
@@ -123,6 +126,7 @@ func TestLoginFailuresAreThrottledPerEmail(t *testing.T) {
 }
 
 func TestLoginFailuresAreThrottledPerAddress(t *testing.T) {
+	t.Parallel()
 	h := start(t, options{databaseURL: "memory://"})
 	a := h.register(t)
 	for i := 0; i < 20; i++ {
@@ -133,6 +137,7 @@ func TestLoginFailuresAreThrottledPerAddress(t *testing.T) {
 }
 
 func TestRefreshRotation(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		a := h.register(t)
 		r := h.post("/api/v1/auth/refresh", map[string]any{"refreshToken": a.refresh})
@@ -163,6 +168,7 @@ func TestRefreshRotation(t *testing.T) {
 }
 
 func TestConcurrentRefreshWithOneTokenSucceedsOnce(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		for round := 0; round < 5; round++ {
 			a := h.register(t)
@@ -198,6 +204,7 @@ func TestConcurrentRefreshWithOneTokenSucceedsOnce(t *testing.T) {
 }
 
 func TestAccessTokensAreVerifiedStrictly(t *testing.T) {
+	t.Parallel()
 	h := start(t, options{databaseURL: "memory://"})
 	a := h.register(t)
 	now := h.clock.Now()
@@ -288,6 +295,7 @@ func (h *harness) mailedToken(t *testing.T, email string, pattern *regexp.Regexp
 }
 
 func TestPasswordReset(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		a := h.register(t)
 		unknown := h.post("/api/v1/auth/forgot-password", map[string]any{"email": "nobody@example.com"})
@@ -312,6 +320,7 @@ func TestPasswordReset(t *testing.T) {
 }
 
 func TestResetTokenExpiresAfterAnHour(t *testing.T) {
+	t.Parallel()
 	h := start(t, options{databaseURL: "memory://"})
 	a := h.register(t)
 	expect(t, h.post("/api/v1/auth/forgot-password", map[string]any{"email": a.email}), http.StatusAccepted)
@@ -321,6 +330,7 @@ func TestResetTokenExpiresAfterAnHour(t *testing.T) {
 }
 
 func TestAPIKeys(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		a := h.register(t)
 		r := h.post("/api/v1/api-keys", map[string]any{"name": "ci"}, bearer(a.access)...)
@@ -359,6 +369,7 @@ func TestAPIKeys(t *testing.T) {
 }
 
 func TestTeamContext(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		a, b := h.register(t), h.register(t)
 		r := h.get("/api/v1/me", append(bearer(a.access), "X-Team-ID", a.teamID)...)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/profilesvc/profilesvc/domain/team"
+	"github.com/profilesvc/profilesvc/tests/poll"
 	"github.com/profilesvc/profilesvc/tests/testenv"
 )
 
@@ -70,7 +71,7 @@ func checkAuthChanges(t *testing.T, a, b *harness) {
 				creds []string
 				role  string
 			}{{"key", byKey, c.keyRole}, {"bearer", byBearer, c.bearerRole}} {
-				waitFor(t, "the other instance to answer the "+want.name+" as of the "+c.name, func() bool {
+				poll.Until(t, "the other instance to answer the "+want.name+" as of the "+c.name, func() bool {
 					r := b.get("/api/v1/me", want.creds...)
 					if want.role == "" {
 						return r.status == http.StatusUnauthorized || r.status == http.StatusNotFound
@@ -86,7 +87,7 @@ func checkAuthChanges(t *testing.T, a, b *harness) {
 // its cache is in use when the test warms it.
 func (h *harness) waitListening(t *testing.T) {
 	t.Helper()
-	waitFor(t, "the notices to listen", func() bool {
+	poll.Until(t, "the notices to listen", func() bool {
 		return h.logs.FilterMessage("notices: listening").Len() > 0
 	})
 }
@@ -95,6 +96,7 @@ func (h *harness) waitListening(t *testing.T) {
 // pub/sub) and without (LISTEN/NOTIFY): a change through one instance
 // reaches the cache of the other.
 func TestAuthChangesReachAnotherInstance(t *testing.T) {
+	t.Parallel()
 	for _, withRedis := range []bool{false, true} {
 		name := "postgres"
 		if withRedis {
@@ -120,5 +122,6 @@ func TestAuthChangesReachAnotherInstance(t *testing.T) {
 // One instance on every store stays as correct: its own changes evict its
 // cache at once.
 func TestAuthChangesOnOneInstance(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) { checkAuthChanges(t, h, h) })
 }

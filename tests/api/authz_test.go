@@ -262,6 +262,7 @@ var authzCases = map[string]authzCase{
 // below the route's minimum get 403, the others the route's success, and the
 // stranger 404 (the team's existence is not revealed).
 func TestEveryRouteEnforcesRoles(t *testing.T) {
+	t.Parallel()
 	h := start(t, webhookOptions("memory://"))
 	f := &authzFixture{h: h, owner: h.register(t), accounts: map[string]account{}, hookURL: newReceiver(t, 200).srv.URL}
 	f.accounts[string(team.RoleOwner)] = f.owner

@@ -5,6 +5,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -24,6 +25,7 @@ import (
 	"github.com/profilesvc/profilesvc/adapters/browser/chromium"
 	"github.com/profilesvc/profilesvc/adapters/wiring"
 	"github.com/profilesvc/profilesvc/domain/event"
+	"github.com/profilesvc/profilesvc/tests/poll"
 	"github.com/profilesvc/profilesvc/tests/testenv"
 )
 
@@ -158,26 +160,22 @@ func TestBrowserSessionThroughTheRelay(t *testing.T) {
 	raw.conn.Close()
 	raw = rawCDP(t, cdpURL)
 	defer raw.conn.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	var urls []string
-	for {
+	poll.Check(t, poll.Timeout, "the page "+page.URL+"/kept after reconnecting", func() error {
 		var res struct {
 			TargetInfos []struct {
 				URL string `json:"url"`
 			} `json:"targetInfos"`
 		}
 		raw.decode(t, raw.call(t, "Target.getTargets", map[string]any{}), &res)
-		urls = urls[:0]
+		var urls []string
 		for _, ti := range res.TargetInfos {
 			urls = append(urls, ti.URL)
 		}
-		if slices.Contains(urls, page.URL+"/kept") || time.Now().After(deadline) {
-			break
+		if !slices.Contains(urls, page.URL+"/kept") {
+			return fmt.Errorf("the targets are %v", urls)
 		}
-	}
-	if !slices.Contains(urls, page.URL+"/kept") {
-		t.Fatalf("after reconnecting the targets are %v, want the page %s/kept", urls, page.URL)
-	}
+		return nil
+	})
 
 	// Release stores what the browser wrote; the next launch has it.
 	r := h.post("/api/v1/profiles/"+id+"/release", nil, auth...)
@@ -319,14 +317,13 @@ func TestKilledBrowserEndsItsSessionAsCrashed(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Within 5 s the profile is idle and its subscriber has been told why.
-	deadline := time.Now().Add(5 * time.Second)
-	for h.get("/api/v1/profiles/"+id, auth...).data()["status"] != "idle" || len(rc.requests()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("5 s after its browser was killed the profile is %v and the receiver got %d deliveries",
-				h.get("/api/v1/profiles/"+id, auth...).data()["status"], len(rc.requests()))
+	poll.Check(t, 5*time.Second, "the killed browser's profile idle and its subscriber told", func() error {
+		status, n := h.get("/api/v1/profiles/"+id, auth...).data()["status"], len(rc.requests())
+		if status != "idle" || n == 0 {
+			return fmt.Errorf("the profile is %v and the receiver got %d deliveries", status, n)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	got := rc.requests()[0]
 	data, _ := got.payload["data"].(map[string]any)
 	prof, _ := data["profile"].(map[string]any)
@@ -428,7 +425,7 @@ func TestRunningSessionsCookiesAreCheckpointed(t *testing.T) {
 	// Each value the page sets becomes the profile's without a release.
 	for _, value := range []string{"first", "second"} {
 		evaluate[bool](t, tab, `document.cookie = 'c=`+value+`; max-age=86400'; true`)
-		waitFor(t, "the checkpoint of cookie c="+value, func() bool { return cookieValue() == value })
+		poll.Until(t, "the checkpoint of cookie c="+value, func() bool { return cookieValue() == value })
 	}
 
 	d := h.get("/api/v1/profiles/"+id, auth...).data()

@@ -32,6 +32,7 @@ func preflight(h *harness, path, origin, method string) response {
 // error included) and their preflights are answered; other origins get
 // nothing that grants them access.
 func TestCORSAllowsTheListedOriginsOnly(t *testing.T) {
+	t.Parallel()
 	const app, other = "https://app.example.com", "https://other.example.com"
 	eachBackendEnv(t, map[string]string{"CORS_ORIGINS": app + ", http://127.0.0.1:5173"}, func(t *testing.T, h *harness) {
 		a := h.register(t)
@@ -76,6 +77,7 @@ func TestCORSAllowsTheListedOriginsOnly(t *testing.T) {
 
 // CORS is off by default: no answer grants an origin anything.
 func TestCORSIsOffByDefault(t *testing.T) {
+	t.Parallel()
 	h := start(t, options{databaseURL: "memory://"})
 	a := h.register(t)
 	r := h.get("/api/v1/me", append(bearer(a.access), "Origin", "https://app.example.com")...)
@@ -91,6 +93,7 @@ func TestCORSIsOffByDefault(t *testing.T) {
 // With "*", any origin may read the answers; no credentials are granted
 // (the API takes them by header, never by cookie).
 func TestCORSAnyOrigin(t *testing.T) {
+	t.Parallel()
 	h := start(t, options{databaseURL: "memory://", env: map[string]string{"CORS_ORIGINS": "*"}})
 	a := h.register(t)
 	r := h.get("/api/v1/me", append(bearer(a.access), "Origin", "http://127.0.0.1:3000")...)

@@ -122,6 +122,7 @@ func cookieList(t *testing.T, r response) []map[string]any {
 }
 
 func TestTimeMachineRestoresDataAndCookies(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		a := h.register(t)
 		auth := bearer(a.access)
@@ -273,6 +274,7 @@ func randomBytes(t testing.TB, n int) string {
 }
 
 func TestUnsafeArchivesLeaveTheDataIntact(t *testing.T) {
+	t.Parallel()
 	// Archives of at most 1 MiB, unpacking to at most 4 MiB.
 	eachBackendEnv(t, map[string]string{"PROFILE_DATA_MAX": "1MiB"}, func(t *testing.T, h *harness) {
 		a := h.register(t)
@@ -346,6 +348,7 @@ var extensionArchive = archiveFiles{
 }
 
 func TestDataUploadKeepsNoExtensionNorConfiguration(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		a := h.register(t)
 		auth := bearer(a.access)
@@ -473,6 +476,7 @@ func (h *harness) putStream(t *testing.T, id string, body io.Reader, auth []stri
 // over their bound and more entries than a profile has are 422 naming the
 // cause, and the data stay as they were.
 func TestDataUploadRefusesArchivesNoLaunchCouldUnpack(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		a := h.register(t)
 		auth := bearer(a.access)
@@ -522,6 +526,7 @@ func TestDataUploadRefusesArchivesNoLaunchCouldUnpack(t *testing.T) {
 }
 
 func TestDataPreconditionsAndRunningProfiles(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		a := h.register(t)
 		auth := bearer(a.access)
@@ -581,6 +586,7 @@ func TestDataPreconditionsAndRunningProfiles(t *testing.T) {
 }
 
 func TestCookiesAreCheckedAndSpeakCookiesTxt(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		a := h.register(t)
 		auth := bearer(a.access)
@@ -688,6 +694,7 @@ func (h *harness) collect(t *testing.T, svc *profiles.Service) {
 }
 
 func TestSnapshotsShareContentAndDeletingFreesIt(t *testing.T) {
+	t.Parallel()
 	const size = 10 << 20
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
@@ -741,6 +748,7 @@ func TestSnapshotsShareContentAndDeletingFreesIt(t *testing.T) {
 }
 
 func TestReplacedDataIsCollectedOnlyWhenUnreferenced(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
 			dataDir := t.TempDir()

@@ -15,6 +15,7 @@ import (
 // win, a PATCH changes the fields it names (nested objects member by
 // member), and each bad field is a 422 naming it.
 func TestProfilesAreGeneratedDevices(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		a := h.register(t)
 		auth := bearer(a.access)

@@ -109,6 +109,7 @@ type docBound struct {
 // for a field of every kind, a value at the bound read from openapi.yaml is
 // accepted and one past it refused, naming the field.
 func TestDocumentedRequestBoundsAreEnforced(t *testing.T) {
+	t.Parallel()
 	eachProxyBackend(t, nil, func(t *testing.T, h *harness, _ *fakeProber, _ string) {
 		d := parseOpenAPI(t)
 		a := h.register(t)
@@ -382,6 +383,7 @@ func refusalNames(r response, field string) bool {
 // The documents the service serves whole fit the bounds the document gives
 // them.
 func TestServedDocumentsFitTheirDocumentedBounds(t *testing.T) {
+	t.Parallel()
 	d := parseOpenAPI(t)
 	h := start(t, options{databaseURL: "memory://"})
 	for _, path := range []string{"/openapi.yaml", "/docs"} {

@@ -11,6 +11,7 @@ import (
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/tests/poll"
 )
 
 // keyPaths adds to into the keys of object, and those of the objects in
@@ -75,6 +76,7 @@ func documentedEvents(t *testing.T) map[string][]documentedEvent {
 // at every depth, the keys of the example of its type, no more and no
 // fewer.
 func TestWebhookEventExamplesHaveTheKeysSent(t *testing.T) {
+	t.Parallel()
 	shown := documentedEvents(t)
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
@@ -122,7 +124,7 @@ func TestWebhookEventExamplesHaveTheKeysSent(t *testing.T) {
 func byType(t *testing.T, rc *receiver) map[string][]received {
 	t.Helper()
 	sent := map[string][]received{}
-	waitFor(t, "a delivery of every event type", func() bool {
+	poll.Until(t, "a delivery of every event type", func() bool {
 		clear(sent)
 		for _, r := range rc.requests() {
 			sent[str(r.payload["type"])] = append(sent[str(r.payload["type"])], r)

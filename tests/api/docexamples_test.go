@@ -32,6 +32,7 @@ var httpMethods = []string{"get", "put", "post", "delete", "patch", "head", "opt
 // Every request body and every response that has a body shows an example
 // in the document (and so on /docs), shared responses in their component.
 func TestEveryRequestAndResponseHasAnExample(t *testing.T) {
+	t.Parallel()
 	doc := parseOpenAPI(t)
 	var missing []string
 	operations := 0
@@ -64,6 +65,7 @@ func TestEveryRequestAndResponseHasAnExample(t *testing.T) {
 // The document shows one example of every event type a webhook endpoint
 // receives, each a body of that type.
 func TestEveryWebhookEventHasAnExample(t *testing.T) {
+	t.Parallel()
 	doc := parseOpenAPI(t)
 	types := doc.at(t, "#/components/schemas/EventType")["enum"].([]any)
 	if len(types) != 10 {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/profilesvc/profilesvc/tests/poll"
 	"github.com/profilesvc/profilesvc/tests/testenv"
 )
 
@@ -145,7 +146,7 @@ func TestRedisBlackholedUnderLoad(t *testing.T) {
 			t.Errorf("%s with Redis blackholed: %v, want every request %d", c, down.byClient[c], want)
 		}
 	}
-	waitFor(t, "readyz to report the cache ok again", func() bool {
+	poll.Until(t, "readyz to report the cache ok again", func() bool {
 		r := h.get("/readyz")
 		return r.status == http.StatusOK && r.data()["status"] == "ok"
 	})
@@ -189,7 +190,7 @@ func TestPostgresStoppedUnderLoad(t *testing.T) {
 	// address: a new login window lets a login show that it reaches the
 	// database again, and gives the next run a fresh token.
 	h.clock.Advance(16 * time.Minute)
-	waitFor(t, "the service to serve again by itself", func() bool {
+	poll.Until(t, "the service to serve again by itself", func() bool {
 		if h.rawDo(http.MethodGet, "/api/v1/profiles", "", "X-API-Key", key) != http.StatusOK {
 			return false
 		}

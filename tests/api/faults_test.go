@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/profilesvc/profilesvc/tests/poll"
 	"github.com/profilesvc/profilesvc/tests/testenv"
 )
 
@@ -65,11 +66,13 @@ func redisDownChecks(t *testing.T, h *harness) {
 }
 
 func TestRedisRefusedDegradesInsteadOfFailing(t *testing.T) {
+	t.Parallel()
 	h := start(t, options{databaseURL: "memory://", redisURL: refusedRedisURL(t)})
 	redisDownChecks(t, h)
 }
 
 func TestRedisBlackholedDegradesInsteadOfFailing(t *testing.T) {
+	t.Parallel()
 	h, proxy := blackholedRedis(t)
 	a := h.register(t)
 	key := h.apiKey(t, a)
@@ -116,6 +119,7 @@ func quickDo(h *harness, wait time.Duration, method, path string, headers ...str
 }
 
 func TestPostgresStalledAnswers503AndRecovers(t *testing.T) {
+	t.Parallel()
 	h, proxy := proxiedPostgres(t, map[string]string{"DATABASE_QUERY_TIMEOUT": "300ms"})
 	a := h.register(t)
 	key := h.apiKey(t, a)
@@ -131,13 +135,14 @@ func TestPostgresStalledAnswers503AndRecovers(t *testing.T) {
 		}
 	}
 	proxy.Forward()
-	waitFor(t, "the service to use PostgreSQL again", func() bool {
+	poll.Until(t, "the service to use PostgreSQL again", func() bool {
 		status, _ := quickDo(h, 5*time.Second, http.MethodGet, "/api/v1/profiles", "X-API-Key", key)
 		return status == http.StatusOK
 	})
 }
 
 func TestPostgresStoppedAnswers503AndRecovers(t *testing.T) {
+	t.Parallel()
 	h, proxy := proxiedPostgres(t, nil)
 	a := h.register(t)
 	expect(t, h.get("/api/v1/profiles", bearer(a.access)...), http.StatusOK)
@@ -151,7 +156,7 @@ func TestPostgresStoppedAnswers503AndRecovers(t *testing.T) {
 		t.Fatalf("readyz while PostgreSQL is stopped: %d %s", r.status, r.raw)
 	}
 	proxy.Forward()
-	waitFor(t, "the service to use PostgreSQL again", func() bool {
+	poll.Until(t, "the service to use PostgreSQL again", func() bool {
 		status, _ := quickDo(h, 5*time.Second, http.MethodGet, "/api/v1/profiles", bearer(a.access)...)
 		return status == http.StatusOK
 	})

@@ -106,12 +106,14 @@ func idempotencyChecks(t *testing.T, h *harness, fakeExpiry bool) {
 }
 
 func TestIdempotencyKey(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) { idempotencyChecks(t, h, true) })
 }
 
 // TestIdempotencyKeySharedByInstances: two instances on one PostgreSQL
 // database, without Redis, see each other's keys.
 func TestIdempotencyKeySharedByInstances(t *testing.T) {
+	t.Parallel()
 	shared := options{databaseURL: testenv.PostgresURL(t)}
 	one := start(t, shared)
 	two := start(t, shared)
@@ -133,6 +135,7 @@ func TestIdempotencyKeySharedByInstances(t *testing.T) {
 // store, so a fresh instance on the same database (no Redis) replays the
 // first response.
 func TestIdempotencyReplaySurvivesARestart(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends()[1:] { // memory keeps nothing across restarts
 		t.Run(b.name, func(t *testing.T) {
 			o := options{databaseURL: b.url(t)}
@@ -178,6 +181,7 @@ func errMessage(r response) string {
 // TestIdempotencyKeysAreBoundedPerTeam: a team that holds its bound of keys
 // gets 429; another team's keys are unaffected.
 func TestIdempotencyKeysAreBoundedPerTeam(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
 			h := start(t, options{databaseURL: b.url(t), env: map[string]string{"IDEMPOTENCY_KEYS_PER_TEAM": "3"}})
@@ -223,6 +227,7 @@ func TestIdempotencyKeysAreBoundedPerTeam(t *testing.T) {
 // is not stored; a replay answers 409 saying the first request succeeded,
 // and the work is not done again.
 func TestIdempotencyOversizeResponseIsNotKept(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
 			h := start(t, options{databaseURL: b.url(t), env: map[string]string{"IDEMPOTENCY_MAX_RESPONSE_BYTES": "100"}})
@@ -249,6 +254,7 @@ func TestIdempotencyOversizeResponseIsNotKept(t *testing.T) {
 // TestIdempotencyAPIKeyIsNotKept: a created API key is shown once; a replay
 // answers 409 and the key's plaintext never reaches the store.
 func TestIdempotencyAPIKeyIsNotKept(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		a := h.register(t)
 		first := h.post("/api/v1/api-keys", map[string]any{"name": "ci"}, append(bearer(a.access), "Idempotency-Key", "key-1")...)
@@ -281,6 +287,7 @@ func TestIdempotencyAPIKeyIsNotKept(t *testing.T) {
 // TestIdempotencyRequestWithoutEffectKeepsNothing: a request refused before
 // it changed anything leaves the key free, so the corrected request runs.
 func TestIdempotencyRequestWithoutEffectKeepsNothing(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		a := h.register(t)
 		key := h.apiKey(t, a)
@@ -297,6 +304,7 @@ func TestIdempotencyRequestWithoutEffectKeepsNothing(t *testing.T) {
 // TestIdempotencyWebhookEndpointCreatedOnce: a use case that writes outside
 // a unit of work (creating an endpoint) keeps its record too.
 func TestIdempotencyWebhookEndpointCreatedOnce(t *testing.T) {
+	t.Parallel()
 	eachWebhookBackend(t, func(t *testing.T, h *harness) {
 		a := h.register(t)
 		rc := newReceiver(t)

@@ -77,6 +77,7 @@ func awaitHangUp(conn net.Conn) (int, error) {
 }
 
 func TestStalledBodyIsCutOffOnEveryPath(t *testing.T) {
+	t.Parallel()
 	h := start(t, options{databaseURL: "memory://", env: map[string]string{"HTTP_READ_TIMEOUT": "300ms"}})
 	a := h.register(t)
 	cases := map[string]struct {
@@ -109,6 +110,7 @@ func TestStalledBodyIsCutOffOnEveryPath(t *testing.T) {
 }
 
 func TestManyStalledConnectionsDoNotStopTheService(t *testing.T) {
+	t.Parallel()
 	// Each stalled connection takes two file descriptors in this process,
 	// client and server side; the service needs a few hundred of its own.
 	stalled := 600
@@ -212,6 +214,7 @@ func badInputs(ids map[string]string) map[string]badInput {
 }
 
 func TestBadInputIsRefusedNamingTheField(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
 			badInputOn(t, start(t, options{databaseURL: b.url(t), env: map[string]string{"ALLOW_PRIVATE_TARGETS": "true"}}))

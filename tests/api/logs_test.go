@@ -11,16 +11,16 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/tests/poll"
 )
 
 // logged waits for the line msg whose fields hold every one of want, and
 // returns its fields.
 func (h *harness) logged(t *testing.T, msg string, want map[string]any) map[string]any {
 	t.Helper()
-	var seen []map[string]any
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		seen = seen[:0]
+	var found map[string]any
+	poll.Check(t, poll.Timeout, fmt.Sprintf("a %q line with %v", msg, want), func() error {
+		var seen []map[string]any
 		for _, e := range h.logs.FilterMessage(msg).All() {
 			fields := e.ContextMap()
 			fields["level"] = e.Level
@@ -31,15 +31,14 @@ func (h *harness) logged(t *testing.T, msg string, want map[string]any) map[stri
 				}
 			}
 			if ok {
-				return fields
+				found = fields
+				return nil
 			}
 			seen = append(seen, fields)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q line with %v; seen %v", msg, want, seen)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return fmt.Errorf("seen %v", seen)
+	})
+	return found
 }
 
 // noSecretLogged fails when a line, its message or a field, holds one of
@@ -60,6 +59,7 @@ func (h *harness) noSecretLogged(t *testing.T, secrets ...string) {
 // request that made it (none for the reaper), the team, the profile and
 // the session.
 func TestSessionsAreLogged(t *testing.T) {
+	t.Parallel()
 	eachBackendWith(t, []fx.Option{fastReaper}, func(t *testing.T, h *harness) {
 		a := h.register(t)
 		id := h.createProfile(t, a, nil)
@@ -90,6 +90,7 @@ func TestSessionsAreLogged(t *testing.T) {
 // A request refused by a throttle is a warning naming who, where and for
 // how long.
 func TestThrottlingIsLogged(t *testing.T) {
+	t.Parallel()
 	eachBackendEnv(t, map[string]string{"RATE_LIMIT": "2/1m"}, func(t *testing.T, h *harness) {
 		a := h.register(t)
 		auth := append(bearer(a.access), "X-Request-ID", "throttled-1")
@@ -111,6 +112,7 @@ func TestThrottlingIsLogged(t *testing.T) {
 // A failed webhook attempt is a warning, the last one an error, each
 // naming the team, the delivery, the endpoint and the event.
 func TestWebhookFailuresAreLogged(t *testing.T) {
+	t.Parallel()
 	eachWebhookBackend(t, func(t *testing.T, h *harness) {
 		rc := newReceiver(t, 503)
 		a := h.register(t)
@@ -147,6 +149,7 @@ func merge(a, b map[string]any) map[string]any {
 // A failed proxy check is a warning naming the request, the team and the
 // proxy, and never the proxy's password.
 func TestProxyCheckFailuresAreLogged(t *testing.T) {
+	t.Parallel()
 	eachProxyBackend(t, nil, func(t *testing.T, h *harness, pr *fakeProber, _ string) {
 		a := h.register(t)
 		p := h.addProxy(t, a, map[string]any{"name": "Tokyo", "url": "socks5://carol:" + proxyPassword + "@jp.example.com:1080"})

@@ -23,6 +23,7 @@ func metricValue(page, series string) string {
 // After a scenario, /metrics holds every family the service keeps, each
 // prefixed profilesvc_, with the counts of what the scenario did.
 func TestMetricsAfterAScenario(t *testing.T) {
+	t.Parallel()
 	eachBackendEnv(t, map[string]string{"RATE_LIMIT": "8/1m"}, func(t *testing.T, h *harness) {
 		a := h.register(t)
 		auth := bearer(a.access)

@@ -7,6 +7,7 @@ import (
 )
 
 func TestOperationalEndpoints(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		expect(t, h.get("/healthz"), http.StatusOK)
 		r := h.get("/readyz")
@@ -40,6 +41,7 @@ func TestOperationalEndpoints(t *testing.T) {
 }
 
 func TestUnroutedRequestsAnswerInTheErrorEnvelope(t *testing.T) {
+	t.Parallel()
 	h := start(t, options{databaseURL: "memory://"})
 	unrouted := map[string]string{"X-Test-Unrouted": "1"}
 	r := h.do(req{method: http.MethodGet, path: "/api/v1/nothing-here", headers: unrouted})
@@ -55,6 +57,7 @@ func TestUnroutedRequestsAnswerInTheErrorEnvelope(t *testing.T) {
 }
 
 func TestRequestIDIsEchoed(t *testing.T) {
+	t.Parallel()
 	h := start(t, options{databaseURL: "memory://"})
 	r := h.get("/healthz", "X-Request-ID", "trace-abc-123")
 	if got := r.header.Get("X-Request-ID"); got != "trace-abc-123" {

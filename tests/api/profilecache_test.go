@@ -44,6 +44,7 @@ func cachedValues(t *testing.T, prefix string) int {
 // had the profile cached: every write drops the shared entry after its
 // commit.
 func TestProfileCacheIsCoherentAcrossInstances(t *testing.T) {
+	t.Parallel()
 	redisURL := os.Getenv(testenv.RedisURLVariable)
 	if redisURL == "" {
 		t.Skip(testenv.RedisURLVariable + " is not set")
@@ -95,6 +96,7 @@ func TestProfileCacheIsCoherentAcrossInstances(t *testing.T) {
 
 // With Redis gone the cache steps aside: reads come from the database.
 func TestProfileReadsWithTheCacheDown(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(testenv.RedisURLVariable) == "" {
 		t.Skip(testenv.RedisURLVariable + " is not set")
 	}
@@ -121,6 +123,7 @@ func TestProfileReadsWithTheCacheDown(t *testing.T) {
 // PROFILE_CACHE=local, the default on SQLite: the one process that uses the
 // file drops its own copy at every write, so the next read sees it.
 func TestLocalProfileCacheSeesEveryWrite(t *testing.T) {
+	t.Parallel()
 	h := start(t, options{databaseURL: "sqlite://" + filepath.Join(t.TempDir(), "cache.db")})
 	acc := h.register(t)
 	auth := bearer(acc.access)
@@ -189,6 +192,7 @@ func pageOf(t *testing.T, h *harness, auth []string) string {
 // a create or a change of a proxy its profiles show included, is seen by
 // the next list on another.
 func TestListOfProfilesIsCoherentAcrossInstances(t *testing.T) {
+	t.Parallel()
 	t.Run("redis", func(t *testing.T) { listOfProfilesIsCoherentAcrossInstances(t, true) })
 	t.Run("database", func(t *testing.T) { listOfProfilesIsCoherentAcrossInstances(t, false) })
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/profilesvc/profilesvc/adapters/wiring"
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/team"
+	"github.com/profilesvc/profilesvc/tests/poll"
 	"github.com/profilesvc/profilesvc/tests/testenv"
 )
 
@@ -92,6 +93,7 @@ func inTeam(a account, teamID string) []string {
 }
 
 func TestTemplates(t *testing.T) {
+	t.Parallel()
 	h := start(t, options{databaseURL: "memory://"})
 	a := h.register(t)
 	r := h.get("/api/v1/templates", bearer(a.access)...)
@@ -148,6 +150,7 @@ func TestTemplates(t *testing.T) {
 }
 
 func TestProfileLifecycle(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		a := h.register(t)
 		auth := bearer(a.access)
@@ -287,6 +290,7 @@ func TestProfileLifecycle(t *testing.T) {
 }
 
 func TestProfilesAreTeamScoped(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		owner, stranger, viewer, member := h.register(t), h.register(t), h.register(t), h.register(t)
 		id := h.createProfile(t, owner, map[string]any{"name": "Private"})
@@ -339,6 +343,7 @@ func TestProfilesAreTeamScoped(t *testing.T) {
 }
 
 func TestProfileListFilters(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		a := h.register(t)
 		auth := bearer(a.access)
@@ -382,6 +387,7 @@ func TestProfileListFilters(t *testing.T) {
 // while another writer keeps creating profiles: each original profile must
 // come back exactly once.
 func TestPagingSurvivesInserts(t *testing.T) {
+	t.Parallel()
 	// A thousand profiles and the inserts between pages: past the default quota.
 	eachBackendEnv(t, map[string]string{"QUOTA_PROFILES": "2000"}, func(t *testing.T, h *harness) {
 		a := h.register(t)
@@ -443,6 +449,7 @@ func TestPagingSurvivesInserts(t *testing.T) {
 }
 
 func TestSessionLifecycle(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		a, other := h.register(t), h.register(t)
 		auth := bearer(a.access)
@@ -533,19 +540,8 @@ func TestSessionLifecycle(t *testing.T) {
 // act on a fake-clock expiry promptly.
 var fastReaper = fx.Decorate(func() wiring.ReaperInterval { return wiring.ReaperInterval(5 * time.Millisecond) })
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestReaperEndsExpiredSessions(t *testing.T) {
+	t.Parallel()
 	eachBackendWith(t, []fx.Option{fastReaper}, func(t *testing.T, h *harness) {
 		a := h.register(t)
 		auth := bearer(a.access)
@@ -568,7 +564,7 @@ func TestReaperEndsExpiredSessions(t *testing.T) {
 			t.Fatalf("status %v before expiry", got)
 		}
 		h.clock.Advance(time.Second)
-		waitFor(t, "the reaper to end the session", func() bool {
+		poll.Until(t, "the reaper to end the session", func() bool {
 			return h.get("/api/v1/profiles/"+id, auth...).data()["status"] == "idle"
 		})
 		evs := stopped()
@@ -587,6 +583,7 @@ func TestReaperEndsExpiredSessions(t *testing.T) {
 // TestReaperRunsAfterRestart stops the service while a session is live and
 // starts it again after the lease has run out: the new process ends it.
 func TestReaperRunsAfterRestart(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends()[1:] { // memory keeps nothing across restarts
 		t.Run(b.name, func(t *testing.T) {
 			url := b.url(t)
@@ -599,7 +596,7 @@ func TestReaperRunsAfterRestart(t *testing.T) {
 
 			second := start(t, options{databaseURL: url, extra: []fx.Option{fastReaper}})
 			second.clock.Set(launchedAt.Add(31 * time.Second))
-			waitFor(t, "the restarted service to end the expired session", func() bool {
+			poll.Until(t, "the restarted service to end the expired session", func() bool {
 				return second.get("/api/v1/profiles/"+id, bearer(a.access)...).data()["status"] == "idle"
 			})
 			n := 0
@@ -619,6 +616,7 @@ func TestReaperRunsAfterRestart(t *testing.T) {
 // two service instances sharing one PostgreSQL database: the lease lives in
 // the database, so exactly one launch wins.
 func TestConcurrentLaunchAcrossInstances(t *testing.T) {
+	t.Parallel()
 	url := testenv.PostgresURL(t)
 	one := start(t, options{databaseURL: url})
 	two := start(t, options{databaseURL: url})
@@ -658,6 +656,7 @@ func TestConcurrentLaunchAcrossInstances(t *testing.T) {
 // TestProfileQuota: concurrent creates at the bound leave exactly the
 // bound, the rest are refused naming the quota.
 func TestProfileQuota(t *testing.T) {
+	t.Parallel()
 	eachBackendEnv(t, map[string]string{"QUOTA_PROFILES": "4"}, func(t *testing.T, h *harness) {
 		a := h.register(t)
 		h.createProfile(t, a, nil)

@@ -23,6 +23,7 @@ import (
 // TestProxyChecksThroughRealProxies runs the service's own prober against
 // proxies and an IP echo service started on loopback.
 func TestProxyChecksThroughRealProxies(t *testing.T) {
+	t.Parallel()
 	echo := conformance.StartIPEcho(t, conformance.IPEchoHandler("NL", "Amsterdam", "Europe/Amsterdam"))
 	h := start(t, options{databaseURL: "memory://", env: map[string]string{
 		"ALLOW_PRIVATE_TARGETS": "true", "PROXY_CHECK_URL": echo, "PROXY_CHECK_TIMEOUT": "5s"}})
@@ -77,6 +78,7 @@ func TestProxyChecksThroughRealProxies(t *testing.T) {
 // which refuses loopback, private, link-local and metadata addresses, and
 // names that resolve to them, unless private targets are allowed.
 func TestRealGuardRefusesInternalProxyHosts(t *testing.T) {
+	t.Parallel()
 	h := start(t, options{databaseURL: "memory://"})
 	a := h.register(t)
 	for _, host := range []string{"127.0.0.1", "10.0.0.1", "169.254.169.254", "localhost"} {

@@ -84,6 +84,7 @@ func (h *harness) addProxy(t *testing.T, a account, body map[string]any) map[str
 }
 
 func TestProxiesCRUD(t *testing.T) {
+	t.Parallel()
 	eachProxyBackend(t, nil, func(t *testing.T, h *harness, _ *fakeProber, _ string) {
 		a := h.register(t)
 		p := h.addProxy(t, a, map[string]any{"name": "Office", "type": "socks5", "host": "proxy.example.com", "port": 1080, "username": "alice", "password": proxyPassword})
@@ -184,6 +185,7 @@ func TestProxiesCRUD(t *testing.T) {
 }
 
 func TestProxyChecksStatusEventsAndSecrets(t *testing.T) {
+	t.Parallel()
 	eachProxyBackend(t, nil, func(t *testing.T, h *harness, pr *fakeProber, dbURL string) {
 		a := h.register(t)
 		p := h.addProxy(t, a, map[string]any{"name": "Tokyo", "url": "socks5://carol:" + proxyPassword + "@jp.example.com:1080"})
@@ -308,6 +310,7 @@ func TestProxyChecksStatusEventsAndSecrets(t *testing.T) {
 }
 
 func TestProxyTestsAreRateLimitedPerTeam(t *testing.T) {
+	t.Parallel()
 	pr := newFakeProber()
 	h := start(t, proxyOptions("memory://", pr, map[string]string{"QUOTA_PROXY_CHECKS_PER_MINUTE": "2"}))
 	a, b := h.register(t), h.register(t)
@@ -331,6 +334,7 @@ func TestProxyTestsAreRateLimitedPerTeam(t *testing.T) {
 }
 
 func TestProxyHostsAreGuarded(t *testing.T) {
+	t.Parallel()
 	pr := newFakeProber()
 	h := start(t, proxyOptions("memory://", pr, nil))
 	a := h.register(t)
@@ -355,6 +359,7 @@ func TestProxyHostsAreGuarded(t *testing.T) {
 }
 
 func TestProfilesTakeTheirTeamsProxies(t *testing.T) {
+	t.Parallel()
 	eachProxyBackend(t, nil, func(t *testing.T, h *harness, _ *fakeProber, _ string) {
 		a, b := h.register(t), h.register(t)
 		mine := str(h.addProxy(t, a, map[string]any{"name": "Mine", "type": "http", "host": "mine.example.com", "port": 3128})["id"])
@@ -505,6 +510,7 @@ func TestProfilesTakeTheirTeamsProxies(t *testing.T) {
 // TestDeletingAProxyRacesNoAssignment deletes a proxy while profiles take
 // it: afterwards either the proxy exists or no profile names it.
 func TestDeletingAProxyRacesNoAssignment(t *testing.T) {
+	t.Parallel()
 	eachProxyBackend(t, nil, func(t *testing.T, h *harness, _ *fakeProber, _ string) {
 		a := h.register(t)
 		profiles := make([]string, 4)

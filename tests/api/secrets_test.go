@@ -22,6 +22,7 @@ import (
 // for each secret in every response body and every log entry. The log mail
 // transport's own message is the one place a reset token may appear.
 func TestSecretsNeverLeak(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		a := h.register(t)
 		secrets := map[string]string{"password": a.password, "first refresh token": a.refresh}
@@ -169,6 +170,7 @@ func TestConcurrentLoginsAreBounded(t *testing.T) {
 // TestCredentialResponsesAreNotStored: every response that carries tokens
 // or a new API key forbids caches to keep it; others need not.
 func TestCredentialResponsesAreNotStored(t *testing.T) {
+	t.Parallel()
 	h := start(t, options{databaseURL: "memory://"})
 	email, password := "cache@example.com", "correct horse battery staple"
 	reg := h.post("/api/v1/auth/register", map[string]any{"email": email, "password": password, "name": "Cache"})

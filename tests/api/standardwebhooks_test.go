@@ -14,6 +14,8 @@ import (
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/profilesvc/profilesvc/tests/poll"
 )
 
 // swReceiver is a customer's receiver built on the Standard Webhooks
@@ -91,7 +93,7 @@ func TestStandardWebhooksReceiverVerifiesAndRefusesReplays(t *testing.T) {
 
 		// A delivery signed now: verified, and its webhook-id is the event's.
 		h.createProfile(t, owner, nil)
-		waitFor(t, "the profile.created delivery", func() bool { return len(rc.received()) == 1 })
+		poll.Until(t, "the profile.created delivery", func() bool { return len(rc.received()) == 1 })
 		fresh := rc.received()[0]
 		if fresh.err != nil {
 			t.Fatalf("the library refused a fresh delivery: %v (headers %v)", fresh.err, fresh.header)
@@ -105,7 +107,7 @@ func TestStandardWebhooksReceiverVerifiesAndRefusesReplays(t *testing.T) {
 		// a captured delivery replayed later looks like. Refused as too old.
 		h.clock.Set(time.Now().Add(-10 * time.Minute))
 		expect(t, h.post("/v1/webhooks/"+ep+"/test", map[string]any{"event_type": "profile.created"}, auth...), http.StatusAccepted)
-		waitFor(t, "the test event's first attempt", func() bool { return len(rc.received()) == 2 })
+		poll.Until(t, "the test event's first attempt", func() bool { return len(rc.received()) == 2 })
 		old := rc.received()[1]
 		if !errors.Is(old.err, standardwebhooks.ErrMessageTooOld) {
 			t.Fatalf("a delivery signed ten minutes ago: the library said %v, want %v", old.err, standardwebhooks.ErrMessageTooOld)
@@ -127,7 +129,7 @@ func TestStandardWebhooksReceiverVerifiesAndRefusesReplays(t *testing.T) {
 		// The service's next attempt is signed at its own time and succeeds,
 		// with the same webhook-id as the refused one.
 		h.clock.Set(time.Now())
-		waitFor(t, "the test event's retry", func() bool { return len(rc.received()) == 5 })
+		poll.Until(t, "the test event's retry", func() bool { return len(rc.received()) == 5 })
 		retry := rc.received()[4]
 		if retry.err != nil {
 			t.Fatalf("the library refused the retry: %v", retry.err)
@@ -135,7 +137,7 @@ func TestStandardWebhooksReceiverVerifiesAndRefusesReplays(t *testing.T) {
 		if retry.header.Get("webhook-id") != old.header.Get("webhook-id") {
 			t.Fatalf("webhook-id %q on the retry, %q on the first attempt", retry.header.Get("webhook-id"), old.header.Get("webhook-id"))
 		}
-		waitFor(t, "the test event's delivery to succeed", func() bool {
+		poll.Until(t, "the test event's delivery to succeed", func() bool {
 			return len(h.deliveries(t, owner, ep, "succeeded")) == 2
 		})
 	})

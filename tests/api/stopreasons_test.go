@@ -10,6 +10,7 @@ import (
 
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/profile"
+	"github.com/profilesvc/profilesvc/tests/poll"
 )
 
 // stoppedReasons are the reasons of the profile.stopped deliveries rc
@@ -79,7 +80,7 @@ func TestEveryStopReasonIsEmittedAsDocumented(t *testing.T) {
 			}
 			arrived := func(ids ...string) {
 				t.Helper()
-				waitFor(t, "profile.stopped of "+strings.Join(ids, ", "), func() bool {
+				poll.Until(t, "profile.stopped of "+strings.Join(ids, ", "), func() bool {
 					got := stoppedReasons(rc)
 					for _, id := range ids {
 						if got[id] == "" {

@@ -35,6 +35,7 @@ func (h *harness) member(t *testing.T, owner, a account, role team.Role) string 
 }
 
 func TestInvitationFlow(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		owner, bob := h.register(t), h.register(t)
 		ownerAuth := bearer(owner.access)
@@ -146,6 +147,7 @@ func TestInvitationFlow(t *testing.T) {
 }
 
 func TestRemovedMemberLosesAccessAtOnce(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		owner, bob := h.register(t), h.register(t)
 		bobID := h.member(t, owner, bob, team.RoleMember)
@@ -170,6 +172,7 @@ func TestRemovedMemberLosesAccessAtOnce(t *testing.T) {
 }
 
 func TestOwnersAreProtected(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		owner, admin := h.register(t), h.register(t)
 		ownerAuth := bearer(owner.access)
@@ -228,6 +231,7 @@ func TestOwnersAreProtected(t *testing.T) {
 // changes or learns of team A's resources: each is 404, as an id that does
 // not exist would be, and no list shows them.
 func TestTwoTeamIsolation(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		a, b := h.register(t), h.register(t)
 		aAuth, bAuth := bearer(a.access), bearer(b.access)
@@ -277,6 +281,7 @@ func TestTwoTeamIsolation(t *testing.T) {
 // shows neither user id nor name, whether or not the email has an account:
 // the answers for both are alike but for the email and ids.
 func TestInvitationRevealsNoAccount(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		owner, bob := h.register(t), h.register(t)
 		nobody := fmt.Sprintf("nobody%d@example.com", accountSeq.Add(1))
@@ -305,6 +310,7 @@ func TestInvitationRevealsNoAccount(t *testing.T) {
 // invitations a day, a team a bounded number in all; the refusals are 429
 // naming the quota, and the day's window frees them.
 func TestInvitationQuotas(t *testing.T) {
+	t.Parallel()
 	eachBackendEnv(t, map[string]string{"QUOTA_INVITATIONS_PER_DAY": "4", "QUOTA_INVITATION_RESENDS_PER_DAY": "2"}, func(t *testing.T, h *harness) {
 		owner := h.register(t)
 		auth := bearer(owner.access)

@@ -1,10 +1,12 @@
 package api_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/profilesvc/profilesvc/tests/poll"
 	"github.com/profilesvc/profilesvc/tests/testenv"
 )
 
@@ -14,6 +16,7 @@ import (
 // started later on the same PostgreSQL database, delivers every one of
 // them once, and then the events the API-only instance goes on committing.
 func TestAPIOnlyInstanceLeavesDeliveryToOthers(t *testing.T) {
+	t.Parallel()
 	url := testenv.PostgresURL(t)
 	apiOnly := webhookOptions(url)
 	apiOnly.env["WEBHOOK_DELIVERY"] = "off"
@@ -28,22 +31,21 @@ func TestAPIOnlyInstanceLeavesDeliveryToOthers(t *testing.T) {
 	}
 	// Nothing can be waited for here: the proof is that nothing happens
 	// while a dispatcher, had one run, would have polled a hundred times.
-	quiet := time.Now().Add(100 * 5 * time.Millisecond)
-	for time.Now().Before(quiet) {
+	poll.Throughout(t, 100*5*time.Millisecond, func() error {
 		if n := len(rc.requests()); n > 0 {
-			t.Fatalf("the receiver got %d deliveries from an instance with WEBHOOK_DELIVERY=off", n)
+			return fmt.Errorf("the receiver got %d deliveries from an instance with WEBHOOK_DELIVERY=off", n)
 		}
 		if ds := off.deliveries(t, a, ep, ""); len(ds) > 0 {
-			t.Fatalf("an instance with WEBHOOK_DELIVERY=off fanned out %d deliveries", len(ds))
+			return fmt.Errorf("an instance with WEBHOOK_DELIVERY=off fanned out %d deliveries", len(ds))
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 
 	on := start(t, webhookOptions(url))
 	rc.waitFor(len(profiles))
 	profiles = append(profiles, off.createProfile(t, a, nil))
 	rc.waitFor(len(profiles))
-	waitFor(t, "every delivery recorded as succeeded", func() bool {
+	poll.Until(t, "every delivery recorded as succeeded", func() bool {
 		return len(on.deliveries(t, a, ep, "succeeded")) == len(profiles)
 	})
 

@@ -23,6 +23,7 @@ import (
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/ports/webhookstore"
+	"github.com/profilesvc/profilesvc/tests/poll"
 )
 
 const webhookSecret = "whsec-0123456789abcdef0123456789abcdef"
@@ -106,7 +107,7 @@ func (rc *receiver) requests() []received {
 
 func (rc *receiver) waitFor(n int) []received {
 	rc.t.Helper()
-	waitFor(rc.t, strconv.Itoa(n)+" deliveries at the receiver", func() bool { return len(rc.requests()) >= n })
+	poll.Until(rc.t, strconv.Itoa(n)+" deliveries at the receiver", func() bool { return len(rc.requests()) >= n })
 	return rc.requests()
 }
 
@@ -158,7 +159,7 @@ func (h *harness) deliveries(t *testing.T, a account, endpoint, status string) [
 func (h *harness) waitDelivery(t *testing.T, a account, endpoint, status string, attempts int) map[string]any {
 	t.Helper()
 	var found map[string]any
-	waitFor(t, "a "+status+" delivery with "+strconv.Itoa(attempts)+" attempts", func() bool {
+	poll.Until(t, "a "+status+" delivery with "+strconv.Itoa(attempts)+" attempts", func() bool {
 		for _, d := range h.deliveries(t, a, endpoint, status) {
 			if len(asList(d["attempts"])) == attempts {
 				found = d
@@ -171,6 +172,7 @@ func (h *harness) waitDelivery(t *testing.T, a account, endpoint, status string,
 }
 
 func TestWebhookEndpoints(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		a := h.register(t)
 		auth := bearer(a.access)
@@ -222,6 +224,7 @@ func TestWebhookEndpoints(t *testing.T) {
 // Attempts come at the schedule's gaps (driven by the fake clock), with the
 // same event id and a valid signature each time.
 func TestWebhookRetriesOnSchedule(t *testing.T) {
+	t.Parallel()
 	eachWebhookBackend(t, func(t *testing.T, h *harness) {
 		rc := newReceiver(t, 500, 500, 200)
 		a := h.register(t)
@@ -268,6 +271,7 @@ func TestWebhookRetriesOnSchedule(t *testing.T) {
 // exactly four attempts; the delivery is listed as failed; a manual retry
 // delivers it once the receiver is fixed.
 func TestWebhookFailsAfterFourAttempts(t *testing.T) {
+	t.Parallel()
 	eachWebhookBackend(t, func(t *testing.T, h *harness) {
 		rc := newReceiver(t, 503)
 		a := h.register(t)
@@ -310,6 +314,7 @@ func TestWebhookFailsAfterFourAttempts(t *testing.T) {
 // TestOnlyStatus200Succeeds: 201, 204 and 302 (not followed) are failed
 // attempts, and so is a receiver that does not answer within 5 s.
 func TestOnlyStatus200Succeeds(t *testing.T) {
+	t.Parallel()
 	h := start(t, webhookOptions("memory://"))
 	a := h.register(t)
 	for _, status := range []int{201, 204, 302} {
@@ -342,6 +347,7 @@ func TestOnlyStatus200Succeeds(t *testing.T) {
 // TestEveryEventReachesStarSubscriber drives every event the service emits
 // today and checks each payload has SPEC's shape.
 func TestEveryEventReachesStarSubscriber(t *testing.T) {
+	t.Parallel()
 	eachWebhookBackend(t, func(t *testing.T, h *harness) {
 		rc := newReceiver(t, 200)
 		a, b := h.register(t), h.register(t)
@@ -401,6 +407,7 @@ func TestEveryEventReachesStarSubscriber(t *testing.T) {
 // request; it gets no more at once than its maxInFlight, and another
 // endpoint of the same team still gets all its deliveries.
 func TestSlowReceiverDoesNotHoldUpOthers(t *testing.T) {
+	t.Parallel()
 	h := start(t, webhookOptions("memory://"))
 	a := h.register(t)
 	slow, fast := newReceiver(t, 200), newReceiver(t, 200)
@@ -508,6 +515,7 @@ func eachBackendEnv(t *testing.T, env map[string]string, fn func(t *testing.T, h
 // the bound, the rest are refused naming the quota, and another team is
 // not affected.
 func TestWebhookEndpointQuota(t *testing.T) {
+	t.Parallel()
 	eachBackendEnv(t, map[string]string{"QUOTA_WEBHOOK_ENDPOINTS": "3"}, func(t *testing.T, h *harness) {
 		a := h.register(t)
 		h.subscribe(t, a, "https://hooks.example.test/first")
@@ -534,6 +542,7 @@ func TestWebhookEndpointQuota(t *testing.T) {
 // attempt and dies before recording it; the attempt that follows once its
 // lease lapses is announced as the third.
 func TestAttemptLostWithItsInstanceCounts(t *testing.T) {
+	t.Parallel()
 	eachWebhookBackend(t, func(t *testing.T, h *harness) {
 		rc := newReceiver(t, 500, 200)
 		a := h.register(t)
@@ -565,6 +574,7 @@ func TestAttemptLostWithItsInstanceCounts(t *testing.T) {
 // dispatcher polls rarely, so the first event waits in the outbox until the
 // next commit wakes it.
 func TestEndpointGetsOnlyLaterEvents(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
 			h := start(t, options{
@@ -591,7 +601,7 @@ func TestEndpointGetsOnlyLaterEvents(t *testing.T) {
 
 			early.waitFor(3)
 			got := late.waitFor(1)
-			waitFor(t, "the early endpoint's deliveries to settle", func() bool { return len(early.requests()) == 3 })
+			poll.Until(t, "the early endpoint's deliveries to settle", func() bool { return len(early.requests()) == 3 })
 			if len(late.requests()) != 1 {
 				t.Fatalf("the endpoint created after an event got %d deliveries, want 1", len(late.requests()))
 			}
@@ -607,6 +617,7 @@ func TestEndpointGetsOnlyLaterEvents(t *testing.T) {
 // answer (their attempts hang until a 30 s time-out); another team's event
 // is still delivered while they hang.
 func TestUnansweringTeamDoesNotStopAnother(t *testing.T) {
+	t.Parallel()
 	eachBackendEnv(t, map[string]string{"WEBHOOK_TIMEOUT": "30s"}, func(t *testing.T, h *harness) {
 		noisy, quiet := h.register(t), h.register(t)
 		hang, fast := newReceiver(t, 200), newReceiver(t, 200)
@@ -632,6 +643,7 @@ func TestUnansweringTeamDoesNotStopAnother(t *testing.T) {
 // for none) are set on create, changed or removed by PATCH, and refused out
 // of range with 422 naming the field.
 func TestWebhookEndpointLimits(t *testing.T) {
+	t.Parallel()
 	eachBackend(t, func(t *testing.T, h *harness) {
 		a := h.register(t)
 		auth := bearer(a.access)
