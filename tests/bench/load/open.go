@@ -89,9 +89,6 @@ func RunOpen(p OpenPlan) OpenResult {
 	wg.Wait()
 	res.Elapsed = time.Since(start)
 	res.Errors = errs.Load()
-	for _, l := range lats {
-		res.Latencies = append(res.Latencies, l...)
-	}
-	SortDurations(res.Latencies)
+	res.Latencies = merged(lats)
 	return res
 }

@@ -104,10 +104,7 @@ func Run(p Plan) Result {
 	wg.Wait()
 	res.Elapsed = time.Since(start)
 	res.Errors = errs.Load()
-	for _, l := range lats {
-		res.Latencies = append(res.Latencies, l...)
-	}
+	res.Latencies = merged(lats)
 	res.Iterations = int64(len(res.Latencies))
-	SortDurations(res.Latencies)
 	return res
 }

@@ -6,6 +6,13 @@ import (
 	"time"
 )
 
+// merged is the latencies each connection kept, in one sorted slice.
+func merged(perConn [][]time.Duration) []time.Duration {
+	out := slices.Concat(perConn...)
+	SortDurations(out)
+	return out
+}
+
 // SortDurations sorts d in place, ascending.
 func SortDurations(d []time.Duration) { slices.Sort(d) }
 
