@@ -4,9 +4,10 @@
 // (github.com/go-redis/redis_rate, a Lua script that runs on Redis's clock).
 //
 // Both apply the generic cell rate algorithm: a budget of limit requests
-// that refills evenly, one request every window/limit, so that no span of
-// one window lets more than limit requests through (a fixed window lets
-// twice the limit through around its edge).
+// that refills evenly, one request every window/limit. At most limit
+// requests pass at once, and a span of one window passes at most limit plus
+// what refills during it; a fixed window let twice the limit through in a
+// moment around its edge.
 package ratelimit
 
 import (

@@ -19,13 +19,11 @@ var _ ports.RateLimiter = (*Redis)(nil)
 // on it whatever their own clocks say.
 type Redis struct {
 	limiter *redis_rate.Limiter
-	client  prefixed
 }
 
 // NewRedis returns a limiter that keeps its budgets in client under prefix.
 func NewRedis(client redis.UniversalClient, prefix string) *Redis {
-	p := prefixed{UniversalClient: client, prefix: prefix}
-	return &Redis{limiter: redis_rate.NewLimiter(p), client: p}
+	return &Redis{limiter: redis_rate.NewLimiter(prefixed{UniversalClient: client, prefix: prefix})}
 }
 
 // redisKey names key's budget for windows of size: budgets of different
