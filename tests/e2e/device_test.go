@@ -167,7 +167,7 @@ func TestEveryTemplateIsItsDeviceEverywhere(t *testing.T) {
 			cdpURL := s.launch(t)
 			defer s.release(t)
 
-			var page, frame, worker seenDevice
+			var page, frame, hidden, worker seenDevice
 			var hints map[string]any
 			var product string
 			withTab(t, cdpURL, func(ctx context.Context) (err error) {
@@ -177,14 +177,21 @@ func TestEveryTemplateIsItsDeviceEverywhere(t *testing.T) {
 				if page, err = chromedp.Run(ctx, chromedp.Evaluate[seenDevice]("window.first")); err != nil {
 					return err
 				}
-				if frame, err = chromedp.Run(ctx, chromedp.Evaluate[seenDevice](`new Promise((resolve) => {
-					const f = document.createElement('iframe');
-					f.src = 'http://`+frameHost+`/frame';
-					window.addEventListener('message', (e) => resolve(e.data), {once: true});
-					f.onload = () => f.contentWindow.postMessage('read', '*');
-					document.body.append(f);
-				})`, chromedp.EvalAwaitPromise)); err != nil {
-					return err
+				// A frame laid out, and one never laid out (0x0 inside).
+				for _, f := range []struct {
+					seen  *seenDevice
+					style string
+				}{{&frame, ""}, {&hidden, "display: none"}} {
+					if *f.seen, err = chromedp.Run(ctx, chromedp.Evaluate[seenDevice](`new Promise((resolve) => {
+						const f = document.createElement('iframe');
+						f.src = 'http://`+frameHost+`/frame';
+						f.style = '`+f.style+`';
+						window.addEventListener('message', (e) => resolve(e.data), {once: true});
+						f.onload = () => f.contentWindow.postMessage('read', '*');
+						document.body.append(f);
+					})`, chromedp.EvalAwaitPromise)); err != nil {
+						return err
+					}
 				}
 				if worker, err = chromedp.Run(ctx, chromedp.Evaluate[seenDevice](`new Promise((resolve) => {
 					const w = new Worker('/worker.js');
@@ -207,7 +214,7 @@ func TestEveryTemplateIsItsDeviceEverywhere(t *testing.T) {
 				where string
 				got   seenDevice
 				want  seenDevice
-			}{{"the page's first script", page, fp.expected(true)}, {"a frame of another site", frame, fp.expected(true)}, {"a dedicated worker", worker, fp.expected(false)}} {
+			}{{"the page's first script", page, fp.expected(true)}, {"a frame of another site", frame, fp.expected(true)}, {"a hidden frame of another site", hidden, fp.expected(true)}, {"a dedicated worker", worker, fp.expected(false)}} {
 				g, _ := json.Marshal(c.got)
 				w, _ := json.Marshal(c.want)
 				if string(g) != string(w) {

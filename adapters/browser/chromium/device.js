@@ -92,10 +92,11 @@ function applyDevice(device) {
 	getter(nav, 'platform', value(device.platform));
 	if (G.Navigator) getter(G.Navigator.prototype, 'maxTouchPoints', value(device.maxTouchPoints));
 
-	// The window's own chrome: a headless window has none.
+	// The window's own chrome: a headless window has none. It is the
+	// device's in every frame, also in one not laid out yet (inside 0x0).
 	if (device.chrome && G.Window) {
-		getter(G, 'outerWidth', (self, orig) => (self.innerWidth || orig()) + device.chrome[0]);
-		getter(G, 'outerHeight', (self, orig) => (self.innerHeight || orig()) + device.chrome[1]);
+		getter(G, 'outerWidth', (self) => self.innerWidth + device.chrome[0]);
+		getter(G, 'outerHeight', (self) => self.innerHeight + device.chrome[1]);
 	}
 
 	// The screen's available part, on a display without a taskbar.
