@@ -35,6 +35,10 @@ const (
 	TypeSOCKS5 Type = "socks5"
 )
 
+// ErrInUse is the conflict of deleting a proxy that a profile of its team
+// uses: the stores refuse it with this error.
+var ErrInUse = domain.Conflict("the proxy is in use by a profile; assign another proxy to it first")
+
 // Status is what the last check said.
 type Status string
 

@@ -8,7 +8,6 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/proxy"
 	"github.com/profilesvc/profilesvc/ports/proxystore"
 )
@@ -172,7 +171,7 @@ func (r proxyRepository) Delete(ctx context.Context, teamID, id string) error {
 	if _, err := r.ByID(ctx, teamID, id); err != nil {
 		return err
 	}
-	return domain.Conflict("the proxy is in use by a profile; assign another proxy to it first")
+	return proxy.ErrInUse
 }
 
 // Proxies returns the proxy repository.

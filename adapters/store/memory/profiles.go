@@ -153,8 +153,8 @@ func (r profiles) Delete(ctx context.Context, teamID, id string) error {
 		if err != nil {
 			return err
 		}
-		if cur.Session != nil {
-			return domain.Conflict("profile is running; release it before deleting")
+		if err := cur.CheckDeletable(); err != nil {
+			return err
 		}
 		st.profiles.remove(undo, id)
 		st.listChanges++

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 
-	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/domain/proxy"
 	"github.com/profilesvc/profilesvc/ports/proxystore"
@@ -54,7 +53,7 @@ func (r proxies) Delete(ctx context.Context, teamID, id string) error {
 			return err
 		}
 		if st.profiles.exists(func(p *profile.Profile) bool { return p.TeamID == teamID && p.ProxyID == id }) {
-			return domain.Conflict("the proxy is in use by a profile; assign another proxy to it first")
+			return proxy.ErrInUse
 		}
 		st.proxies.remove(undo, id)
 		return nil
