@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/profilesvc/profilesvc/tests/poll"
 )
 
 const (
@@ -278,18 +280,17 @@ func startServiceProcess(b *testing.B, env ...string) *serviceProcess {
 	}
 
 	p := &serviceProcess{service: &service{base: "http://" + addr, client: &http.Client{}}, pid: cmd.Process.Pid, dataDir: dataDir}
-	deadline := time.Now().Add(60 * time.Second)
-	for !p.healthy() {
+	poll.Check(b, 60*time.Second, "profilesvc to be healthy", func() error {
 		select {
 		case <-exited:
 			b.Fatalf("profilesvc exited before serving: %v\n%s", waitErr, serviceLog())
 		default:
 		}
-		if time.Now().After(deadline) {
-			b.Fatalf("profilesvc not healthy within 60 s\n%s", serviceLog())
+		if !p.healthy() {
+			return fmt.Errorf("not yet\n%s", serviceLog())
 		}
-		time.Sleep(20 * time.Millisecond) // polling a process that is starting; bounded by the deadline
-	}
+		return nil
+	})
 	if p.idleRSS, err = procStatus(p.pid, "VmRSS"); err != nil {
 		b.Fatal(err)
 	}

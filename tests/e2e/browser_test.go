@@ -28,6 +28,8 @@ import (
 	"github.com/chromedp/chromedp/remote"
 
 	"github.com/profilesvc/profilesvc/tests/testenv"
+
+	"github.com/profilesvc/profilesvc/tests/poll"
 )
 
 // The fingerprint the journey's profile asks for; every value differs from
@@ -280,7 +282,7 @@ type journeySession struct {
 	base    string
 	token   string
 	profile string
-	output  *bytes.Buffer
+	output  *processOutput
 	// running is whether a launched session awaits its release.
 	running bool
 }
@@ -487,17 +489,12 @@ func missingTool(t *testing.T, test, install string) func(what string) {
 // only there).
 func waitNoProcessMentions(t *testing.T, s string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		left := processesMentioning(t, s)
-		if len(left) == 0 {
-			return
+	poll.Check(t, 20*time.Second, "the processes of "+s+" to exit", func() error {
+		if left := processesMentioning(t, s); len(left) > 0 {
+			return fmt.Errorf("still running:\n%s", strings.Join(left, "\n"))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("processes of %s still run after every session ended:\n%s", s, strings.Join(left, "\n"))
-		}
-		time.Sleep(50 * time.Millisecond) // polling /proc for exiting processes; bounded by the deadline
-	}
+		return nil
+	})
 }
 
 // processesMentioning describes the processes that name s in their

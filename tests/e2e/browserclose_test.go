@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/profilesvc/profilesvc/tests/poll"
 )
 
 // TestBrowserCloseByTheClientKeepsTheLastCookie has the client end the
@@ -81,10 +84,9 @@ func TestBrowserCloseByTheClientKeepsTheLastCookie(t *testing.T) {
 
 // expectClosedWithCookie waits for the profile's session to end and finds
 // the cookie the last page set in its cookies.
-func expectClosedWithCookie(t *testing.T, base, token, id string, output *bytes.Buffer) {
+func expectClosedWithCookie(t *testing.T, base, token, id string, output *processOutput) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.Check(t, 30*time.Second, "the session to end after the client closed the browser", func() error {
 		var prof struct {
 			Session *struct {
 				ID string `json:"id"`
@@ -93,14 +95,11 @@ func expectClosedWithCookie(t *testing.T, base, token, id string, output *bytes.
 		if code := getData(t, base+"/api/v1/profiles/"+id, token, &prof); code != http.StatusOK {
 			t.Fatalf("GET profile: %d", code)
 		}
-		if prof.Session == nil {
-			break
+		if prof.Session != nil {
+			return fmt.Errorf("it still runs\n%s", output)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the session still runs 30 s after the client closed the browser\n%s", output)
-		}
-		time.Sleep(50 * time.Millisecond) // polling the session's end; bounded by the deadline
-	}
+		return nil
+	})
 	var cookies []struct {
 		Name  string `json:"name"`
 		Value string `json:"value"`

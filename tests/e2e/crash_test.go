@@ -23,6 +23,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/profilesvc/profilesvc/tests/testenv"
+
+	"github.com/profilesvc/profilesvc/tests/poll"
 )
 
 // crashWebhookSecret signs the deliveries of the crash test's endpoint.
@@ -224,8 +226,7 @@ func sessionOfCDPURL(t *testing.T, cdpURL string) string {
 // relative to dir, with "/") holds want.
 func waitOnDisk(t *testing.T, what, dir string, keep func(rel string) bool, want string) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	poll.Within(t, 90*time.Second, what+" on disk under "+dir, func() bool {
 		found := false
 		_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() || found {
@@ -241,14 +242,8 @@ func waitOnDisk(t *testing.T, what, dir string, keep func(rel string) bool, want
 			}
 			return nil
 		})
-		if found {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s is not on disk under %s within 90 s", what, dir)
-		}
-		time.Sleep(100 * time.Millisecond) // polling the browser's lazy writes; bounded by the deadline
-	}
+		return found
+	})
 }
 
 // metricValue reads a metric without labels from the process's /metrics.

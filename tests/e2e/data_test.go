@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/profilesvc/profilesvc/tests/testenv"
+
+	"github.com/profilesvc/profilesvc/tests/poll"
 )
 
 // dataBackend is where a process keeps browser data, seen from outside:
@@ -229,12 +231,7 @@ func testKilledMidUpload(t *testing.T, dir string, backend dataBackend) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("half of the upload was not sent within 60 s\n%s", p.output)
 	}
-	for deadline := time.Now().Add(30 * time.Second); !backend.receiving(t); {
-		if time.Now().After(deadline) {
-			t.Fatalf("the store shows no part of the upload within 30 s\n%s", p.output)
-		}
-		time.Sleep(10 * time.Millisecond) // polling the blob store; bounded by the deadline
-	}
+	poll.Within(t, 30*time.Second, "the store to show part of the upload", func() bool { return backend.receiving(t) })
 
 	if err := p.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -97,7 +96,7 @@ func newDetectSite(t *testing.T, nodeDir string) *httptest.Server {
 // proxy that reaches the detectors' site.
 type detectorService struct {
 	base, token, proxyID, pageURL string
-	output                        *bytes.Buffer
+	output                        *processOutput
 }
 
 func startDetectorService(t *testing.T) *detectorService {

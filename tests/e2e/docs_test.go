@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image/png"
 	"io"
 	"net/http"
@@ -20,6 +21,8 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"gopkg.in/yaml.v3"
+
+	"github.com/profilesvc/profilesvc/tests/poll"
 )
 
 // /docs renders the API reference in headless Chromium from the service
@@ -132,16 +135,13 @@ func TestDocsPageRendersEveryOperation(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Redoc renders the first sections, then the rest: poll their count.
-	sections := 0
-	for deadline := time.Now().Add(30 * time.Second); sections < operations && time.Now().Before(deadline); {
+	poll.Within(t, 30*time.Second, fmt.Sprintf("Redoc to render the %d operations", operations), func() bool {
 		n, err := chromedp.Run(tabCtx, chromedp.Evaluate[int](`document.querySelectorAll('[data-section-id^="operation/"]').length`))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sections = n; sections < operations {
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
+		return n >= operations
+	})
 	text, err := chromedp.Run(tabCtx, chromedp.Evaluate[string](`document.body.innerText`))
 	if err != nil {
 		t.Fatal(err)
@@ -149,9 +149,6 @@ func TestDocsPageRendersEveryOperation(t *testing.T) {
 	shot, err := chromedp.Run(tabCtx, chromedp.CaptureScreenshot())
 	if err != nil {
 		t.Fatal(err)
-	}
-	if sections < operations {
-		t.Fatalf("%d operation sections rendered, the document has %d operations", sections, operations)
 	}
 	for _, s := range summaries {
 		if !strings.Contains(text, s) {

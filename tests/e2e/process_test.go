@@ -20,9 +20,12 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/profilesvc/profilesvc/tests/poll"
 )
 
 var binary string
@@ -67,8 +70,27 @@ func minimalEnv(extra ...string) []string {
 type process struct {
 	cmd    *exec.Cmd
 	addr   string
-	output *bytes.Buffer
+	output *processOutput
 	done   chan error
+}
+
+// processOutput is what a process wrote on stdout and stderr, read while
+// it still writes.
+type processOutput struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (o *processOutput) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.Write(p)
+}
+
+func (o *processOutput) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.String()
 }
 
 func startProcess(t *testing.T, dir string, env []string, addr string) *process {
@@ -80,7 +102,7 @@ func startProcess(t *testing.T, dir string, env []string, addr string) *process 
 // test's own user).
 func startProcessAs(t *testing.T, dir string, env []string, addr string, cred *syscall.Credential) *process {
 	t.Helper()
-	p := &process{addr: addr, output: &bytes.Buffer{}, done: make(chan error, 1)}
+	p := &process{addr: addr, output: &processOutput{}, done: make(chan error, 1)}
 	p.cmd = exec.Command(binary)
 	p.cmd.Dir = dir
 	p.cmd.Env = env
@@ -105,23 +127,22 @@ func startProcessAs(t *testing.T, dir string, env []string, addr string, cred *s
 
 func (p *process) waitHealthy(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	poll.Check(t, 30*time.Second, "a healthy answer", func() error {
 		select {
 		case err := <-p.done:
 			t.Fatalf("process exited before serving: %v\n%s", err, p.output)
 		default:
 		}
 		resp, err := http.Get("http://" + p.addr + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+		if err != nil {
+			return fmt.Errorf("%w\n%s", err, p.output)
 		}
-		time.Sleep(20 * time.Millisecond) // polling a process that is starting; bounded by the deadline
-	}
-	t.Fatalf("no healthy answer within 30 s\n%s", p.output)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/healthz answered %s\n%s", resp.Status, p.output)
+		}
+		return nil
+	})
 }
 
 func (p *process) wait(t *testing.T) int {
@@ -201,29 +222,19 @@ func TestSIGTERMLetsTheInFlightRequestFinish(t *testing.T) {
 	// The signal must find the request in its handler, not still in the
 	// kernel's accept queue: wait until /metrics counts it in flight (the
 	// /metrics request itself is the other one).
-	deadline := time.Now().Add(20 * time.Second)
-	for inFlight(t, addr) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the slow request never reached its handler\n%s", p.output)
-		}
-		time.Sleep(10 * time.Millisecond) // polling the server's own count; bounded by the deadline
-	}
+	poll.Within(t, 20*time.Second, "the slow request to reach its handler", func() bool { return inFlight(t, addr) >= 2 })
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	// Shutdown has begun once the listener refuses new connections.
-	deadline = time.Now().Add(20 * time.Second)
-	for {
+	poll.Within(t, 20*time.Second, "the listener to close after SIGTERM", func() bool {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {
-			break
+			return true
 		}
 		c.Close()
-		if time.Now().After(deadline) {
-			t.Fatalf("listener still open after SIGTERM\n%s", p.output)
-		}
-		time.Sleep(10 * time.Millisecond) // polling for the listener to close; bounded by the deadline
-	}
+		return false
+	})
 	select {
 	case err := <-p.done:
 		t.Fatalf("process exited with a request in flight: %v\n%s", err, p.output)

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +20,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
+
+	"github.com/profilesvc/profilesvc/tests/poll"
 )
 
 // shutdownWebhookSecret signs the deliveries of the shutdown test's
@@ -233,18 +236,14 @@ func newStoppedReceiver(t *testing.T) *stoppedReceiver {
 // fails on anything else once the deadline has passed.
 func (rc *stoppedReceiver) waitFor(t *testing.T, want []string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.Check(t, 30*time.Second, "the profile.stopped deliveries", func() error {
 		rc.mu.Lock()
 		got := append([]string(nil), rc.all...)
 		rc.mu.Unlock()
 		sort.Strings(got)
-		if strings.Join(got, "\n") == strings.Join(want, "\n") {
-			return
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			return fmt.Errorf("deliveries %q, want %q", got, want)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("profile.stopped deliveries %q, want %q", got, want)
-		}
-		time.Sleep(50 * time.Millisecond) // polling the receiver for the dispatcher's deliveries; bounded by the deadline
-	}
+		return nil
+	})
 }

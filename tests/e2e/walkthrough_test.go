@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/profilesvc/profilesvc/tests/poll"
 )
 
 // walkthroughHeading opens the README section that TestReadmeWalkthrough
@@ -241,7 +244,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 		var deliveries []struct {
 			EventID string `json:"eventId"`
 		}
-		for deadline := time.Now().Add(30 * time.Second); ; {
+		poll.Check(t, 30*time.Second, "the verified launch and release events among the succeeded deliveries", func() error {
 			if code := getData(t, base+"/v1/webhooks/"+endpoints[0].ID+"/deliveries?status=succeeded", token, &deliveries); code != http.StatusOK {
 				t.Fatalf("deliveries: %d", code)
 			}
@@ -250,13 +253,10 @@ func TestReadmeWalkthrough(t *testing.T) {
 				succeeded[d.EventID] = true
 			}
 			if succeeded[verified["profile.launched"]] && succeeded[verified["profile.stopped"]] {
-				break
+				return nil
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the launch and release events the receiver verified, %v, are not both among the succeeded deliveries %+v", verified, deliveries)
-			}
-			time.Sleep(50 * time.Millisecond) // polling the service for the dispatcher's record; bounded by the deadline
-		}
+			return fmt.Errorf("verified %v, succeeded %+v", verified, deliveries)
+		})
 		if !strings.Contains(out, "a forged delivery: 401") {
 			t.Error("the receiver did not answer the forged delivery 401")
 		}

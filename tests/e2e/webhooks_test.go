@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/profilesvc/profilesvc/tests/testenv"
+
+	"github.com/profilesvc/profilesvc/tests/poll"
 )
 
 // TestWebhooksSurviveAKilledInstance runs two service processes on one
@@ -143,18 +145,14 @@ func TestWebhooksSurviveAKilledInstance(t *testing.T) {
 		t.Fatal("creating the probe profile failed")
 	}
 	var owner string
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	poll.Check(t, 30*time.Second, "the probe profile's event to be delivered", func() error {
 		mu.Lock()
-		owner = profileOwner[probe]
-		mu.Unlock()
-		if owner != "" {
-			break
+		defer mu.Unlock()
+		if owner = profileOwner[probe]; owner == "" {
+			return fmt.Errorf("not delivered yet\n%s", doomed.output)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the probe profile's event was not delivered within 30 s\n%s", doomed.output)
-		}
-		time.Sleep(10 * time.Millisecond) // polling the receiver; bounded by the deadline
-	}
+		return nil
+	})
 	doomedOwner.Store(&owner)
 	survivor := start()
 
@@ -200,7 +198,7 @@ func TestWebhooksSurviveAKilledInstance(t *testing.T) {
 	// instance holds unexpired leases on deliveries whose requests the
 	// receiver has in hand.
 	var inFlight []string
-	for {
+	poll.Check(t, time.Until(preKill), "the doomed instance to hold a leased delivery in flight", func() error {
 		leased := leasedDeliveries(t, db, owner)
 		mu.Lock()
 		inFlight = inFlight[:0]
@@ -210,14 +208,11 @@ func TestWebhooksSurviveAKilledInstance(t *testing.T) {
 			}
 		}
 		mu.Unlock()
-		if len(inFlight) > 0 {
-			break
+		if len(inFlight) == 0 {
+			return fmt.Errorf("none yet\n%s", doomed.output)
 		}
-		if time.Now().After(preKill) {
-			t.Fatalf("the doomed instance held no leased delivery in flight within 2 minutes\n%s", doomed.output)
-		}
-		time.Sleep(10 * time.Millisecond) // polling the database; bounded by the deadline
-	}
+		return nil
+	})
 	if err := doomed.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +229,7 @@ func TestWebhooksSurviveAKilledInstance(t *testing.T) {
 	// every delivery is recorded as succeeded: the lapsed leases included.
 	// A lease lapses within 20 s, but a delivery the doomed instance failed
 	// three times waits 125 s for its last attempt.
-	for deadline := time.Now().Add(3 * time.Minute); ; {
+	poll.Check(t, 3*time.Minute, "every committed event and created profile at the receiver", func() error {
 		committed := committedEvents(t, db)
 		var unfinished int
 		if err := db.QueryRow(`SELECT count(*) FROM webhook_deliveries WHERE status <> 'succeeded'`).Scan(&unfinished); err != nil {
@@ -254,14 +249,11 @@ func TestWebhooksSurviveAKilledInstance(t *testing.T) {
 		}
 		mu.Unlock()
 		if missingEvents == 0 && missingProfiles == 0 && unfinished == 0 {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 3 minutes: %d of %d committed events and %d of %d created profiles never reached the receiver; %d deliveries not succeeded; %d requests found no lease\n%s",
-				missingEvents, len(committed), missingProfiles, len(want), unfinished, lookupFailures.Load(), survivor.output)
-		}
-		time.Sleep(50 * time.Millisecond) // waiting for deliveries; bounded by the deadline
-	}
+		return fmt.Errorf("%d of %d committed events and %d of %d created profiles never reached the receiver; %d deliveries not succeeded; %d requests found no lease\n%s",
+			missingEvents, len(committed), missingProfiles, len(want), unfinished, lookupFailures.Load(), survivor.output)
+	})
 
 	mu.Lock()
 	defer mu.Unlock()
