@@ -15,6 +15,7 @@ import (
 	"github.com/profilesvc/profilesvc/domain/webhook"
 	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/ports/webhookstore"
+	"golang.org/x/time/rate"
 )
 
 // Waker wakes the dispatcher when there may be work: its fan-out when
@@ -229,63 +230,32 @@ const createBatch = 500
 // recordBatch bounds the outcomes one Complete writes.
 const recordBatch = 256
 
-// fastAnswer is the longest an attempt may take for its endpoint to count
-// as answering fast: only such an endpoint has deliveries claimed ahead.
-const fastAnswer = 50 * time.Millisecond
-
 // endpointFlight is what this process is doing with one endpoint: the
-// attempts in flight, the endpoint's bounds as last read, its rate limit's
-// bucket of attempts (at most one second's worth, refilled at the rate;
-// tokens as of at), and the deliveries claimed ahead.
-//
-// An endpoint without a rate limit whose last attempt was answered fast
-// has up to MaxInFlight more deliveries claimed than it has room for, each
-// started by the attempt whose end gives the room: the claim's round trips
-// to the store are then off the path between one attempt and the next, and
-// the endpoint is kept at its MaxInFlight. A slow endpoint has none, so it
-// holds no more workers than its MaxInFlight.
+// attempts in flight, the endpoint's bounds as last read, and its rate
+// limit (nil: none), a bucket of at most one second's worth of attempts
+// refilled at the rate.
 type endpointFlight struct {
 	n           int
 	maxInFlight int
 	rateLimit   int
-	tokens      float64
-	at          time.Time
-	fast        bool
-	ahead       []aheadDelivery
+	limiter     *rate.Limiter
 }
 
-// aheadDelivery is a delivery claimed (at at) before its endpoint had room.
-type aheadDelivery struct {
-	d  webhook.Delivery
-	ep webhook.Endpoint
-	at time.Time
-}
-
-// refill brings the bucket to now.
-func (e *endpointFlight) refill(now time.Time) {
-	if e.rateLimit <= 0 {
-		return
-	}
-	if e.at.IsZero() {
-		e.tokens = float64(e.rateLimit)
-	} else if now.After(e.at) {
-		e.tokens = min(float64(e.rateLimit), e.tokens+now.Sub(e.at).Seconds()*float64(e.rateLimit))
-	}
-	e.at = now
-}
-
-// settle adopts the endpoint's bounds as read now, keeping the bucket.
-func (e *endpointFlight) settle(ep webhook.Endpoint, now time.Time) {
+// settle adopts the endpoint's bounds as last read, keeping its rate
+// limit's bucket while the rate stays.
+func (e *endpointFlight) settle(ep webhook.Endpoint) {
 	if ep.RateLimit != e.rateLimit {
 		// A new rate starts with a full second of it, as the store's
 		// bound for an endpoint no dispatcher has in hand assumes.
-		e.rateLimit, e.at = ep.RateLimit, time.Time{}
+		e.rateLimit, e.limiter = ep.RateLimit, nil
+		if e.rateLimit > 0 {
+			e.limiter = rate.NewLimiter(rate.Limit(e.rateLimit), e.rateLimit)
+		}
 	}
 	e.maxInFlight = ep.MaxInFlight
 	if e.maxInFlight <= 0 {
 		e.maxInFlight = webhook.DefaultMaxInFlight
 	}
-	e.refill(now)
 }
 
 // inFlight is what this process is attempting: per endpoint and per team,
@@ -295,19 +265,15 @@ type inFlight struct {
 	endpoints  map[string]*endpointFlight
 	perTeam    map[string]int
 	deliveries map[string]bool
-	// stale is how long a delivery claimed ahead may wait: one that waited
-	// longer is left to its lease's lapse rather than attempted near its
-	// end, when another dispatcher may take it.
-	stale time.Duration
 }
 
-func newInFlight(stale time.Duration) *inFlight {
-	return &inFlight{endpoints: map[string]*endpointFlight{}, perTeam: map[string]int{}, deliveries: map[string]bool{}, stale: stale}
+func newInFlight() *inFlight {
+	return &inFlight{endpoints: map[string]*endpointFlight{}, perTeam: map[string]int{}, deliveries: map[string]bool{}}
 }
 
 // room is, for each endpoint this process has in hand, how many attempts
-// it may start now: below its MaxInFlight, and within the tokens of its
-// rate limit. An endpoint with nothing in flight and a full bucket is
+// it may start at now: below its MaxInFlight, and within what its rate
+// limit allows. An endpoint with nothing in flight and a full bucket is
 // dropped: the store bounds it the same from its stored settings. token is
 // how long until an endpoint held back by its rate limit alone has an
 // attempt again (0: none is).
@@ -316,27 +282,35 @@ func (f *inFlight) room(now time.Time) (room map[string]int, token time.Duration
 	defer f.mu.Unlock()
 	room = make(map[string]int, len(f.endpoints))
 	for id, e := range f.endpoints {
-		e.refill(now)
-		if e.n == 0 && (e.rateLimit <= 0 || e.tokens >= float64(e.rateLimit)) {
+		var tokens float64
+		if e.limiter != nil {
+			tokens = e.limiter.TokensAt(now)
+		}
+		if e.n == 0 && (e.limiter == nil || tokens >= float64(e.limiter.Burst())) {
 			delete(f.endpoints, id)
 			continue
 		}
 		n := e.maxInFlight - e.n
-		if e.rateLimit <= 0 && e.fast {
-			n += e.maxInFlight - len(e.ahead)
-		}
-		if e.rateLimit > 0 && e.tokens < float64(n) {
-			n = int(e.tokens)
+		if e.limiter != nil && tokens < float64(n) {
+			n = int(tokens)
 			if n == 0 {
-				wait := time.Duration((1 - e.tokens) / float64(e.rateLimit) * float64(time.Second))
-				if token == 0 || wait < token {
-					token = max(wait, time.Millisecond)
+				if wait := untilAllowed(e.limiter, now); token == 0 || wait < token {
+					token = wait
 				}
 			}
 		}
 		room[id] = max(n, 0)
 	}
 	return room, token
+}
+
+// untilAllowed is how long after now lim allows one more attempt. A wait
+// under a millisecond counts as one, so that a high rate does not have the
+// loop claim from the store in a spin.
+func untilAllowed(lim *rate.Limiter, now time.Time) time.Duration {
+	r := lim.ReserveN(now, 1)
+	defer r.CancelAt(now)
+	return max(r.DelayFrom(now), time.Millisecond)
 }
 
 // busyTeams lists the teams with limit attempts or more in flight.
@@ -355,9 +329,9 @@ func (f *inFlight) busyTeams(limit int) []string {
 // start records an attempt of d to ep at now, unless d is being attempted
 // already (its lease lapsed under a clock that jumped, or a very slow
 // attempt, and the attempt in flight will record its outcome; a second
-// would double it), or ep has no room: its settings changed between the
-// claim and the read of the endpoint. Either way the lease lapses and the
-// delivery is claimed again.
+// would double it), or ep has no room or its rate limit does not allow
+// one: its settings changed between the claim and the read of the
+// endpoint. Either way the lease lapses and the delivery is claimed again.
 func (f *inFlight) start(d webhook.Delivery, ep webhook.Endpoint, now time.Time) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -369,12 +343,9 @@ func (f *inFlight) start(d webhook.Delivery, ep webhook.Endpoint, now time.Time)
 		e = &endpointFlight{}
 		f.endpoints[d.EndpointID] = e
 	}
-	e.settle(ep, now)
-	if e.n >= e.maxInFlight || (e.rateLimit > 0 && e.tokens < 1) {
+	e.settle(ep)
+	if e.n >= e.maxInFlight || (e.limiter != nil && !e.limiter.AllowN(now, 1)) {
 		return false
-	}
-	if e.rateLimit > 0 {
-		e.tokens--
 	}
 	e.n++
 	f.deliveries[d.ID] = true
@@ -382,51 +353,18 @@ func (f *inFlight) start(d webhook.Delivery, ep webhook.Endpoint, now time.Time)
 	return true
 }
 
-// claimAhead keeps d, claimed at now, to be started when its endpoint has
-// room, if the endpoint takes deliveries ahead (start has just read its
-// bounds and found no room) and d is not in hand already.
-func (f *inFlight) claimAhead(d webhook.Delivery, ep webhook.Endpoint, now time.Time) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	e := f.endpoints[d.EndpointID]
-	// e.n > 0: an attempt in flight will start it.
-	if f.deliveries[d.ID] || e == nil || !e.fast || e.rateLimit > 0 || e.n == 0 || len(e.ahead) >= e.maxInFlight {
-		return false
-	}
-	e.ahead = append(e.ahead, aheadDelivery{d: d, ep: ep, at: now})
-	f.deliveries[d.ID] = true
-	f.perTeam[d.TeamID]++
-	return true
-}
-
 // answered gives back the room d's attempt took: the receiver has
-// answered (or failed to) after latency. It hands over the endpoint's
-// next delivery claimed ahead, now counted in flight (ok false: none),
-// and those that waited too long, to be let go.
-func (f *inFlight) answered(d webhook.Delivery, latency time.Duration, now time.Time) (next aheadDelivery, ok bool, stale []webhook.Delivery) {
+// answered (or failed to).
+func (f *inFlight) answered(d webhook.Delivery) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.leave(d.TeamID)
-	e := f.endpoints[d.EndpointID]
-	if e == nil {
-		return aheadDelivery{}, false, nil
+	if e := f.endpoints[d.EndpointID]; e != nil {
+		e.n--
 	}
-	e.n--
-	e.fast = latency < fastAnswer
-	for len(e.ahead) > 0 && e.n < e.maxInFlight {
-		next, e.ahead = e.ahead[0], e.ahead[1:]
-		if now.Sub(next.at) <= f.stale {
-			e.n++
-			return next, true, stale
-		}
-		f.leave(next.d.TeamID)
-		delete(f.deliveries, next.d.ID)
-		stale = append(stale, next.d)
-	}
-	return aheadDelivery{}, false, stale
 }
 
-// leave counts one attempt (or delivery claimed ahead) of team less.
+// leave counts one attempt of team less.
 func (f *inFlight) leave(team string) {
 	if f.perTeam[team]--; f.perTeam[team] <= 0 {
 		delete(f.perTeam, team)
@@ -466,7 +404,7 @@ type outcome struct {
 // newRun returns a run whose recorder is running; stop ends it.
 func (s *Service) newRun() *run {
 	r := &run{
-		flight:   newInFlight(s.d.Policy.LeaseTTL / 2),
+		flight:   newInFlight(),
 		slots:    make(chan struct{}, s.d.Policy.Workers),
 		outcomes: make(chan outcome, s.d.Policy.Workers),
 		recorded: make(chan struct{}),
@@ -594,40 +532,25 @@ func (s *Service) claimAndStart(ctx context.Context, r *run) (started int, token
 			endpoints[d.EndpointID] = ep
 		}
 		if !r.flight.start(d, ep, now) {
-			if r.flight.claimAhead(d, ep, now) {
-				r.slots <- struct{}{}
-				r.wg.Add(1)
-			}
 			continue
 		}
 		started++
 		r.slots <- struct{}{}
 		r.wg.Add(1)
-		go s.attemptAll(context.WithoutCancel(ctx), r, d, ep)
+		go s.attemptOne(context.WithoutCancel(ctx), r, d, ep)
 	}
 	return started, token
 }
 
-// attemptAll attempts d, then each delivery claimed ahead that its
-// endpoint hands over as the previous attempt ends. Each holds a worker
-// from its claim until its outcome is queued; one let go for having waited
-// too long gives its worker back unattempted, its lease to lapse.
-func (s *Service) attemptAll(ctx context.Context, r *run, d webhook.Delivery, ep webhook.Endpoint) {
-	for {
-		next, latency := s.attempt(ctx, d, ep)
-		ahead, ok, stale := r.flight.answered(d, latency, s.d.Clock.Now())
-		r.outcomes <- outcome{claimed: d, next: next, latency: latency}
-		<-r.slots
-		for range stale {
-			<-r.slots
-			r.wg.Done()
-		}
-		s.d.Waker.Wake()
-		if !ok {
-			return
-		}
-		d, ep = ahead.d, ahead.ep
-	}
+// attemptOne attempts d, gives back its endpoint's room as soon as the
+// receiver has answered, and queues the outcome for the recorder. It holds
+// a worker from the claim until then.
+func (s *Service) attemptOne(ctx context.Context, r *run, d webhook.Delivery, ep webhook.Endpoint) {
+	next, latency := s.attempt(ctx, d, ep)
+	r.flight.answered(d)
+	r.outcomes <- outcome{claimed: d, next: next, latency: latency}
+	<-r.slots
+	s.d.Waker.Wake()
 }
 
 // Sign is the X-Service-Signature of body: hex HMAC-SHA256 keyed with the

@@ -178,6 +178,128 @@ func TestDispatcherKeepsAnEndpointsRateLimit(t *testing.T) {
 	}
 }
 
+// A new rate limit starts with a full second of it, as the store's bound
+// for an endpoint no dispatcher has in hand assumes, rather than with what
+// was left of the old one.
+func TestDispatcherStartsAChangedRateLimitWithAFullSecond(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.deps.Policy.Workers, f.deps.Policy.PerTeam = 8, 8
+	f.build()
+	ep := f.limitedEndpoint(t, "https://hooks.example.com/in", 16, 2)
+	var ds []webhook.Delivery
+	for range 6 {
+		ds = append(ds, f.delivery(t, ep))
+	}
+	disp := f.dispatcher()
+	dispatch := func(wantSent int) {
+		t.Helper()
+		f.claim(disp)
+		disp.wg.Wait()
+		if n := len(f.sender.Sent()); n != wantSent {
+			t.Fatalf("%d sent, want %d", n, wantSent)
+		}
+	}
+	dispatch(2)
+	four := 4
+	if _, err := f.svc.Update(ctx, admin, ep.ID, UpdateInput{RateLimit: &four}); err != nil {
+		t.Fatal(err)
+	}
+	// Half a second of the old rate allows one attempt; reading the
+	// endpoint for it finds the new rate, whose second has three more.
+	f.clock.Advance(500 * time.Millisecond)
+	dispatch(3)
+	dispatch(6)
+	if got := f.statusOf(t, ds); got[webhook.StatusSucceeded] != 6 {
+		t.Fatalf("deliveries %v", got)
+	}
+}
+
+// gatedSender answers 200 within a millisecond (a fast receiver) once
+// release gives a value (or is closed), and counts the deliveries in
+// flight and sent.
+type gatedSender struct {
+	*fakeSender
+	release chan struct{}
+
+	mu             sync.Mutex
+	inFlight, most int
+	sent           map[string]bool
+}
+
+func (s *gatedSender) Send(_ context.Context, r ports.WebhookRequest) (ports.WebhookResponse, error) {
+	s.mu.Lock()
+	s.inFlight++
+	s.most = max(s.most, s.inFlight)
+	s.sent[r.Headers["X-Service-Event-Id"]] = true
+	s.mu.Unlock()
+	<-s.release
+	s.mu.Lock()
+	s.inFlight--
+	s.mu.Unlock()
+	return ports.WebhookResponse{StatusCode: 200, Latency: time.Millisecond}, nil
+}
+
+func (s *gatedSender) counts() (inFlight, most, sent int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inFlight, s.most, len(s.sent)
+}
+
+// However fast an endpoint answers, a delivery to it is claimed only when
+// it has room: the deliveries beyond its MaxInFlight stay unclaimed until
+// an attempt ends, and each is claimed once.
+func TestDispatcherClaimsOnlyWhatAnEndpointHasRoomFor(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	sender := &gatedSender{fakeSender: f.sender, release: make(chan struct{}), sent: map[string]bool{}}
+	f.deps.Sender = sender
+	f.build()
+	ep := f.limitedEndpoint(t, "https://fast.example.com/in", 2, 0)
+	var ds []webhook.Delivery
+	for range 6 {
+		ds = append(ds, f.delivery(t, ep))
+	}
+	claimed := func() int {
+		n := 0
+		for _, d := range ds {
+			if f.stored(t, d.ID).Started > 0 {
+				n++
+			}
+		}
+		return n
+	}
+	disp := f.dispatcher()
+	// Registered after the dispatcher's, so it runs first: a test that
+	// fails with attempts held lets them end rather than hang.
+	var once sync.Once
+	releaseAll := func() { once.Do(func() { close(sender.release) }) }
+	t.Cleanup(releaseAll)
+	f.claim(disp)
+	poll.Until(t, "two attempts in flight", func() bool { n, _, _ := sender.counts(); return n == 2 })
+	for answered := 1; answered <= 4; answered++ {
+		if n := claimed(); n != answered+1 {
+			t.Fatalf("after %d answers: %d deliveries claimed, want %d", answered-1, n, answered+1)
+		}
+		sender.release <- struct{}{}
+		poll.Until(t, "the outcome recorded", func() bool {
+			return f.statusOf(t, ds)[webhook.StatusSucceeded] == answered
+		})
+		f.claim(disp)
+		poll.Until(t, "the endpoint at its limit again", func() bool { n, _, _ := sender.counts(); return n == 2 })
+	}
+	releaseAll()
+	disp.wg.Wait()
+	if _, most, sent := sender.counts(); most != 2 || sent != 6 {
+		t.Fatalf("at most %d in flight and %d sent, want 2 and 6", most, sent)
+	}
+	for _, d := range ds {
+		if got := f.stored(t, d.ID); got.Status != webhook.StatusSucceeded || got.Started != 1 {
+			t.Fatalf("%s: %s, claimed %d times; want succeeded, claimed once", d.ID, got.Status, got.Started)
+		}
+	}
+}
+
 func TestEndpointLimitsValidationAndUpdate(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
