@@ -224,8 +224,7 @@ func (h *ProfileHandlers) create(w http.ResponseWriter, r *http.Request) error {
 // If-Match on the next PATCH.
 func writeProfile(w http.ResponseWriter, status int, p profile.Profile) {
 	w.Header().Set("ETag", strconv.Quote(strconv.Itoa(p.Version)))
-	d := toProfileDTO(p)
-	writeProfileBody(w, status, &d)
+	writeJSON(w, status, toProfileDTO(p))
 }
 
 func (h *ProfileHandlers) get(w http.ResponseWriter, r *http.Request) error {
@@ -244,11 +243,15 @@ func (h *ProfileHandlers) list(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := r.URL.Query()
 	in := profiles.ListInput{Query: q.Get("q"), Status: q.Get("status"), Tag: q.Get("tag"), Cursor: cursor, Limit: limit}
-	body, err := h.svc.ListRendered(r.Context(), actorFrom(r.Context()), in, renderProfilePage)
+	page, err := h.svc.List(r.Context(), actorFrom(r.Context()), in)
 	if err != nil {
 		return err
 	}
-	writeRendered(w, http.StatusOK, body)
+	items := make([]profileDTO, 0, len(page.Items))
+	for _, p := range page.Items {
+		items = append(items, toProfileDTO(p))
+	}
+	writeList(w, items, page.NextCursor, page.Limit)
 	return nil
 }
 
