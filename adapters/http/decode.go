@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/profilesvc/profilesvc/domain"
 )
@@ -26,12 +30,44 @@ type readOnlyFielder interface {
 	readOnlyFields() []string
 }
 
-// decodeJSON reads the request body into dst (a pointer to a DTO) and
-// returns an error for writeError: 415 for another content type, 413 over
-// 1 MiB, 400 for malformed, empty or trailing data, 422 for an unknown,
-// read-only or mistyped field and for what checkStrictJSON refuses (a name
-// given twice or in another case, invalid UTF-8, NUL). Only fields the DTO
-// declares can be set, which is what prevents mass assignment.
+// requestJSON are the rules every request body is read by: json/v2's own,
+// which refuse a name given twice (encoding/json kept the last, so two parts
+// of the stack could read different values), match names in their exact
+// case only and refuse text that is not valid UTF-8 (encoding/json replaced
+// it, raw or as a lone surrogate escape, with U+FFFD); and these: a member
+// the DTO does not declare is refused, which is what prevents mass
+// assignment, and so is a string that holds a NUL, which storage refuses
+// (PostgreSQL with an error) or stores as something else than was sent.
+var requestJSON = json.JoinOptions(
+	json.RejectUnknownMembers(true),
+	json.WithUnmarshalers(json.UnmarshalFromFunc(readText)),
+)
+
+var errNUL = errors.New("must not contain NUL characters")
+
+// readText reads a JSON string into a Go string, refusing one with a NUL;
+// anything else is left to the decoder's own rules.
+func readText(dec *jsontext.Decoder, s *string) error {
+	if dec.PeekKind() != '"' {
+		return json.SkipFunc
+	}
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return err
+	}
+	text := tok.String()
+	if strings.IndexByte(text, 0) >= 0 {
+		return errNUL
+	}
+	*s = text
+	return nil
+}
+
+// decodeJSON reads the request body into dst (a pointer to a DTO) by
+// requestJSON and returns an error for writeError: 415 for another content
+// type, 413 over 1 MiB, 400 for malformed, empty or trailing data, 422
+// naming the field for an unknown, read-only or mistyped field, a name given
+// twice or in another case, invalid UTF-8 and NUL.
 func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
 	return decodeJSONUpTo(w, r, dst, maxBodyBytes)
 }
@@ -57,15 +93,11 @@ func decodeJSONUpTo(w http.ResponseWriter, r *http.Request, dst any, limit int64
 	if bytes.Equal(trimmed, []byte("null")) {
 		return domain.BadRequest("request body must not be null")
 	}
-	if err := checkStrictJSON(trimmed, dst); err != nil {
-		return err
+	dec := jsontext.NewDecoder(bytes.NewReader(trimmed), requestJSON)
+	if err := json.UnmarshalDecode(dec, dst); err != nil {
+		return decodeError(err, trimmed, dst)
 	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		return decodeError(err, dst)
-	}
-	if _, err := dec.Token(); err != io.EOF {
+	if _, err := dec.ReadToken(); err != io.EOF {
 		return domain.BadRequest("request body must hold exactly one JSON value")
 	}
 	return nil
@@ -96,54 +128,105 @@ func checkJSONContentType(header string) error {
 	return nil
 }
 
-func decodeError(err error, dst any) error {
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syn):
-		return &domain.Error{Kind: domain.KindBadRequest, Message: fmt.Sprintf("malformed JSON at byte %d", syn.Offset), Err: err}
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return &domain.Error{Kind: domain.KindBadRequest, Message: "malformed JSON: body ends too early", Err: err}
-	case errors.As(err, &typ):
-		if typ.Field == "" {
-			return &domain.Error{Kind: domain.KindBadRequest, Message: "request body must be a JSON " + jsonTypeName(typ.Type), Err: err}
-		}
-		return domain.Invalid(typ.Field, "must be "+article(jsonTypeName(typ.Type)))
-	}
-	if name, ok := unknownField(err); ok {
-		if isReadOnly(name, dst) {
-			return domain.Invalid(name, "is read-only")
-		}
-		return domain.Invalid(name, "is not allowed")
-	}
-	var inv *json.InvalidUnmarshalError
+func decodeError(err error, body []byte, dst any) error {
 	var de *domain.Error
+	var syn *jsontext.SyntacticError
+	var sem *json.SemanticError
 	switch {
-	case errors.As(err, &inv):
-		// A DTO the decoder cannot fill is a bug here, not in the request.
-		return fmt.Errorf("decode request body: %w", err)
 	case errors.As(err, &de):
 		// A DTO's own UnmarshalJSON already said what is wrong.
-		return err
+		return de
+	case errors.As(err, &syn) && syn.Err == jsontext.ErrDuplicateName:
+		return domain.Invalid(fieldPath("", body, syn.JSONPointer, true), "is given more than once")
+	case errors.As(err, &syn) && notUTF8(body, syn.ByteOffset):
+		return domain.Invalid(fieldPath("", body, syn.JSONPointer, true), "must be valid UTF-8")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return &domain.Error{Kind: domain.KindBadRequest, Message: "malformed JSON: body ends too early", Err: err}
+	case errors.As(err, &syn):
+		return &domain.Error{Kind: domain.KindBadRequest, Message: fmt.Sprintf("malformed JSON at byte %d", syn.ByteOffset), Err: err}
+	case !errors.As(err, &sem):
+		// A DTO the decoder cannot fill is a bug here, not in the request.
+		return fmt.Errorf("decode request body: %w", err)
+	case errors.Is(sem.Err, errNUL):
+		return domain.Invalid(fieldPath("", body, sem.JSONPointer, true), errNUL.Error())
+	case errors.Is(sem.Err, json.ErrUnknownName):
+		field := fieldPath("", body, sem.JSONPointer, true)
+		if sem.JSONPointer.Parent() == "" && isReadOnly(sem.JSONPointer.LastToken(), dst) {
+			return domain.Invalid(field, "is read-only")
+		}
+		return domain.Invalid(field, "is not allowed")
+	case sem.GoType == nil:
+		return &domain.Error{Kind: domain.KindBadRequest, Message: "request body holds a value that cannot be read", Err: err}
+	case sem.JSONPointer == "":
+		return &domain.Error{Kind: domain.KindBadRequest, Message: "request body must be a JSON " + jsonTypeName(sem.GoType), Err: err}
 	}
-	// The rest come from UnmarshalJSON methods (time.Time and the like)
-	// refusing a value the client sent.
-	return &domain.Error{Kind: domain.KindBadRequest, Message: "request body holds a value that cannot be read", Err: err}
+	// A value of another type, or a number out of its field's range. The
+	// field is named as encoding/json named it, without array indexes (tags
+	// for tags[1]).
+	return domain.Invalid(fieldPath("", body, sem.JSONPointer, false), "must be "+article(jsonTypeName(sem.GoType)))
 }
 
-// unknownField extracts the name from encoding/json's DisallowUnknownFields
-// error, which has no type of its own.
-func unknownField(err error) (string, bool) {
-	const prefix = "json: unknown field "
-	msg := err.Error()
-	if !strings.HasPrefix(msg, prefix) {
-		return "", false
+// notUTF8 reports whether the syntax error at body[offset:] is text that is
+// not valid UTF-8: a byte that starts no character, or the escape of a lone
+// surrogate (json/v2 reports both where they start).
+func notUTF8(body []byte, offset int64) bool {
+	if offset < 0 || offset >= int64(len(body)) {
+		return false
 	}
-	name, uerr := strconv.Unquote(strings.TrimPrefix(msg, prefix))
-	if uerr != nil {
-		return "", false
+	rest := body[offset:]
+	if r, _ := utf8.DecodeRune(rest); r == utf8.RuneError {
+		return true
 	}
-	return name, true
+	if len(rest) < 6 || rest[0] != '\\' || rest[1] != 'u' {
+		return false
+	}
+	n, err := strconv.ParseUint(string(rest[2:6]), 16, 16)
+	return err == nil && utf16.IsSurrogate(rune(n))
+}
+
+// fieldPath names the value at ptr in body as the API's errors do, after
+// prefix: member names joined by dots, array elements as [i]
+// (fingerprint.screen.width, tags[2], [0].name), or without them unless
+// indexes; "body" for the body itself. Whether a token of ptr is a name or
+// an index only the body tells: it is read again up to ptr.
+func fieldPath(prefix string, body []byte, ptr jsontext.Pointer, indexes bool) string {
+	dec := jsontext.NewDecoder(bytes.NewReader(body), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	for dec.StackPointer() != ptr {
+		if _, err := dec.ReadToken(); err != nil {
+			break
+		}
+	}
+	path, level := prefix, 0
+	for tok := range ptr.Tokens() {
+		level++
+		if level <= dec.StackDepth() {
+			if kind, _ := dec.StackIndex(level); kind == '[' {
+				if indexes {
+					path += "[" + tok + "]"
+				}
+				continue
+			}
+		}
+		path = joinField(path, tok)
+	}
+	if path == "" {
+		return "body"
+	}
+	return path
+}
+
+// joinField appends an object member's name to path; a name that is not
+// printable is shown escaped, so that the answer does not carry a NUL or
+// invalid UTF-8 itself.
+func joinField(path, name string) string {
+	if !utf8.ValidString(name) || strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		q := strconv.QuoteToASCII(name)
+		name = q[1 : len(q)-1]
+	}
+	if path == "" {
+		return name
+	}
+	return path + "." + name
 }
 
 func isReadOnly(name string, dst any) bool {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // fuzzInput has each kind of field a request DTO has.
@@ -14,7 +16,7 @@ type fuzzInput struct {
 	Tags   []string          `json:"tags"`
 	Screen *screenInput      `json:"screen"`
 	Labels map[string]string `json:"labels"`
-	Proxy  json.RawMessage   `json:"proxy"`
+	Proxy  jsontext.Value    `json:"proxy"`
 	Count  *int              `json:"count"`
 }
 

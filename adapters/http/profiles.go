@@ -1,13 +1,14 @@
 package httpapi
 
 import (
-	"bytes"
-	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/gorilla/mux"
 
 	"github.com/profilesvc/profilesvc/application/profiles"
@@ -135,7 +136,7 @@ func toProfileDTO(p profile.Profile) profileDTO {
 type createProfileRequest struct {
 	Name        string               `json:"name"`
 	TemplateID  string               `json:"templateId"`
-	Proxy       json.RawMessage      `json:"proxy"`
+	Proxy       jsontext.Value       `json:"proxy"`
 	Fingerprint *fingerprintPatchDTO `json:"fingerprint"`
 	Tags        []string             `json:"tags"`
 	Notes       string               `json:"notes"`
@@ -149,33 +150,53 @@ var profileReadOnly = []string{"browser", "session", "data"}
 // {"id": ...} a stored proxy of the team, and {type, host, port,
 // username?, password?} or {url} a new proxy stored with the profile
 // (inline).
-func profileProxy(raw json.RawMessage) (string, *proxy.Input, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+func profileProxy(raw jsontext.Value) (string, *proxy.Input, error) {
+	if len(raw) == 0 || string(raw) == "null" {
 		return "", nil, nil
 	}
-	var ref map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &ref); err != nil {
-		return "", nil, domain.Invalid("proxy", `must be null, {"id": "prx_..."} or a proxy {type, host, port, username?, password?}`)
+	const either = `must be null, {"id": "prx_..."} or a proxy {type, host, port, username?, password?}`
+	var ref map[string]jsontext.Value
+	if err := decodeProxy("proxy", raw, &ref, either); err != nil {
+		return "", nil, err
 	}
 	if _, ok := ref["id"]; ok {
+		const stored = `must be null or {"id": "prx_..."} naming a stored proxy`
 		var id string
-		if len(ref) != 1 || json.Unmarshal(ref["id"], &id) != nil || id == "" {
-			return "", nil, domain.Invalid("proxy", `must be null or {"id": "prx_..."} naming a stored proxy`)
+		if err := decodeProxy("proxy.id", ref["id"], &id, stored); err != nil {
+			return "", nil, err
+		}
+		if len(ref) != 1 || id == "" {
+			return "", nil, domain.Invalid("proxy", stored)
 		}
 		return id, nil, nil
 	}
 	var in proxyRequest
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil || in.Name != nil {
-		return "", nil, domain.Invalid("proxy", `must be null, {"id": "prx_..."} or a proxy {type, host, port, username?, password?}`)
+	if err := decodeProxy("proxy", raw, &in, either); err != nil {
+		return "", nil, err
+	}
+	if in.Name != nil {
+		return "", nil, domain.Invalid("proxy", either)
 	}
 	inline, err := in.input()
 	if err != nil {
 		return "", nil, err
 	}
 	return "", &inline, nil
+}
+
+// decodeProxy reads raw, the value of field (proxy or one of its members),
+// into dst by requestJSON. A string with a NUL is named, as in the rest of the body
+// (proxy.host); any other error is the proxy's as a whole, with message.
+func decodeProxy(field string, raw jsontext.Value, dst any, message string) error {
+	err := json.Unmarshal(raw, dst, requestJSON)
+	var sem *json.SemanticError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &sem) && errors.Is(sem.Err, errNUL):
+		return domain.Invalid(fieldPath(field, raw, sem.JSONPointer, true), errNUL.Error())
+	}
+	return domain.Invalid("proxy", message)
 }
 
 func (h *ProfileHandlers) listTemplates(w http.ResponseWriter, r *http.Request) error {
@@ -224,8 +245,7 @@ func (h *ProfileHandlers) create(w http.ResponseWriter, r *http.Request) error {
 // If-Match on the next PATCH.
 func writeProfile(w http.ResponseWriter, status int, p profile.Profile) {
 	w.Header().Set("ETag", strconv.Quote(strconv.Itoa(p.Version)))
-	d := toProfileDTO(p)
-	writeProfileBody(w, status, &d)
+	writeJSON(w, status, toProfileDTO(p))
 }
 
 func (h *ProfileHandlers) get(w http.ResponseWriter, r *http.Request) error {
@@ -244,18 +264,22 @@ func (h *ProfileHandlers) list(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := r.URL.Query()
 	in := profiles.ListInput{Query: q.Get("q"), Status: q.Get("status"), Tag: q.Get("tag"), Cursor: cursor, Limit: limit}
-	body, err := h.svc.ListRendered(r.Context(), actorFrom(r.Context()), in, renderProfilePage)
+	page, err := h.svc.List(r.Context(), actorFrom(r.Context()), in)
 	if err != nil {
 		return err
 	}
-	writeRendered(w, http.StatusOK, body)
+	items := make([]profileDTO, 0, len(page.Items))
+	for _, p := range page.Items {
+		items = append(items, toProfileDTO(p))
+	}
+	writeList(w, items, page.NextCursor, page.Limit)
 	return nil
 }
 
 type updateProfileRequest struct {
 	Name        *string              `json:"name"`
 	TemplateID  *string              `json:"templateId"`
-	Proxy       json.RawMessage      `json:"proxy"`
+	Proxy       jsontext.Value       `json:"proxy"`
 	Fingerprint *fingerprintPatchDTO `json:"fingerprint"`
 	Tags        *[]string            `json:"tags"`
 	Notes       *string              `json:"notes"`

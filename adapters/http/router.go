@@ -61,8 +61,7 @@ type registered struct {
 // path or name, a non-public route without authenticate) is a programming
 // error and panics, as http.ServeMux.Handle does, so it cannot ship.
 func NewRouter(routes []Route, authenticate Middleware, log *zap.Logger, metrics *Metrics, inner ...Middleware) http.Handler {
-	routers := newGroupedRouter(routes)
-	r := routers.all
+	r := mux.NewRouter()
 	var table []registered
 	seen := map[string]bool{}
 	names := map[string]bool{}
@@ -94,9 +93,6 @@ func NewRouter(routes []Route, authenticate Middleware, log *zap.Logger, metrics
 		// Tagged outside authentication, so a refused request is still
 		// counted under its route.
 		h = tagRoute(rt.Path, h)
-		if group := routers.group(rt.Method, rt.Path); group != nil {
-			group.Handle(rt.Path, h).Methods(rt.Method)
-		}
 		methods := []string{rt.Method}
 		if rt.Method == http.MethodGet {
 			// HEAD works wherever GET does (RFC 9110): the same answer,
@@ -127,99 +123,11 @@ func NewRouter(routes []Route, authenticate Middleware, log *zap.Logger, metrics
 			message: fmt.Sprintf("%s is not allowed here; allowed: %s", req.Method, strings.Join(allow, ", ")),
 		}
 	})
-	for _, g := range routers.groups {
-		g.NotFoundHandler = r
-	}
-	var h http.Handler = routers
+	var h http.Handler = r
 	for _, m := range slices.Backward(inner) {
 		h = m(h)
 	}
 	return instrument(h, log, metrics)
-}
-
-// groupedRouter finds a request's route among the few of its method and
-// path prefix (the leading literal segments, up to three: "GET
-// /api/v1/profiles") before the whole table. mux tries routes one by one,
-// each a regular expression: with every route in one router, matching took
-// about a sixth of a cached read's CPU. Each group is a mux router of its
-// own, in the table's order; a request no route of its group takes goes to
-// the whole table (all), which answers as before: another route, 404, or
-// 405 with Allow. Only routes that no route of another group could shadow
-// are grouped: a method with a route whose path begins with a variable has
-// no groups, and prefixes of one method of which one begins the other
-// ("/api/v1" and "/api/v1/profiles") are left to the whole table, so the
-// answer is always the one the table in order gives.
-type groupedRouter struct {
-	groups map[string]*mux.Router
-	all    *mux.Router
-}
-
-func newGroupedRouter(routes []Route) *groupedRouter {
-	prefixes := map[string]map[string]bool{}
-	for _, rt := range routes {
-		if prefixes[rt.Method] == nil {
-			prefixes[rt.Method] = map[string]bool{}
-		}
-		prefixes[rt.Method][groupPrefix(rt.Path, 3)] = true
-	}
-	g := &groupedRouter{groups: map[string]*mux.Router{}, all: mux.NewRouter()}
-	for method, ps := range prefixes {
-		if ps[""] {
-			continue
-		}
-	next:
-		for p := range ps {
-			for q := range ps {
-				if p != q && (strings.HasPrefix(q+"/", p+"/") || strings.HasPrefix(p+"/", q+"/")) {
-					continue next
-				}
-			}
-			g.groups[method+" "+p] = mux.NewRouter()
-		}
-	}
-	return g
-}
-
-// group is the router of a route's group, nil for a route in none.
-func (g *groupedRouter) group(method, template string) *mux.Router {
-	return g.groups[method+" "+groupPrefix(template, 3)]
-}
-
-func (g *groupedRouter) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	for n := 3; n > 0; n-- {
-		p := groupPrefix(req.URL.Path, n)
-		if p == "" {
-			break
-		}
-		if r, ok := g.groups[req.Method+" "+p]; ok {
-			r.ServeHTTP(w, req)
-			return
-		}
-	}
-	g.all.ServeHTTP(w, req)
-}
-
-// groupPrefix is path's leading literal segments, at most n: the substring
-// up to the n-th slash after the first or the first segment holding a
-// template variable.
-func groupPrefix(path string, n int) string {
-	end := 0
-	for i := 0; i < n; i++ {
-		if end >= len(path) || path[end] != '/' {
-			break
-		}
-		next := strings.IndexByte(path[end+1:], '/')
-		stop := len(path)
-		if next >= 0 {
-			stop = end + 1 + next
-		}
-		seg := path[end+1 : stop]
-		if seg == "" || strings.ContainsAny(seg, "{}") {
-			break
-		}
-		end = stop
-	}
-	return path[:end]
 }
 
 // tagRoute records the matched template for the access log and metrics,
