@@ -244,11 +244,11 @@ func (h *ProfileHandlers) list(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := r.URL.Query()
 	in := profiles.ListInput{Query: q.Get("q"), Status: q.Get("status"), Tag: q.Get("tag"), Cursor: cursor, Limit: limit}
-	body, err := h.svc.ListRendered(r.Context(), actorFrom(r.Context()), in, renderProfilePage)
+	page, err := h.svc.List(r.Context(), actorFrom(r.Context()), in)
 	if err != nil {
 		return err
 	}
-	writeRendered(w, http.StatusOK, body)
+	writeRendered(w, http.StatusOK, renderProfilePage(page))
 	return nil
 }
 
