@@ -3,7 +3,6 @@ package profilecache
 import (
 	"context"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -25,10 +24,6 @@ type Local struct {
 
 	mu      sync.Mutex
 	entries map[string]localEntry
-	// lists holds each team's list version; nextList is the last one
-	// handed out, so none is handed out twice.
-	lists    map[string]uint64
-	nextList uint64
 }
 
 type localEntry struct {
@@ -40,7 +35,7 @@ type localEntry struct {
 // NewLocal returns a cache of at most max profiles, each kept for ttl, on
 // now's time.
 func NewLocal(ttl time.Duration, max int, now func() time.Time) *Local {
-	return &Local{ttl: ttl, now: now, max: max, entries: map[string]localEntry{}, lists: map[string]uint64{}}
+	return &Local{ttl: ttl, now: now, max: max, entries: map[string]localEntry{}}
 }
 
 func localKey(teamID, id string) string { return teamID + "/" + id }
@@ -82,38 +77,10 @@ func (l *Local) Fill(_ context.Context, teamID, id, lease string, p profile.Prof
 	}
 }
 
-// Drop removes the entry and any lease and the team's list version; it
-// never fails.
+// Drop removes the entry and any lease; it never fails.
 func (l *Local) Drop(_ context.Context, teamID, id string) error {
 	l.mu.Lock()
 	delete(l.entries, localKey(teamID, id))
-	delete(l.lists, teamID)
-	l.mu.Unlock()
-	return nil
-}
-
-// ListVersion returns the team's list version, starting one if it has
-// none.
-func (l *Local) ListVersion(_ context.Context, teamID string) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	v, ok := l.lists[teamID]
-	if !ok {
-		if len(l.lists) >= l.max {
-			// Forgetting every version is safe: the next ones are new.
-			clear(l.lists)
-		}
-		l.nextList++
-		v = l.nextList
-		l.lists[teamID] = v
-	}
-	return strconv.FormatUint(v, 10)
-}
-
-// DropList replaces the team's list version; it never fails.
-func (l *Local) DropList(_ context.Context, teamID string) error {
-	l.mu.Lock()
-	delete(l.lists, teamID)
 	l.mu.Unlock()
 	return nil
 }

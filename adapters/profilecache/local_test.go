@@ -2,7 +2,6 @@ package profilecache_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -67,34 +66,5 @@ func TestLocalStaysWithinItsSize(t *testing.T) {
 		if n := l.Len(); n > 50 {
 			t.Fatalf("after %d profiles the cache holds %d, want at most 50", i+1, n)
 		}
-	}
-}
-
-// A team's list version stays until a drop and is never handed out again.
-func TestLocalListVersionIsReplacedByADrop(t *testing.T) {
-	ctx := context.Background()
-	c := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	l := profilecache.NewLocal(time.Minute, 3, c.Now)
-	first := l.ListVersion(ctx, "tm_1")
-	if got := l.ListVersion(ctx, "tm_1"); got != first || got == "" {
-		t.Fatalf("version read twice: %q then %q", first, got)
-	}
-	seen := map[string]bool{first: true}
-	for i := range 10 {
-		// Other teams past the bound make it forget versions too.
-		l.ListVersion(ctx, fmt.Sprintf("tm_other_%d", i))
-		if i%2 == 0 {
-			_ = l.DropList(ctx, "tm_1")
-		}
-		v := l.ListVersion(ctx, "tm_1")
-		if v == "" || (seen[v] && i%2 == 0) {
-			t.Fatalf("version after a drop %q, seen %v", v, seen)
-		}
-		seen[v] = true
-	}
-	before := l.ListVersion(ctx, "tm_1")
-	_ = l.Drop(ctx, "tm_1", "prf_1")
-	if got := l.ListVersion(ctx, "tm_1"); got == before || seen[got] {
-		t.Fatalf("version after a profile's drop %q, want a new one", got)
 	}
 }

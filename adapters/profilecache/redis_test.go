@@ -3,6 +3,7 @@ package profilecache_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -136,8 +137,8 @@ func TestOutageMissesAndKeepsDrops(t *testing.T) {
 	}
 }
 
-// Concurrent readers share pipelines: each still gets its own entry, and
-// each reader of a missing entry its own miss.
+// Concurrent readers each get their own entry, and each reader of a
+// missing entry its own miss.
 func TestConcurrentGetsEachGetTheirEntry(t *testing.T) {
 	client := testenv.RedisClient(t)
 	pc, _ := newCache(t, client, testenv.RedisKeyPrefix(t, client, "profilecache-concurrent"))
@@ -173,67 +174,108 @@ func TestConcurrentGetsEachGetTheirEntry(t *testing.T) {
 	}
 }
 
-// A team's list version is the same for every instance until a drop on
-// any of them; a version once replaced is not handed out again, and
-// while Redis does not answer there is none (the list is read from the
-// database) and the drop is kept until Redis answers.
-func TestListVersionIsSharedAndReplacedByADrop(t *testing.T) {
-	real := testenv.RedisClient(t)
-	prefix := testenv.RedisKeyPrefix(t, real, "profilecache-lists")
-	client, proxy := throughProxy(t, real)
-	a, c := newCache(t, client, prefix)
-	b, _ := newCache(t, real, prefix)
-	ctx := context.Background()
+// everyField is a profile with every field set, pointers and lists
+// included, each to a value of its own.
+func everyField() profile.Profile {
+	return profile.Profile{
+		ID: "prf_1", TeamID: "tm_1", Name: "Shop \"é東🎭\"", TemplateID: "tpl_chrome_win_us", Browser: profile.BrowserChromium,
+		Fingerprint: profile.Fingerprint{
+			UserAgent: "Mozilla/5.0", Platform: "Win32", Locale: "de-DE", Timezone: "Europe/Berlin",
+			Screen:    profile.Screen{Width: 1536, Height: 864, AvailWidth: 1536, AvailHeight: 816, ColorDepth: 24, PixelRatio: 1.25},
+			Navigator: profile.Navigator{HardwareConcurrency: 8, DeviceMemory: 0.25, MaxTouchPoints: 1, Languages: []string{"de-DE", "de"}},
+			ClientHints: profile.ClientHints{Platform: "Windows", PlatformVersion: "15.0.0", Architecture: "x86", Bitness: "64",
+				Model: "Pixel 8", Mobile: true},
+			Window: profile.Window{ChromeWidth: 16, ChromeHeight: 87},
+			WebGL: profile.WebGL{Vendor: "Google Inc. (NVIDIA)", Renderer: "ANGLE (NVIDIA)", MaxTextureSize: 16384,
+				MaxRenderbufferSize: 16383, MaxViewportDims: [2]int{32767, 32766}, MaxVertexAttribs: 16, MaxVertexUniformVectors: 4095,
+				MaxFragmentUniformVectors: 1024, MaxVaryingVectors: 30, MaxCombinedTextureImageUnits: 32, MaxTextureImageUnits: 17,
+				MaxVertexTextureImageUnits: 18, MaxCubeMapTextureSize: 16385,
+				AliasedLineWidthRange: [2]float64{1, 1.0 / 3}, AliasedPointSizeRange: [2]float64{0.5, 1024}},
+			Fonts:        []string{"Arial", "Segoe UI"},
+			MediaDevices: profile.MediaDevices{AudioInputs: 1, VideoInputs: 2, AudioOutputs: 3},
+			WebRTC:       profile.WebRTCProxyOnly, NoiseSeed: "seed",
+		},
+		ProxyID: "prx_1",
+		Proxy:   &profile.ProxyRef{ID: "prx_1", Type: "socks5", Host: "proxy.example", Port: 1080},
+		Tags:    []string{"b", "a"}, Notes: "line\nnext",
+		Session: &profile.Session{ID: "ses_1", StartedAt: t0.Add(time.Nanosecond), ExpiresAt: t0.Add(time.Hour), LaunchedBy: "usr_2",
+			Headless: true, CDPURL: "ws://127.0.0.1:1/x", CDPTokenHash: "ab12", Node: "http://10.0.0.2:8080"},
+		Data:    &profile.Data{Content: profile.Content{SHA256: "cd34", Size: 1 << 40}, UpdatedAt: t0.Add(2 * time.Minute)},
+		Cookies: &profile.Content{SHA256: "ef56", Size: 7},
+		Version: 3, CreatedBy: "usr_1", CreatedAt: t0, UpdatedAt: t0.Add(time.Minute),
+	}
+}
 
-	first := a.ListVersion(ctx, "tm_1")
-	if first == "" {
-		t.Fatal("no list version while Redis answers")
+// zeroFields names the fields reachable from v that hold their zero value.
+func zeroFields(v reflect.Value, path string) []string {
+	if v.IsZero() {
+		return []string{path}
 	}
-	if got := b.ListVersion(ctx, "tm_1"); got != first {
-		t.Fatalf("the other instance reads version %q, want %q", got, first)
+	var out []string
+	switch v.Kind() {
+	case reflect.Pointer:
+		out = zeroFields(v.Elem(), path)
+	case reflect.Struct:
+		if v.Type() == reflect.TypeFor[time.Time]() {
+			return nil
+		}
+		for i := range v.NumField() {
+			out = append(out, zeroFields(v.Field(i), path+"."+v.Type().Field(i).Name)...)
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			out = append(out, zeroFields(v.Index(i), fmt.Sprintf("%s[%d]", path, i))...)
+		}
 	}
-	if got := a.ListVersion(ctx, "tm_2"); got == "" || got == first {
-		t.Fatalf("another team's version %q, want one of its own", got)
+	return out
+}
+
+// A profile comes back from Redis as it was filled: every field, times to
+// the nanosecond, nil and empty lists and absent parts each as they were.
+func TestFilledProfileComesBackEqual(t *testing.T) {
+	full := everyField()
+	if zero := zeroFields(reflect.ValueOf(full), "Profile"); len(zero) > 0 {
+		t.Fatalf("the test's profile leaves fields unset: %v", zero)
 	}
-	seen := map[string]bool{first: true}
-	for range 5 {
-		if err := b.DropList(ctx, "tm_1"); err != nil {
+	bare := profile.Profile{ID: "prf_2", TeamID: "tm_1", Name: "Bare", CreatedAt: t0, UpdatedAt: t0}
+	empty := everyField()
+	empty.ID, empty.Proxy, empty.Session, empty.Data, empty.Cookies = "prf_3", nil, nil, nil, nil
+	empty.Tags, empty.Fingerprint.Fonts, empty.Fingerprint.Navigator.Languages = []string{}, []string{}, nil
+
+	client := testenv.RedisClient(t)
+	pc, _ := newCache(t, client, testenv.RedisKeyPrefix(t, client, "profilecache-fields"))
+	ctx := context.Background()
+	for _, want := range []profile.Profile{full, bare, empty} {
+		_, _, lease := pc.Get(ctx, want.TeamID, want.ID)
+		pc.Fill(ctx, want.TeamID, want.ID, lease, want)
+		got, hit, _ := pc.Get(ctx, want.TeamID, want.ID)
+		if !hit {
+			t.Fatalf("%s: Get after Fill missed", want.ID)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s came back\n%#v\nwant\n%#v", want.ID, got, want)
+		}
+	}
+}
+
+// An entry of another format (the binary one of earlier versions) is a
+// miss, never a profile read from bytes it does not understand; so is a
+// value that is not JSON.
+func TestEntryOfAnotherFormatMisses(t *testing.T) {
+	client := testenv.RedisClient(t)
+	prefix := testenv.RedisKeyPrefix(t, client, "profilecache-format")
+	pc, _ := newCache(t, client, prefix)
+	ctx := context.Background()
+	for id, v := range map[string]string{
+		"prf_binary":  "v\x02\x05prf_1\x04tm_1",
+		"prf_broken":  `v3{"id":"prf_broken","teamId":"tm_1"`,
+		"prf_unknown": `v9{"id":"prf_unknown","teamId":"tm_1"}`,
+	} {
+		if err := client.Set(ctx, prefix+"tm_1:"+id, v, time.Minute).Err(); err != nil {
 			t.Fatal(err)
 		}
-		next := a.ListVersion(ctx, "tm_1")
-		if next == "" || seen[next] {
-			t.Fatalf("version after a drop %q, want a new one (seen %v)", next, seen)
+		if p, hit, lease := pc.Get(ctx, "tm_1", id); hit || lease != "" {
+			t.Fatalf("%s: Get = %+v, hit %v, lease %q; want a miss without a lease", id, p, hit, lease)
 		}
-		seen[next] = true
-	}
-	if got := a.ListVersion(ctx, "tm_1"); !seen[got] {
-		t.Fatalf("version without a drop %q changed", got)
-	}
-	// A profile's drop replaces its team's version too, in the same DEL.
-	if err := b.Drop(ctx, "tm_1", "prf_1"); err != nil {
-		t.Fatal(err)
-	}
-	if got := a.ListVersion(ctx, "tm_1"); got == "" || seen[got] {
-		t.Fatalf("version after a profile's drop %q, want a new one", got)
-	}
-
-	before := a.ListVersion(ctx, "tm_1")
-	proxy.Blackhole()
-	if got := a.ListVersion(ctx, "tm_1"); got != "" {
-		t.Fatalf("version with Redis blackholed %q, want none", got)
-	}
-	if err := a.DropList(ctx, "tm_1"); err != nil {
-		t.Fatalf("DropList with Redis blackholed: %v, want it kept", err)
-	}
-	if got := b.ListVersion(ctx, "tm_1"); got != before {
-		t.Fatalf("the other instance reads %q during the outage, want %q", got, before)
-	}
-	proxy.Forward()
-	c.Advance(time.Second)
-	if got := a.ListVersion(ctx, "tm_1"); got == "" || got == before {
-		t.Fatalf("version once Redis answers %q, want a new one after the kept drop", got)
-	}
-	if got := b.ListVersion(ctx, "tm_1"); got == before {
-		t.Fatal("the kept drop did not reach the other instance")
 	}
 }

@@ -83,7 +83,7 @@ var Profiles = fx.Module("profiles",
 					MaxProfiles: d.Config.Quotas.Profiles, DataMax: d.Config.ProfileDataMax,
 					UploadTimeout: d.Config.ProfileDataUploadTimeout, SnapshotsPerProfile: d.Config.SnapshotsPerProfile,
 					PublicURL: publicURL(d.Config, d.Listen), NodeURL: nodeURL(d.Config, d.Listen),
-					BrowsersMax: browsersMax(d.Config, d.Runtime), PagesTTL: d.Config.ProfileCache.TTL,
+					BrowsersMax: browsersMax(d.Config, d.Runtime),
 				},
 			})
 		},

@@ -26,7 +26,6 @@ type ProxyDeps struct {
 	IDs     ports.IDs
 	Log     *slog.Logger
 	Config  config.Config
-	Cache   ProfileCache
 }
 
 // Proxies provides the proxy use cases and their routes.
@@ -38,13 +37,8 @@ var Proxies = fx.Module("proxies",
 )
 
 func newProxies(d ProxyDeps) *proxies.Service {
-	var lists proxies.ListDropper
-	if d.Cache.Cache != nil {
-		lists = d.Cache.Cache
-	}
 	return proxies.New(proxies.Deps{
-		Lists: lists,
-		Tx:    d.Tx, Teams: d.Store.Teams(), Proxies: d.Store.Proxies(), Outbox: d.Outbox, Prober: d.Prober, Box: d.Box,
+		Tx: d.Tx, Teams: d.Store.Teams(), Proxies: d.Store.Proxies(), Outbox: d.Outbox, Prober: d.Prober, Box: d.Box,
 		Limiter: d.Limiter, Clock: d.Clock, IDs: d.IDs, Log: d.Log,
 		Policy: proxies.Policy{
 			AllowPrivateTargets: d.Config.AllowPrivateTargets,

@@ -2,21 +2,19 @@ package profiles
 
 import (
 	"context"
-	"slices"
 	"sync"
 
-	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/ports/profilestore"
 )
 
-// The profile cache (Deps.Cache) serves Get, and tells whether a copy of
-// a page of the list is current (pages.go). Every write of a profile goes
+// The profile cache (Deps.Cache) serves Get. Every write of a profile goes
 // through the service's repository and unit of work, which the service
 // wraps when a cache is set: a write drops the profile's entry once its
 // unit has ended (committed or not), so a read that begins after the write
-// returned misses and reads the database. Launch, release and the reaper
+// returned misses and reads the database. A create drops nothing: no
+// entry holds a profile before it exists. Launch, release and the reaper
 // decide on rows read in their own transactions, never on the cache.
 
 // cachedGet is Get through the cache. A profile with a proxy is not kept:
@@ -64,13 +62,11 @@ func (u droppingUnit) Do(ctx context.Context, fn func(ctx context.Context) error
 	return err
 }
 
-// cacheDrops drops entries and the versions of lists (pages.go), logging
-// a drop that failed.
+// cacheDrops drops entries, logging a drop that failed.
 type cacheDrops struct{ s *Service }
 
-// later drops the entry of id ("" for none: a new profile) and the team's
-// list version when the unit ctx carries ends, or now when ctx carries
-// none (the write committed on its own).
+// later drops the entry of id when the unit ctx carries ends, or now when
+// ctx carries none (the write committed on its own).
 func (d *cacheDrops) later(ctx context.Context, teamID, id string) {
 	if set, ok := ctx.Value(dropSetKey{}).(*dropSet); ok {
 		set.mu.Lock()
@@ -81,46 +77,21 @@ func (d *cacheDrops) later(ctx context.Context, teamID, id string) {
 	d.now(ctx, []cacheKey{{teamID, id}})
 }
 
-// now drops the entries of keys, each with its team's list version
-// (Cache.Drop), and the list versions of the teams whose keys name no
-// profile (creates) once each.
+// now drops the entries of keys.
 func (d *cacheDrops) now(ctx context.Context, keys []cacheKey) {
 	ctx = context.WithoutCancel(ctx)
-	var listed []string // teams whose list version a drop replaced
 	for _, k := range keys {
-		if k.id != "" {
-			if err := d.s.d.Cache.Drop(ctx, k.teamID, k.id); err != nil {
-				d.s.d.Log.ErrorContext(ctx, "drop a cached profile", "profile_id", k.id, "error", err.Error())
-			}
-			listed = append(listed, k.teamID)
+		if err := d.s.d.Cache.Drop(ctx, k.teamID, k.id); err != nil {
+			d.s.d.Log.ErrorContext(ctx, "drop a cached profile", "profile_id", k.id, "error", err.Error())
 		}
-	}
-	for _, k := range keys {
-		if k.id != "" || slices.Contains(listed, k.teamID) {
-			continue
-		}
-		if err := d.s.d.Cache.DropList(ctx, k.teamID); err != nil {
-			d.s.d.Log.ErrorContext(ctx, "drop a team's cached list", "team_id", k.teamID, "error", err.Error())
-		}
-		listed = append(listed, k.teamID)
 	}
 }
 
-// droppingProfiles is the repository that marks every profile it writes
+// droppingProfiles is the repository that marks every profile it changes
 // for a drop.
 type droppingProfiles struct {
 	profilestore.Profiles
 	drops *cacheDrops
-}
-
-func (r droppingProfiles) Create(ctx context.Context, p profile.Profile) error {
-	defer r.drops.later(ctx, p.TeamID, "")
-	return r.Profiles.Create(ctx, p)
-}
-
-func (r droppingProfiles) CreateWithin(ctx context.Context, p profile.Profile, max int, events ...event.Event) error {
-	defer r.drops.later(ctx, p.TeamID, "")
-	return r.Profiles.CreateWithin(ctx, p, max, events...)
 }
 
 func (r droppingProfiles) Update(ctx context.Context, p profile.Profile, expectVersion int) error {

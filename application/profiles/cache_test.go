@@ -20,12 +20,10 @@ type leaseCache struct {
 	next    int
 	hits    int
 	down    bool
-	// lists are the teams' list versions, from next like the leases.
-	lists map[string]string
 }
 
 func newLeaseCache() *leaseCache {
-	return &leaseCache{entries: map[string]string{}, values: map[string]profile.Profile{}, lists: map[string]string{}}
+	return &leaseCache{entries: map[string]string{}, values: map[string]profile.Profile{}}
 }
 
 func (c *leaseCache) Get(_ context.Context, teamID, id string) (profile.Profile, bool, string) {
@@ -63,29 +61,6 @@ func (c *leaseCache) Drop(_ context.Context, teamID, id string) error {
 	k := teamID + "/" + id
 	delete(c.entries, k)
 	delete(c.values, k)
-	delete(c.lists, teamID)
-	return nil
-}
-
-func (c *leaseCache) ListVersion(_ context.Context, teamID string) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.down {
-		return ""
-	}
-	v, ok := c.lists[teamID]
-	if !ok {
-		c.next++
-		v = "v" + strconv.Itoa(c.next)
-		c.lists[teamID] = v
-	}
-	return v
-}
-
-func (c *leaseCache) DropList(_ context.Context, teamID string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.lists, teamID)
 	return nil
 }
 

@@ -53,9 +53,6 @@ type Policy struct {
 	// BrowsersMax bounds the browsers this instance runs; 0 for a runtime
 	// that runs none.
 	BrowsersMax int
-	// PagesTTL bounds how long a rendered page of the list is kept (see
-	// pages.go), as the cache's TTL bounds its entries.
-	PagesTTL time.Duration
 }
 
 // Deps are the ports the service needs.
@@ -118,9 +115,8 @@ type Users interface {
 
 // Service runs the profile use cases.
 type Service struct {
-	d     Deps
-	b     browsers
-	pages pageCopies
+	d Deps
+	b browsers
 	// templates are the catalogue's with their devices on this engine,
 	// the same for the life of the service.
 	templates []Template
@@ -149,9 +145,6 @@ func New(d Deps) *Service {
 	}
 	if d.Policy.SnapshotsPerProfile <= 0 {
 		d.Policy.SnapshotsPerProfile = 20
-	}
-	if d.Policy.PagesTTL <= 0 {
-		d.Policy.PagesTTL = time.Minute
 	}
 	if d.Policy.PublicURL == nil {
 		d.Policy.PublicURL = func() string { return "http://localhost" }

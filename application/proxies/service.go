@@ -43,15 +43,6 @@ type Deps struct {
 	IDs     ports.IDs
 	Log     *slog.Logger
 	Policy  Policy
-	// Lists, when set, is told of every change of a team's proxies:
-	// profiles show their proxy's type, host and port, so copies of the
-	// team's list of profiles must not outlive it (the profile cache).
-	Lists ListDropper
-}
-
-// ListDropper replaces a team's list version (profilestore.Cache).
-type ListDropper interface {
-	DropList(ctx context.Context, teamID string) error
 }
 
 // TeamLock takes a team's lock for the rest of the unit of work
@@ -264,15 +255,7 @@ func (s *Service) Update(ctx context.Context, actor team.Actor, id string, in Up
 		}
 	}
 	next := cur.Change(ch, s.d.Clock.Now())
-	err = s.d.Proxies.Update(ctx, next)
-	// Dropped whatever the outcome, as profile writes do: an update whose
-	// answer was lost may still have happened.
-	if s.d.Lists != nil {
-		if err := s.d.Lists.DropList(context.WithoutCancel(ctx), actor.TeamID); err != nil {
-			s.d.Log.ErrorContext(ctx, "drop a team's cached list", "team_id", actor.TeamID, "error", err.Error())
-		}
-	}
-	if err != nil {
+	if err := s.d.Proxies.Update(ctx, next); err != nil {
 		return proxy.Proxy{}, err
 	}
 	return next, nil

@@ -64,28 +64,6 @@ type env struct {
 	prober *fakeProber
 	clock  *clock.Fake
 	logs   *apptest.Logs
-	lists  *listDrops
-}
-
-// listDrops records the teams whose lists of profiles were dropped.
-type listDrops struct {
-	mu    sync.Mutex
-	teams []string
-}
-
-func (l *listDrops) DropList(_ context.Context, teamID string) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.teams = append(l.teams, teamID)
-	return nil
-}
-
-func (l *listDrops) taken() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := l.teams
-	l.teams = nil
-	return out
 }
 
 func newEnv(t *testing.T, policy proxies.Policy) env {
@@ -104,10 +82,9 @@ func newEnv(t *testing.T, policy proxies.Policy) env {
 	pr := &fakeProber{result: ports.ProbeResult{OK: true, Latency: 87 * time.Millisecond, ExitIP: "203.0.113.5", Country: "DE", City: "Berlin", Timezone: "Europe/Berlin"},
 		refuse: map[string]bool{"127.0.0.1": true, "10.0.0.1": true}}
 	logs := &apptest.Logs{}
-	lists := &listDrops{}
 	svc := proxies.New(proxies.Deps{Tx: st, Teams: st.Teams(), Proxies: st.Proxies(), Outbox: st.Outbox(), Prober: pr, Box: box,
-		Limiter: ratelimit.NewLocal(clk), Clock: clk, IDs: apptest.NewIDs(), Log: logs.Logger(), Policy: policy, Lists: lists})
-	return env{svc: svc, store: st, prober: pr, clock: clk, logs: logs, lists: lists}
+		Limiter: ratelimit.NewLocal(clk), Clock: clk, IDs: apptest.NewIDs(), Log: logs.Logger(), Policy: policy})
+	return env{svc: svc, store: st, prober: pr, clock: clk, logs: logs}
 }
 
 func (e env) events(t *testing.T) []event.Event {
@@ -331,33 +308,5 @@ func TestQuota(t *testing.T) {
 	}
 	if _, err := e.svc.Add(ctx, member, in); fieldOf(t, err) != "quota" {
 		t.Fatal("second proxy over a quota of one")
-	}
-}
-
-// Profiles show their proxy's type, host and port: an update of a proxy
-// drops its team's copies of the list of profiles, and only its team's.
-func TestUpdateDropsTheTeamsListOfProfiles(t *testing.T) {
-	e := newEnv(t, proxies.Policy{})
-	p, err := e.svc.Add(ctx, member, proxies.Input{Type: "http", Host: "h.example", Port: 8080})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.lists.taken()
-	host := "other.example"
-	if _, err := e.svc.Update(ctx, member, p.ID, proxies.UpdateInput{Host: &host}); err != nil {
-		t.Fatal(err)
-	}
-	if got := e.lists.taken(); len(got) != 1 || got[0] != "team_1" {
-		t.Fatalf("lists dropped after an update: %v, want [team_1]", got)
-	}
-	port := 70000
-	if _, err := e.svc.Update(ctx, member, p.ID, proxies.UpdateInput{Port: &port}); fieldOf(t, err) != "port" {
-		t.Fatalf("update to port 70000: %v", err)
-	}
-	if _, err := e.svc.Update(ctx, other, p.ID, proxies.UpdateInput{Host: &host}); !domain.IsKind(err, domain.KindNotFound) {
-		t.Fatalf("another team's update: %v", err)
-	}
-	if got := e.lists.taken(); len(got) != 0 {
-		t.Fatalf("lists dropped by refused updates: %v, want none", got)
 	}
 }

@@ -22,18 +22,7 @@ type Cache interface {
 	// Fill stores p, read after Get handed out lease, unless the entry was
 	// dropped since.
 	Fill(ctx context.Context, teamID, id, lease string, p profile.Profile)
-	// Drop removes the entry and any lease, and replaces the team's list
-	// version (DropList): the profile shows in the team's list. It returns
-	// an error only when the entry or the old version may still be read.
+	// Drop removes the entry and any lease. It returns an error only when
+	// the entry may still be read.
 	Drop(ctx context.Context, teamID, id string) error
-
-	// ListVersion returns the version of the team's list of profiles: a
-	// copy of a page read after it was returned may be served while it is
-	// still the current one. It is "" when the backend does not answer:
-	// nothing may then be served from a copy. A version is never handed
-	// out again once replaced.
-	ListVersion(ctx context.Context, teamID string) string
-	// DropList replaces the team's list version. It returns an error only
-	// when the old version may still be read.
-	DropList(ctx context.Context, teamID string) error
 }
