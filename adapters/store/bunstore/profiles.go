@@ -369,6 +369,7 @@ func (r profileRepository) ByID(ctx context.Context, teamID, id string) (profile
 		Where("p.id = ?", id)
 	return one(ctx, q, &row, "profile")
 }
+
 // BySession looks the session up by its id, on the index of session ids.
 func (r profileRepository) BySession(ctx context.Context, sessionID string) (profile.Profile, error) {
 	var row profileRow

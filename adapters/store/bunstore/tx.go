@@ -91,7 +91,7 @@ func resolveCommit(ctx context.Context, db *bun.DB, id pgXact, commitErr error) 
 	status, err := xactStatus(ctx, db, id)
 	if err == nil && status == "in progress" {
 		var ended bool
-		err = db.NewRaw("SELECT pg_terminate_backend(?, ?)", id.pid, (resolveWait / 2).Milliseconds()).Scan(ctx, &ended)
+		err = db.NewRaw("SELECT pg_terminate_backend(?, ?)", id.pid, (resolveWait/2).Milliseconds()).Scan(ctx, &ended)
 		if err == nil {
 			status, err = xactStatus(ctx, db, id)
 		}
