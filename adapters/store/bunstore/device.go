@@ -100,8 +100,8 @@ func withDevice(fp profile.Fingerprint, column, templateID, profileID string) (p
 	if column == "" {
 		return profile.CompleteLegacy(fp, templateID, profileID), nil
 	}
-	d, err := readDevice(column)
-	if err != nil {
+	var d deviceColumn
+	if err := json.Unmarshal([]byte(column), &d); err != nil {
 		return profile.Fingerprint{}, fmt.Errorf("bunstore: read device of profile %s: %w", profileID, err)
 	}
 	fp.Screen.AvailWidth, fp.Screen.AvailHeight = d.Screen.AvailWidth, d.Screen.AvailHeight

@@ -11,7 +11,6 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/profilesvc/profilesvc/adapters/store/bunstore"
-	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/domain/proxy"
 	"github.com/profilesvc/profilesvc/ports/profilestore"
@@ -67,7 +66,7 @@ func wantStatements(t *testing.T, what string, got []string, want int) {
 	}
 }
 
-// benchDevice is the device of the profiles benchmarks read and write:
+// benchDevice is the device of the profiles these tests read and write:
 // one with the fonts of Windows and Office, as many have.
 var benchDevice = func() profile.Fingerprint {
 	tpl, _ := profile.TemplateByID("tpl_chrome_win_de")
@@ -104,10 +103,8 @@ func countedStores(t *testing.T, fn func(t *testing.T, s *bunstore.Store, stmts 
 	})
 }
 
-// A profile read is one round trip, tags and proxy view included, that
-// prepares nothing once its statement is cached; a page of 50 is one; a
-// create's unit on PostgreSQL is BEGIN, a savepoint, one statement for the
-// profile, its count and its tags, one for the event, COMMIT.
+// A profile read is one round trip, tags and proxy view included, and a
+// page of 50 is one.
 func TestProfileRoundTrips(t *testing.T) {
 	t.Parallel()
 	countedStores(t, func(t *testing.T, s *bunstore.Store, stmts *statements) {
@@ -151,114 +148,5 @@ func TestProfileRoundTrips(t *testing.T) {
 			t.Fatalf("List read %d profiles, the last %+v", len(page), page[len(page)-1])
 		}
 
-		if s.Dialect() != bunstore.DialectPostgres {
-			return
-		}
-		// The 50 above went to any shard, without a bound. The first
-		// create under one, 100, finds its shard carrying none, so it
-		// locks and adds up every shard, spreads the count by the shares
-		// of the total (3 or 4 each) and marks them with 100: then every
-		// shard has room under it (6 or 7 each), and the next create,
-		// the one measured, takes the first shard it picks.
-		if err := s.Profiles().CreateWithin(ctx, benchProfile("tm_1", 98), 100); err != nil {
-			t.Fatal(err)
-		}
-		stmts.take()
-		// Alone, a create and its event are one statement, committed on
-		// its own, and the shard is given back when it returns.
-		created, err := event.New("evt_0", "tm_1", event.ProfileCreated, at, map[string]any{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Profiles().CreateWithin(ctx, benchProfile("tm_1", 97), 100, created); err != nil {
-			t.Fatal(err)
-		}
-		wantStatements(t, "a create alone", stmts.take(), 1)
-		if n := bunstore.ShardsHeld(); n != 0 {
-			t.Fatalf("after a create alone, %d shards are held, want 0", n)
-		}
-		err = s.Do(ctx, func(ctx context.Context) error {
-			if err := s.Profiles().CreateWithin(ctx, benchProfile("tm_1", 99), 100); err != nil {
-				return err
-			}
-			if n := bunstore.ShardsHeld(); n != 1 {
-				t.Errorf("inside the unit, %d shards are held, want the create's 1", n)
-			}
-			e, err := event.New("evt_1", "tm_1", event.ProfileCreated, at, map[string]any{})
-			if err != nil {
-				return err
-			}
-			return s.Outbox().Append(ctx, e)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		// BEGIN, the savepoint, the profile with its count and tags, the
-		// event, COMMIT.
-		wantStatements(t, "a create's unit", stmts.take(), 5)
-		if n := bunstore.ShardsHeld(); n != 0 {
-			t.Fatalf("after the unit, %d shards are held, want 0", n)
-		}
 	})
-}
-
-// The PostgreSQL read names every column of bun's model of a profile row,
-// in the model's order, so that a column added to one is added to the
-// other.
-func TestProfileReadScansEveryColumn(t *testing.T) {
-	t.Parallel()
-	model, scanned := bunstore.ProfileColumns(openStore(t, testenv.SQLiteURL(t)))
-	if strings.Join(model, ",") != strings.Join(scanned, ",") {
-		t.Fatalf("the PostgreSQL read scans\n%v\nthe model has\n%v", scanned, model)
-	}
-	if len(model) < 30 {
-		t.Fatalf("the model lists %d columns: %v", len(model), model)
-	}
-}
-
-// Each connection of the service's pool counts its changes of a team's
-// list (the trigger of profile_list_changes) in a shard of its own, named
-// when it connects: concurrent writers of one team never queue on one
-// count row for it.
-func TestConnectionsCountListChangesInShardsOfTheirOwn(t *testing.T) {
-	t.Parallel()
-	s := openStore(t, testenv.PostgresURL(t))
-	ctx := context.Background()
-	p := benchProfile("tm_list", 1)
-	if err := s.Profiles().Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	changes := func(shard int) (inShard, total int64) {
-		t.Helper()
-		err := bunstore.DB(s).NewRaw(`SELECT coalesce(sum(changes) FILTER (WHERE shard = ?), 0), coalesce(sum(changes), 0)
-			FROM team_profile_counts WHERE team_id = ?`, shard, p.TeamID).Scan(ctx, &inShard, &total)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return inShard, total
-	}
-	seen := map[int]bool{}
-	for i := range 4 { // held together: four connections of the pool
-		c, err := bunstore.DB(s).Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		var shard int
-		if err := c.QueryRowContext(ctx, "SELECT current_setting('profilesvc.list_shard')::integer").Scan(&shard); err != nil {
-			t.Fatal(err)
-		}
-		if shard < 0 || shard > 15 || seen[shard] {
-			t.Fatalf("connection %d counts in shard %d; shards of the others: %v", i, shard, seen)
-		}
-		seen[shard] = true
-		inShard, total := changes(shard)
-		if _, err := c.ExecContext(ctx, "UPDATE profiles SET notes = ? WHERE id = ?", fmt.Sprint("note ", i), p.ID); err != nil {
-			t.Fatal(err)
-		}
-		if afterShard, afterTotal := changes(shard); afterShard != inShard+1 || afterTotal != total+1 {
-			t.Fatalf("an update on connection %d: shard %d counts %d -> %d changes, the team %d -> %d; want one more each",
-				i, shard, inShard, afterShard, total, afterTotal)
-		}
-	}
 }

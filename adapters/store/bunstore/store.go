@@ -8,12 +8,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -41,8 +38,7 @@ const postgresPoolSize = 8
 // Store is a storage.Store on one SQL database.
 type Store struct {
 	db *bun.DB
-	// pool is the pgx pool under db on PostgreSQL (nil on SQLite): reads
-	// that scan by hand take their connections from it directly.
+	// pool is the pgx pool under db on PostgreSQL (nil on SQLite).
 	pool    *pgxpool.Pool
 	dialect string
 	// queryTimeout is Options.QueryTimeout, for the statements that pass
@@ -50,9 +46,6 @@ type Store struct {
 	queryTimeout time.Duration
 	// claims is where the outbox's claims start, on PostgreSQL.
 	claims *claimFloor
-	// creates commits together the profile creates that queue for a
-	// connection, on PostgreSQL (nil on SQLite).
-	creates *createBatcher
 }
 
 // Options says which database Open connects to.
@@ -97,9 +90,6 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{db: db, pool: pool, dialect: dialect, queryTimeout: o.QueryTimeout, claims: &claimFloor{}}
-	if pool != nil {
-		s.creates = newCreateBatcher(pool, o.QueryTimeout)
-	}
 	if err := db.PingContext(ctx); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("connect to %s database: %w", dialect, err)
@@ -180,9 +170,7 @@ func openPostgres(dsn string, tracer pgx.QueryTracer) (*bun.DB, *pgxpool.Pool, e
 	// bun writes the values into the statement's text, so almost every
 	// statement is new: pgx's default mode would prepare each in a round
 	// trip of its own before running it, and evict the statements worth
-	// keeping. "exec" runs them in one round trip; the statements run often
-	// (the profile read and create) pass parameters and ask for the cache
-	// themselves (pgPreparedOn, pgRead).
+	// keeping. "exec" runs them in one round trip.
 	if !strings.Contains(dsn, "default_query_exec_mode") {
 		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
 	}
@@ -192,7 +180,6 @@ func openPostgres(dsn string, tracer pgx.QueryTracer) (*bun.DB, *pgxpool.Pool, e
 	if !strings.Contains(dsn, "pool_max_conns") {
 		cfg.MaxConns = postgresPoolSize
 	}
-	cfg.AfterConnect = nameListShard
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open postgres: %w", err)
@@ -200,22 +187,6 @@ func openPostgres(dsn string, tracer pgx.QueryTracer) (*bun.DB, *pgxpool.Pool, e
 	sqldb := stdlib.OpenDBFromPool(pool)
 	sqldb.SetMaxOpenConns(0)
 	return bun.NewDB(sqldb, pgdialect.New()), pool, nil
-}
-
-// listShards hands each new connection the shard its writes count their
-// changes of a team's list in (the migration profile_list_changes): one
-// after another from a random start, so that the service's connections,
-// fewer than the shards, never wait on one another's row lock for it.
-var (
-	listShards     atomic.Uint32
-	listShardStart = rand.Uint32()
-)
-
-// nameListShard sets the connection's profilesvc.list_shard.
-func nameListShard(ctx context.Context, c *pgx.Conn) error {
-	shard := (listShardStart + listShards.Add(1)) % profileShards
-	_, err := c.Exec(ctx, "SELECT set_config('profilesvc.list_shard', $1, false)", strconv.Itoa(int(shard)))
-	return err
 }
 
 // Close closes the database.
@@ -236,41 +207,16 @@ func (s *Store) Dialect() string { return s.dialect }
 // Ping reports whether the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 
-// Do runs fn in one transaction, carried by fn's context. bun's RunInTx rolls
-// back when fn returns an error and, through a deferred rollback, when fn
-// panics; the panic goes on to the caller.
+// Do runs fn in one transaction, carried by fn's context (runTx): rolled
+// back when fn returns an error or panics (the panic goes on to the
+// caller), and an error returned only when the transaction did not commit.
 func (s *Store) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	if _, nested := ctx.Value(txKey{db: s.db}).(bun.Tx); nested {
 		return errNestedUnit
 	}
-	ended := &unitEnd{}
-	defer ended.run()
-	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		return fn(context.WithValue(context.WithValue(ctx, txKey{db: s.db}, tx), unitEndKey{db: s.db}, ended))
+	return runTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		return fn(context.WithValue(ctx, txKey{db: s.db}, tx))
 	})
-}
-
-// unitEnd is what runs once a unit's transaction has ended, committed or
-// not: the release of what the unit held until then.
-type unitEnd struct{ fns []func() }
-
-// unitEndKey finds it, keyed by database as txKey is.
-type unitEndKey struct{ db *bun.DB }
-
-func (u *unitEnd) run() {
-	for _, fn := range u.fns {
-		fn()
-	}
-}
-
-// atUnitEnd runs fn when ctx's unit on db ends, or now when ctx carries
-// none.
-func atUnitEnd(ctx context.Context, db *bun.DB, fn func()) {
-	if u, ok := ctx.Value(unitEndKey{db: db}).(*unitEnd); ok {
-		u.fns = append(u.fns, fn)
-		return
-	}
-	fn()
 }
 
 var errNestedUnit = errors.New("unit of work started inside another; units do not nest")

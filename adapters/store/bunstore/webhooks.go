@@ -191,7 +191,7 @@ func (r webhookEndpointRepository) Update(ctx context.Context, e webhook.Endpoin
 // Delete removes the endpoint and its deliveries together: in a transaction
 // of its own, or in a savepoint of the caller's unit of work.
 func (r webhookEndpointRepository) Delete(ctx context.Context, teamID, id string) error {
-	return conn(ctx, r.db).RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	return inTx(ctx, r.db, func(ctx context.Context, tx bun.Tx) error {
 		res, err := tx.NewDelete().Model((*webhookEndpointRow)(nil)).
 			Where("team_id = ?", teamID).
 			Where("id = ?", id).
@@ -476,7 +476,7 @@ func (r deliveryRepository) Claim(ctx context.Context, c webhookstore.DeliveryCl
 		return []webhook.Delivery{}, nil
 	}
 	var rows []webhookDeliveryRow
-	err := conn(ctx, r.db).RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := inTx(ctx, r.db, func(ctx context.Context, tx bun.Tx) error {
 		var err error
 		if tx.Dialect().Name() == dialect.PG {
 			rows, err = claimPG(ctx, tx, c)
@@ -657,7 +657,7 @@ func (r deliveryRepository) Complete(ctx context.Context, owner string, ds ...we
 		}
 		rows[i] = row
 	}
-	err := conn(ctx, r.db).RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := inTx(ctx, r.db, func(ctx context.Context, tx bun.Tx) error {
 		if tx.Dialect().Name() == dialect.PG {
 			return completePG(ctx, tx, owner, rows, applied)
 		}
@@ -775,7 +775,7 @@ func (r deliveryRepository) Prune(ctx context.Context, cutoff time.Time, limit i
 		return out, nil
 	}
 	cutoff = utc(cutoff)
-	err := conn(ctx, r.db).RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err := inTx(ctx, r.db, func(ctx context.Context, tx bun.Tx) error {
 		finished := tx.NewSelect().Model((*webhookDeliveryRow)(nil)).
 			Column("id").
 			Where("status IN (?)", finishedStatuses).

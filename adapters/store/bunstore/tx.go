@@ -1,0 +1,118 @@
+package bunstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
+)
+
+// inTx runs fn in ctx's unit, in a savepoint so that fn's error undoes
+// only its own statements, or else in a transaction of its own (runTx).
+func inTx(ctx context.Context, db *bun.DB, fn func(ctx context.Context, tx bun.Tx) error) error {
+	if unit, ok := ctx.Value(txKey{db: db}).(bun.Tx); ok {
+		return unit.RunInTx(ctx, nil, fn)
+	}
+	return runTx(ctx, db, fn)
+}
+
+// runTx runs fn in a transaction of db and commits it; an error of fn, or
+// a panic, rolls it back. Its error says what happened to the transaction:
+// nil only when it committed.
+//
+// On PostgreSQL a COMMIT whose answer never came back (the connection
+// failed on the way) may have committed or not. runTx reads the
+// transaction's id just before COMMIT and, when COMMIT fails without an
+// answer from the server, asks the server on another connection what
+// became of it (resolveCommit): a transaction found committed returns nil,
+// as if the answer had come.
+func runTx(ctx context.Context, db *bun.DB, fn func(ctx context.Context, tx bun.Tx) error) error {
+	var id pgXact
+	committing := false
+	err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if err := fn(ctx, tx); err != nil {
+			return err
+		}
+		if db.Dialect().Name() == dialect.PG {
+			var err error
+			if id, err = currentXact(ctx, tx); err != nil {
+				return err
+			}
+		}
+		committing = true
+		return nil
+	})
+	if err == nil || !committing || !id.xid.Valid {
+		return err
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return err // the server answered: it rolled the transaction back
+	}
+	return resolveCommit(ctx, db, id, err)
+}
+
+// pgXact names a PostgreSQL transaction: its id (NULL while it has
+// written nothing) and the process of the server that runs it.
+type pgXact struct {
+	xid sql.NullString
+	pid int
+}
+
+func currentXact(ctx context.Context, tx bun.Tx) (pgXact, error) {
+	var id pgXact
+	err := tx.NewRaw("SELECT pg_current_xact_id_if_assigned()::text, pg_backend_pid()").Scan(ctx, &id.xid, &id.pid)
+	if err != nil {
+		return pgXact{}, fmt.Errorf("bunstore: read transaction id: %w", err)
+	}
+	return id, nil
+}
+
+// resolveWait bounds how long resolveCommit waits for the server to end a
+// transaction whose connection failed.
+const resolveWait = 10 * time.Second
+
+// resolveCommit finds out whether the transaction id committed, after its
+// COMMIT failed with commitErr and no answer: nil if it did, an error
+// saying so if it did not or if that cannot be known. While its server
+// process has not yet noticed that the connection is gone (COMMIT never
+// reached it), the transaction is still in progress; the process is then
+// ended, which rolls the transaction back, and waited for, so that the
+// status read after is final. A transaction in progress holds its process,
+// so the pid read with it still names that process.
+func resolveCommit(ctx context.Context, db *bun.DB, id pgXact, commitErr error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resolveWait)
+	defer cancel()
+	status, err := xactStatus(ctx, db, id)
+	if err == nil && status == "in progress" {
+		var ended bool
+		err = db.NewRaw("SELECT pg_terminate_backend(?, ?)", id.pid, (resolveWait/2).Milliseconds()).Scan(ctx, &ended)
+		if err == nil {
+			status, err = xactStatus(ctx, db, id)
+		}
+	}
+	switch {
+	case err != nil:
+		return fmt.Errorf("bunstore: commit failed and its outcome is unknown (%w): %w", err, commitErr)
+	case status == "committed":
+		return nil
+	case status == "aborted":
+		return fmt.Errorf("bunstore: commit failed; the transaction was rolled back: %w", commitErr)
+	}
+	return fmt.Errorf("bunstore: commit failed and the transaction is %s: %w", status, commitErr)
+}
+
+// xactStatus is pg_xact_status of the transaction: committed, aborted or
+// in progress.
+func xactStatus(ctx context.Context, db *bun.DB, id pgXact) (string, error) {
+	var status sql.NullString
+	if err := db.NewRaw("SELECT pg_xact_status(?::xid8)", id.xid.String).Scan(ctx, &status); err != nil {
+		return "", err
+	}
+	return status.String, nil
+}
