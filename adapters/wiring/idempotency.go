@@ -9,8 +9,6 @@ import (
 	"github.com/profilesvc/profilesvc/application/idempotency"
 	"github.com/profilesvc/profilesvc/config"
 	"github.com/profilesvc/profilesvc/domain/account"
-	"github.com/profilesvc/profilesvc/domain/event"
-	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/domain/webhook"
 	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/ports/accountstore"
@@ -110,10 +108,6 @@ func (r claimingDeliveries) Requeue(ctx context.Context, d webhook.Delivery) (bo
 type claimingProfiles struct {
 	profilestore.Profiles
 	tx ports.UnitOfWork
-}
-
-func (r claimingProfiles) CreateWithin(ctx context.Context, p profile.Profile, max int, events ...event.Event) error {
-	return idempotency.Effect(ctx, r.tx, func(ctx context.Context) error { return r.Profiles.CreateWithin(ctx, p, max, events...) })
 }
 
 func (r claimingProfiles) SwapSession(ctx context.Context, teamID, id string, swap profilestore.SessionSwap) (bool, error) {

@@ -44,7 +44,6 @@ type ProfileDeps struct {
 	Config  config.Config
 	Listen  *ListenAddr
 	Cache   ProfileCache
-	Commits *commitBroadcast
 }
 
 // ProfileCache is the cache of PROFILE_CACHE (redis or local), or nil:
@@ -75,7 +74,7 @@ var Profiles = fx.Module("profiles",
 		newProfileCache,
 		func(d ProfileDeps) *profiles.Service {
 			return profiles.New(profiles.Deps{
-				Tx: d.Tx, Teams: d.Store.Teams(), Profiles: notifyingProfiles{Profiles: d.Store.Profiles(), wake: d.Commits.committed}, Users: d.Store.Users(), Proxies: d.Proxies, Outbox: d.Outbox,
+				Tx: d.Tx, Teams: d.Store.Teams(), Profiles: d.Store.Profiles(), Users: d.Store.Users(), Proxies: d.Proxies, Outbox: d.Outbox,
 				Runtime: d.Runtime, Blobs: d.Blobs, BlobRefs: d.Store.BlobRefs(), Snapshots: d.Store.Snapshots(),
 				Clock: d.Clock, IDs: d.IDs, Log: d.Log, Cache: d.Cache.Cache, EngineVersion: engineVersion(d.Runtime),
 				Policy: profiles.Policy{

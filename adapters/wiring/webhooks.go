@@ -18,10 +18,8 @@ import (
 	"github.com/profilesvc/profilesvc/application/webhooks"
 	"github.com/profilesvc/profilesvc/config"
 	"github.com/profilesvc/profilesvc/domain/event"
-	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/domain/webhook"
 	"github.com/profilesvc/profilesvc/ports"
-	"github.com/profilesvc/profilesvc/ports/profilestore"
 	"github.com/profilesvc/profilesvc/ports/storage"
 )
 
@@ -270,16 +268,6 @@ func (o notifyingOutbox) Append(ctx context.Context, e event.Event) error {
 	return nil
 }
 
-// appended marks the unit of ctx as having appended events, or wakes at
-// once when ctx is in no unit (the append has committed).
-func appended(ctx context.Context, wake func()) {
-	if appends, ok := ctx.Value(appendedKey{}).(*unitAppends); ok {
-		appends.any.Store(true)
-	} else {
-		wake()
-	}
-}
-
 // sessionLog logs the committed events of a profile's session, each with
 // the request that made it (if any), its team, profile and session: a
 // launch, and a stop with its reason (released, expired, failed, closed,
@@ -320,23 +308,6 @@ func sessionLog(log *slog.Logger, m *sessionMetrics) func(context.Context, event
 		}
 		log.InfoContext(ctx, msg, attrs...)
 	}
-}
-
-// notifyingProfiles is notifyingOutbox for the events a create appends
-// with its profile.
-type notifyingProfiles struct {
-	profilestore.Profiles
-	wake func()
-}
-
-func (r notifyingProfiles) CreateWithin(ctx context.Context, p profile.Profile, max int, events ...event.Event) error {
-	if err := r.Profiles.CreateWithin(ctx, p, max, events...); err != nil {
-		return err
-	}
-	if len(events) > 0 {
-		appended(ctx, r.wake)
-	}
-	return nil
 }
 
 // startPipeline runs the dispatcher and the pruner, unless

@@ -213,35 +213,34 @@ func (s *Service) Create(ctx context.Context, actor team.Actor, in profile.Setti
 	if err != nil {
 		return profile.Profile{}, err
 	}
-	created, err := s.newEvent(p, event.ProfileCreated, nil)
-	if err != nil {
-		return profile.Profile{}, err
-	}
-	// The store counts the team's profiles and inserts the profile and its
-	// events in one step (CreateWithin), so the quota holds across
-	// instances without a separate lock and count, and a profile without
-	// a proxy needs no unit of work.
-	if inline == nil && p.ProxyID == "" {
-		if err := s.d.Profiles.CreateWithin(ctx, p, s.d.Policy.MaxProfiles, created); err != nil {
-			return profile.Profile{}, err
-		}
-		return p, nil
-	}
 	err = s.d.Tx.Do(ctx, func(ctx context.Context) error {
+		// The team's lock orders its creates, in every instance: the count
+		// read here is the one this create adds to when it commits.
+		if err := s.d.Teams.Lock(ctx, actor.TeamID); err != nil {
+			return err
+		}
+		n, err := s.d.Profiles.Count(ctx, actor.TeamID)
+		if err != nil {
+			return err
+		}
+		if err := team.CheckQuota(n, s.d.Policy.MaxProfiles, "profiles"); err != nil {
+			return err
+		}
 		px, err := s.assignable(ctx, actor.TeamID, p.ProxyID, inline)
 		if err != nil {
 			return err
 		}
 		p.Proxy = proxyRef(px)
-		events := []event.Event{created}
-		if px != nil {
-			assigned, err := s.newEvent(p, event.ProxyAssigned, map[string]any{"proxy": px.EventView()})
-			if err != nil {
-				return err
-			}
-			events = append(events, assigned)
+		if err := s.d.Profiles.Create(ctx, p); err != nil {
+			return err
 		}
-		return s.d.Profiles.CreateWithin(ctx, p, s.d.Policy.MaxProfiles, events...)
+		if err := s.emit(ctx, p, event.ProfileCreated, nil); err != nil {
+			return err
+		}
+		if px == nil {
+			return nil
+		}
+		return s.emit(ctx, p, event.ProxyAssigned, map[string]any{"proxy": px.EventView()})
 	})
 	if err != nil {
 		return profile.Profile{}, err

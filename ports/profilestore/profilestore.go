@@ -9,7 +9,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/profile"
 )
 
@@ -48,14 +47,9 @@ type SessionSwap struct {
 // CountSessions is scoped to one team: another team's profile is not
 // found.
 type Profiles interface {
-	// Create stores p (with its tags): CreateWithin without a bound.
+	// Create stores p with its tags. The team's quota is the caller's: it
+	// counts under the team's lock (teamstore.Teams.Lock) in the same unit.
 	Create(ctx context.Context, p profile.Profile) error
-	// CreateWithin stores p unless its team already holds max profiles
-	// (0: no bound), which is team.QuotaReached. Concurrent creates of a
-	// team, in every instance sharing the database, never exceed max.
-	// events are appended to the outbox with p, in the same step: both or
-	// neither are stored, in a unit of work or on their own.
-	CreateWithin(ctx context.Context, p profile.Profile, max int, events ...event.Event) error
 	// ByID, List, BySession, ListExpiredSessions and ListNodeSessions
 	// return profiles with their tags and their proxy's view (Proxy; by
 	// its id alone when the team has no such proxy), read together.
@@ -94,11 +88,4 @@ type Profiles interface {
 	// session that has not expired by now: the sessions running on the
 	// whole service.
 	CountSessions(ctx context.Context, now time.Time) (int, error)
-	// ListVersion is a version of the team's list of profiles: a write of
-	// one of its profiles (create, change, session swap, delete) or of a
-	// proxy of the team (its type, host or port, which profiles show)
-	// gives it a value it never had before, once the write is committed,
-	// and for every reader from then on. It may also change with nothing
-	// changed; it never changes back.
-	ListVersion(ctx context.Context, teamID string) (string, error)
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/profilesvc/profilesvc/domain"
-	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/ports/profilestore"
@@ -222,129 +221,23 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		}
 	})
 
-	t.Run("CreateWithin refuses beyond the bound, also when creates race", func(t *testing.T) {
+	t.Run("creates counted under the team's lock hold its quota, also when they race", func(t *testing.T) {
 		f := newStoreFixture(t, newStore)
 		teamID := storeID("tm")
-		const bound = 3
-		f.must("create", f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, "first"), bound))
-		other := f.profile(storeID("tm"), "other team")
-		f.must("create in another team", f.s.Profiles().CreateWithin(f.ctx, other, 1))
-		created := raceCreates(t, f, teamID, 10, bound)
-		n, err := f.s.Profiles().Count(f.ctx, teamID)
-		f.must("Count", err)
-		if created != bound-1 || n != bound {
-			t.Fatalf("%d racing creates succeeded and the team holds %d, want %d and %d", created, n, bound-1, bound)
+		f.must("create the team", f.s.Teams().Create(f.ctx, team.Team{ID: teamID, Name: "Racers", CreatedAt: storeAt(0)}))
+		const bound = 5
+		f.createProfiles(f.profile(teamID, "first"))
+		if created := raceCreates(t, f, teamID, 12, bound); created != bound-1 {
+			t.Fatalf("%d of 12 racing creates succeeded with 1 of %d profiles, want %d", created, bound, bound-1)
 		}
-		// A delete frees a place; a create without a bound is never refused.
+		expectCount(t, f, teamID, bound)
+		// A delete frees one place, and only one.
 		victim := f.list(teamID, profilestore.Filter{Limit: 1})[0]
 		f.must("Delete", f.s.Profiles().Delete(f.ctx, teamID, victim.ID))
-		f.must("create after a delete", f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, "again"), bound))
-		if err := f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, "over"), bound); !isQuota(err, bound) {
-			t.Fatalf("create at the bound: %v, want the quota error", err)
+		if created := raceCreates(t, f, teamID, 6, bound); created != 1 {
+			t.Fatalf("%d of 6 racing creates succeeded after a delete, want 1", created)
 		}
-		f.must("create without a bound", f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, "unbounded"), 0))
-	})
-
-	t.Run("CreateWithin stores the profile's events with it, or neither", func(t *testing.T) {
-		f := newStoreFixture(t, newStore)
-		teamID := storeID("tm")
-		events := func() []event.Event {
-			t.Helper()
-			listed, err := f.s.Outbox().ListAfter(f.ctx, "", 100)
-			f.must("ListAfter", err)
-			return listed
-		}
-		expectAbsent := func(what string, p profile.Profile) {
-			t.Helper()
-			_, err := f.s.Profiles().ByID(f.ctx, teamID, p.ID)
-			expectNotFound(t, what, err)
-		}
-		first, second := f.event(teamID, storeAt(time.Second)), f.event(teamID, storeAt(2*time.Second))
-		p := f.profile(teamID, "with events", "a", "b")
-		f.must("create with two events", f.s.Profiles().CreateWithin(f.ctx, p, 2, first, second))
-		f.expectProfile(f.ctx, p)
-		checkEqual(t, "events of the create", events(), []event.Event{first, second})
-
-		// No event is appended for a create the quota refuses, nor for
-		// one that clashes (here on the event's id), nor for a unit
-		// that rolls back.
-		f.must("create without events", f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, "quiet"), 2))
-		refused := f.profile(teamID, "refused")
-		if err := f.s.Profiles().CreateWithin(f.ctx, refused, 2, f.event(teamID, storeAt(3*time.Second))); !isQuota(err, 2) {
-			t.Fatalf("create at the bound: %v, want the quota error", err)
-		}
-		clash := f.profile(teamID, "clash")
-		expectKind(t, "create whose event is in the outbox", f.s.Profiles().CreateWithin(f.ctx, clash, 0, first), domain.KindConflict, "conflict")
-		expectAbsent("profile of a clashing event", clash)
-		undone := f.profile(teamID, "rolled back")
-		errUndo := errors.New("undo")
-		err := inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
-			f.must("create in a unit", tx.Profiles().CreateWithin(ctx, undone, 0, f.event(teamID, storeAt(4*time.Second))))
-			return errUndo
-		})
-		if !errors.Is(err, errUndo) {
-			t.Fatalf("unit: %v, want its own error", err)
-		}
-		expectAbsent("profile of a refused create", refused)
-		expectAbsent("profile of a unit rolled back", undone)
-		checkEqual(t, "events after refused creates", events(), []event.Event{first, second})
-
-		// In a unit that commits, the events are there with the rest.
-		third := f.event(teamID, storeAt(5*time.Second))
-		kept := f.profile(teamID, "committed")
-		f.must("unit", inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
-			return tx.Profiles().CreateWithin(ctx, kept, 0, third)
-		}))
-		f.expectProfile(f.ctx, kept)
-		checkEqual(t, "events after a unit", events(), []event.Event{first, second, third})
-	})
-
-	t.Run("CreateWithin holds every bound: many racing creates, a bound lowered, deletes in between", func(t *testing.T) {
-		f := newStoreFixture(t, newStore)
-		teamID := storeID("tm")
-		const bound = 40
-		if created := raceCreates(t, f, teamID, 60, bound); created != bound {
-			t.Fatalf("%d of 60 racing creates succeeded under a bound of %d, want exactly %d", created, bound, bound)
-		}
-		// A lower bound than the team holds refuses until deletes bring
-		// the team under it, whichever profiles they delete.
-		const lower = 7
-		if err := f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, "over the lower bound"), lower); !isQuota(err, lower) {
-			t.Fatalf("create with %d profiles under a bound of %d: %v, want the quota error", bound, lower, err)
-		}
-		all := f.list(teamID, profilestore.Filter{Limit: bound})
-		for _, p := range all[:bound-lower+1] {
-			f.must("Delete", f.s.Profiles().Delete(f.ctx, teamID, p.ID))
-		}
-		f.must("create one under the lower bound", f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, "last place"), lower))
-		expectFullAt(t, f, teamID, lower)
-	})
-
-	t.Run("creates without a bound between bounded ones count against the bound", func(t *testing.T) {
-		f := newStoreFixture(t, newStore)
-		teamID := storeID("tm")
-		const bound = 20
-		for i := range 12 {
-			f.must("create under the bound", f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, fmt.Sprintf("bounded %d", i)), bound))
-		}
-		// 12 under the bound leave it 8 of room, wherever they were
-		// counted; 9 without one take the team beyond it.
-		for i := range 9 {
-			f.must("create without a bound", f.s.Profiles().Create(f.ctx, f.profile(teamID, fmt.Sprintf("free %d", i))))
-		}
-		// Enough tries that a count that kept room anywhere would take one.
-		for i := range 40 {
-			if err := f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, fmt.Sprintf("over %d", i)), bound); !isQuota(err, bound) {
-				t.Fatalf("create %d with 21 profiles under a bound of %d: %v, want the quota error", i, bound, err)
-			}
-		}
-		all := f.list(teamID, profilestore.Filter{Limit: 50})
-		for _, p := range all[:3] {
-			f.must("Delete", f.s.Profiles().Delete(f.ctx, teamID, p.ID))
-		}
-		f.must("create back under the bound", f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, "nineteenth"), bound))
-		f.must("create back under the bound", f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, "twentieth"), bound))
-		expectFullAt(t, f, teamID, bound)
+		expectCount(t, f, teamID, bound)
 	})
 
 	t.Run("taken id is a conflict", func(t *testing.T) {
@@ -850,69 +743,6 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 		expectNotFound(t, "profile deleted in a committed unit", err)
 	})
 
-	t.Run("ListVersion moves with every committed write of the team's profiles and proxies", func(t *testing.T) {
-		f := newStoreFixture(t, newStore)
-		teamID := storeID("tm")
-		repo := f.s.Profiles()
-		seen := map[string]string{}
-		moved := func(after string) {
-			t.Helper()
-			v, err := repo.ListVersion(f.ctx, teamID)
-			f.must("ListVersion after "+after, err)
-			if before, ok := seen[v]; ok {
-				t.Fatalf("version %q after %s, as after %s", v, after, before)
-			}
-			seen[v] = after
-		}
-		moved("nothing")
-		px := f.proxy(teamID)
-		f.must("create proxy", f.s.Proxies().Create(f.ctx, px))
-		p := f.profile(teamID, "Shop")
-		f.createProfiles(p)
-		moved("a create")
-		q := f.profile(teamID, "Blog")
-		f.must("CreateWithin", repo.CreateWithin(f.ctx, q, 10, f.event(teamID, storeAt(0))))
-		moved("a create within a bound")
-
-		next := p
-		next.Name, next.ProxyID, next.Version = "Store", px.ID, p.Version+1
-		f.must("Update", repo.Update(f.ctx, next, p.Version))
-		moved("an update")
-		idle := next
-		idle.Notes, idle.Version = "idle", next.Version+1
-		f.must("UpdateIdle", repo.UpdateIdle(f.ctx, idle, next.Version))
-		moved("an update of an idle profile")
-
-		sess := f.session(storeAt(time.Minute), time.Hour)
-		for _, sw := range []struct {
-			what string
-			swap profilestore.SessionSwap
-		}{
-			{"a launch", profilestore.SessionSwap{Next: sess}},
-			{"a release", profilestore.SessionSwap{ExpectSessionID: sess.ID}},
-		} {
-			ok, err := repo.SwapSession(f.ctx, teamID, p.ID, sw.swap)
-			f.must(sw.what, err)
-			if !ok {
-				t.Fatalf("%s was not applied", sw.what)
-			}
-			moved(sw.what)
-		}
-
-		px.Port++
-		f.must("proxy Update", f.s.Proxies().Update(f.ctx, px))
-		moved("a change of the proxy's port")
-		f.must("Delete", repo.Delete(f.ctx, teamID, q.ID))
-		moved("a delete")
-
-		last := idle
-		last.Name, last.Version = "Final", idle.Version+1
-		f.must("unit", inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
-			return tx.Profiles().Update(ctx, last, idle.Version)
-		}))
-		moved("a unit's update")
-	})
-
 	t.Run("ListExpiredSessions spans teams, earliest expiry first", func(t *testing.T) {
 		f := newStoreFixture(t, newStore)
 		now := storeAt(24 * time.Hour)
@@ -990,29 +820,40 @@ func runProfileRepository(t *testing.T, newStore NewStore) {
 	})
 }
 
-// raceCreates runs n creates in the team at once under bound and returns
-// how many succeeded; a create that fails otherwise than with the quota
-// error fails the test.
-// expectFullAt checks that the team holds bound profiles and that a create
-// under bound is refused with the quota error.
-func expectFullAt(t *testing.T, f storeFixture, teamID string, bound int) {
+// expectCount checks that the team holds n profiles.
+func expectCount(t *testing.T, f storeFixture, teamID string, n int) {
 	t.Helper()
-	if err := f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, "beyond"), bound); !isQuota(err, bound) {
-		t.Fatalf("create at a bound of %d: %v, want the quota error", bound, err)
-	}
-	n, err := f.s.Profiles().Count(f.ctx, teamID)
+	got, err := f.s.Profiles().Count(f.ctx, teamID)
 	f.must("Count", err)
-	if n != bound {
-		t.Fatalf("the team holds %d profiles, want %d", n, bound)
+	if got != n {
+		t.Fatalf("the team holds %d profiles, want %d", got, n)
 	}
 }
 
+// raceCreates runs n creates in the team at once, each in a unit that
+// counts the team's profiles under its lock and creates one while they are
+// under bound, as the profiles module does, and returns how many
+// succeeded; a create that fails otherwise than with the quota error fails
+// the test.
 func raceCreates(t *testing.T, f storeFixture, teamID string, n, bound int) int {
 	t.Helper()
 	var created atomic.Int32
-	storeWithin(t, "concurrent CreateWithin", func() {
+	storeWithin(t, "concurrent creates", func() {
 		errs := runConcurrently(n, func(i int) error {
-			err := f.s.Profiles().CreateWithin(f.ctx, f.profile(teamID, fmt.Sprintf("racer %d", i)), bound)
+			p := f.profile(teamID, fmt.Sprintf("racer %d", i))
+			err := inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
+				if err := tx.Teams().Lock(ctx, teamID); err != nil {
+					return err
+				}
+				held, err := tx.Profiles().Count(ctx, teamID)
+				if err != nil {
+					return err
+				}
+				if err := team.CheckQuota(held, bound, "profiles"); err != nil {
+					return err
+				}
+				return tx.Profiles().Create(ctx, p)
+			})
 			if err == nil {
 				created.Add(1)
 			}

@@ -5,18 +5,13 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/uptrace/bun"
 
 	"github.com/profilesvc/profilesvc/domain"
-	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/profile"
-	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/ports/profilestore"
 )
 
@@ -275,9 +270,7 @@ type profileTagRow struct {
 }
 
 type profileRepository struct {
-	db      *bun.DB
-	pool    *pgxpool.Pool // nil on SQLite
-	timeout time.Duration
+	db *bun.DB
 }
 
 // The view of the profile p's proxy, read with it.
@@ -318,49 +311,16 @@ func many(rows []profileRow) ([]profile.Profile, error) {
 	return out, nil
 }
 
+// Create inserts the profile and its tags, in ctx's unit when it carries
+// one.
 func (r profileRepository) Create(ctx context.Context, p profile.Profile) error {
-	return r.CreateWithin(ctx, p, 0)
-}
-
-// CreateWithin counts the profile in its team's row of team_profile_counts
-// and inserts it, its tags and its events, in one transaction (ctx's unit,
-// when it carries one), unless the team holds max profiles already (max 0
-// or less: no bound). The count is one upsert conditional on the bound: it
-// locks the team's row until the transaction ends, so the creates of a team
-// take turns on it, across instances too, and never count beyond max.
-func (r profileRepository) CreateWithin(ctx context.Context, p profile.Profile, max int, events ...event.Event) error {
 	return inTx(ctx, r.db, func(ctx context.Context, tx bun.Tx) error {
-		res, err := tx.NewRaw(countProfileSQL, p.TeamID, max, max).Exec(ctx)
-		n, err := rowsAffected(res, err, "profile count")
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return team.QuotaReached(max, "profiles")
-		}
 		if _, err := tx.NewInsert().Model(newProfileRow(p)).Exec(ctx); err != nil {
 			return writeErr(err, "profile", "profile already exists")
 		}
-		if err := insertProfileTags(ctx, tx, p); err != nil {
-			return err
-		}
-		return appendEvents(ctx, tx, events)
+		return insertProfileTags(ctx, tx, p)
 	})
 }
-
-// countProfileSQL adds one to the team's profile count unless that reaches
-// beyond the bound (its two arguments; 0 or less is no bound); it changes
-// no row when the team is full. Every create and delete also counts a
-// change of the team's list (see the migration profile_list_changes).
-const countProfileSQL = `INSERT INTO team_profile_counts (team_id, profiles, changes) VALUES (?, 1, 1)
-ON CONFLICT (team_id) DO UPDATE SET profiles = team_profile_counts.profiles + 1, changes = team_profile_counts.changes + 1
-WHERE ? <= 0 OR team_profile_counts.profiles < ?`
-
-// uncountProfileSQL takes one from the team's profile count, never below 0
-// (a count out of step), and counts the change.
-const uncountProfileSQL = `INSERT INTO team_profile_counts (team_id, profiles, changes) VALUES (?, 0, 1)
-ON CONFLICT (team_id) DO UPDATE SET changes = team_profile_counts.changes + 1,
-	profiles = CASE WHEN team_profile_counts.profiles > 0 THEN team_profile_counts.profiles - 1 ELSE 0 END`
 
 func (r profileRepository) ByID(ctx context.Context, teamID, id string) (profile.Profile, error) {
 	var row profileRow
@@ -489,8 +449,7 @@ func whyNotUpdated(ctx context.Context, db bun.IDB, teamID, id string, expectVer
 	return profile.ErrRunning
 }
 
-// Delete removes the profile only while it holds no session, and takes it
-// off the team's count.
+// Delete removes the profile only while it holds no session.
 func (r profileRepository) Delete(ctx context.Context, teamID, id string) error {
 	return inTx(ctx, r.db, func(ctx context.Context, tx bun.Tx) error {
 		res, err := tx.NewDelete().Model((*profileRow)(nil)).
@@ -506,49 +465,13 @@ func (r profileRepository) Delete(ctx context.Context, teamID, id string) error 
 			if err := profileExists(ctx, tx, teamID, id); err != nil {
 				return err
 			}
-			return domain.Conflict("profile is running; release it before deleting")
+			return profile.ErrRunning
 		}
 		if _, err := tx.NewDelete().Model((*profileTagRow)(nil)).Where("profile_id = ?", id).Exec(ctx); err != nil {
 			return fmt.Errorf("bunstore: write profile tags: %w", err)
 		}
-		if _, err := tx.NewRaw(uncountProfileSQL, teamID).Exec(ctx); err != nil {
-			return fmt.Errorf("bunstore: write profile count: %w", err)
-		}
 		return nil
 	})
-}
-
-// listVersionSQL is the version of the team's list: the sum of its
-// changes, which every committed write of its profiles (or of a proxy
-// they show) makes larger, in the write's own transaction.
-const listVersionSQL = `SELECT coalesce(sum(changes), 0) FROM team_profile_counts WHERE team_id = $1`
-
-// ListVersion reads listVersionSQL: on PostgreSQL outside a unit, one
-// prepared round trip that reads the team's 16 shard rows.
-func (r profileRepository) ListVersion(ctx context.Context, teamID string) (string, error) {
-	var v int64
-	var err error
-	if r.pgReadable(ctx) {
-		bounded, cancel := prepared{timeout: r.timeout}.bounded(ctx)
-		defer cancel()
-		err = r.pool.QueryRow(bounded, listVersionSQL, pgx.QueryExecModeCacheStatement, teamID).Scan(&v)
-	} else {
-		err = conn(ctx, r.db).NewRaw(strings.Replace(listVersionSQL, "$1", "?", 1), teamID).Scan(ctx, &v)
-	}
-	if err != nil {
-		return "", readErr(err, "profiles")
-	}
-	return strconv.FormatInt(v, 10), nil
-}
-
-// pgReadable says whether a read may go to the pgx pool directly: on
-// PostgreSQL, outside a unit (whose reads must see its own writes).
-func (r profileRepository) pgReadable(ctx context.Context) bool {
-	if r.pool == nil {
-		return false
-	}
-	_, inUnit := ctx.Value(txKey{db: r.db}).(bun.Tx)
-	return !inUnit
 }
 
 // SwapSession is one conditional UPDATE, so the database decides which of
@@ -678,5 +601,5 @@ func insertProfileTags(ctx context.Context, db bun.IDB, p profile.Profile) error
 
 // Profiles returns the profile repository.
 func (s *Store) Profiles() profilestore.Profiles {
-	return profileRepository{db: s.db, pool: s.pool, timeout: s.queryTimeout}
+	return profileRepository{db: s.db}
 }

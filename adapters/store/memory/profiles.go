@@ -4,51 +4,20 @@ import (
 	"cmp"
 	"context"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/profilesvc/profilesvc/domain"
-	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/profile"
-	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/ports/profilestore"
 )
 
 type profiles struct{ s *Store }
 
 func (r profiles) Create(ctx context.Context, p profile.Profile) error {
-	return r.CreateWithin(ctx, p, 0)
-}
-
-// CreateWithin counts and inserts (the profile and its events) under the
-// store's write lock, so they are one step.
-func (r profiles) CreateWithin(ctx context.Context, p profile.Profile, max int, events ...event.Event) error {
 	return r.s.write(ctx, func(st *state, undo *undoLog) error {
-		if max > 0 {
-			n := len(st.profiles.query(func(q *profile.Profile) bool { return q.TeamID == p.TeamID }, nil, max))
-			if err := team.CheckQuota(n, max, "profiles"); err != nil {
-				return err
-			}
-		}
 		p.Proxy = nil
-		// All or nothing, as one SQL statement: a clash undoes what this
-		// call wrote, and the unit (if any) can undo the rest later.
-		var step undoLog
-		err := st.profiles.insert(&step, p)
-		for _, e := range events {
-			if err != nil {
-				break
-			}
-			err = st.appendEvent(&step, e)
-		}
-		if err != nil {
-			step.rollback()
-			return err
-		}
-		undo.add(step)
-		st.listChanges++
-		return nil
+		return st.profiles.insert(undo, p)
 	})
 }
 
@@ -142,7 +111,6 @@ func (r profiles) update(ctx context.Context, p profile.Profile, expectVersion i
 		next.Data, next.Cookies = p.Data, p.Cookies
 		next.Version, next.UpdatedAt = p.Version, p.UpdatedAt
 		st.profiles.put(undo, next)
-		st.listChanges++
 		return nil
 	})
 }
@@ -157,7 +125,6 @@ func (r profiles) Delete(ctx context.Context, teamID, id string) error {
 			return err
 		}
 		st.profiles.remove(undo, id)
-		st.listChanges++
 		return nil
 	})
 }
@@ -170,7 +137,6 @@ func (r profiles) SwapSession(ctx context.Context, teamID, id string, s profiles
 		}
 		cur.Session = s.Next
 		st.profiles.put(undo, cur)
-		st.listChanges++
 		return true, nil
 	})
 }
@@ -231,14 +197,6 @@ func (r profiles) CountSessions(ctx context.Context, now time.Time) (int, error)
 			}
 		}
 		return n, nil
-	})
-}
-
-// ListVersion is the count of every write of profiles and proxies: it
-// moves with the team's (and with any other team's).
-func (r profiles) ListVersion(ctx context.Context, _ string) (string, error) {
-	return readValue(ctx, r.s, func(st *state) (string, error) {
-		return strconv.FormatUint(st.listChanges, 10), nil
 	})
 }
 

@@ -42,7 +42,6 @@ func (r proxies) Update(ctx context.Context, p proxy.Proxy) error {
 		}
 		p.CreatedAt = cur.CreatedAt
 		st.proxies.put(undo, p)
-		st.listChanges++
 		return nil
 	})
 }

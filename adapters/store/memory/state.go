@@ -37,10 +37,6 @@ type state struct {
 	// outboxSeq is the number of the last event appended. It only grows: a
 	// unit that rolls back leaves a gap, as a database sequence does.
 	outboxSeq int64
-	// listChanges counts the writes of profiles and proxies: the version of
-	// every team's list of profiles (ListVersion). Like outboxSeq it only
-	// grows, a unit that rolls back included.
-	listChanges uint64
 }
 
 // deliveryRow is a delivery with the lease a dispatcher holds on it, which

@@ -226,13 +226,6 @@ func (l *undoLog) record(step func()) {
 	}
 }
 
-// add takes over the steps of other, which are then undone with l's.
-func (l *undoLog) add(other undoLog) {
-	if l != nil {
-		l.steps = append(l.steps, other.steps...)
-	}
-}
-
 // rollback reverses the writes, newest first, so a row written twice ends
 // with the value it had before the unit began.
 func (l *undoLog) rollback() {
