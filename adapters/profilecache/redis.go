@@ -32,14 +32,8 @@ type Guard interface {
 const component = "profile_cache"
 
 // An entry's value is a profile (valueTag and its JSON, entry.go) or a
-// reader's lease ("l" and a random token). The number in valueTag is the
-// entry's format, raised with every change of entry's fields: an entry of
-// another format (written before the change, or by an instance that runs
-// another version) is a miss, never read with a field left out.
-const (
-	valueTag = "v3"
-	leaseTag = "l"
-)
+// reader's lease (leaseTag and a random token).
+const leaseTag = "l"
 
 // leaseTTL bounds how long a reader that stopped between its miss and its
 // fill keeps others from filling.

@@ -258,7 +258,8 @@ func TestFilledProfileComesBackEqual(t *testing.T) {
 	}
 }
 
-// An entry of another format (the binary one of earlier versions) is a
+// An entry of another format (the binary one of earlier versions, or the
+// JSON of a profile with other fields, written by another version) is a
 // miss, never a profile read from bytes it does not understand; so is a
 // value that is not JSON.
 func TestEntryOfAnotherFormatMisses(t *testing.T) {
@@ -266,10 +267,24 @@ func TestEntryOfAnotherFormatMisses(t *testing.T) {
 	prefix := testenv.RedisKeyPrefix(t, client, "profilecache-format")
 	pc, _ := newCache(t, client, prefix)
 	ctx := context.Background()
+	// What this version writes: its tag, then the profile's JSON.
+	_, _, lease := pc.Get(ctx, "tm_1", "prf_kept")
+	pc.Fill(ctx, "tm_1", "prf_kept", lease, profile.Profile{ID: "prf_kept", TeamID: "tm_1", Name: "Kept", Version: 1})
+	raw, err := client.Get(ctx, prefix+"tm_1:prf_kept").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag, body, ok := strings.Cut(raw, "{")
+	if !ok || len(tag) < 2 {
+		t.Fatalf("stored %q, want a tag and JSON", raw)
+	}
+	if _, hit, _ := pc.Get(ctx, "tm_1", "prf_kept"); !hit {
+		t.Fatal("the entry this version wrote is a miss")
+	}
 	for id, v := range map[string]string{
 		"prf_binary":  "v\x02\x05prf_1\x04tm_1",
-		"prf_broken":  `v3{"id":"prf_broken","teamId":"tm_1"`,
-		"prf_unknown": `v9{"id":"prf_unknown","teamId":"tm_1"}`,
+		"prf_broken":  tag + `{"ID":"prf_broken","TeamID":"tm_1"`,
+		"prf_unknown": "p0000000000000000{" + strings.ReplaceAll(body, "prf_kept", "prf_unknown"),
 	} {
 		if err := client.Set(ctx, prefix+"tm_1:"+id, v, time.Minute).Err(); err != nil {
 			t.Fatal(err)
