@@ -101,7 +101,7 @@ func TestProfilesAreGeneratedDevices(t *testing.T) {
 		}
 		for body, field := range map[string]string{
 			`{"fingerprint":{"navigator":{"hardwareConcurrency":"eight"}}}`: "fingerprint.navigator.hardwareConcurrency",
-			`{"fingerprint":{"webgl":{"depth":24}}}`:                        "depth",
+			`{"fingerprint":{"webgl":{"depth":24}}}`:                        "fingerprint.webgl.depth",
 		} {
 			r := h.do(req{method: http.MethodPatch, path: "/api/v1/profiles/" + id, rawBody: []byte(body), headers: pairs(auth)})
 			expect(t, r, http.StatusUnprocessableEntity)
