@@ -31,7 +31,8 @@ func cachedValues(t *testing.T, prefix string) int {
 	}
 	n := 0
 	for _, k := range keys {
-		if v, err := client.Get(ctx, k).Result(); err == nil && strings.HasPrefix(v, "v") {
+		// A lease is "l" and a token; a profile is its tag and JSON.
+		if v, err := client.Get(ctx, k).Result(); err == nil && !strings.HasPrefix(v, "l") {
 			n++
 		}
 	}
