@@ -2,6 +2,7 @@ package bunstore
 
 import (
 	"context"
+	"database/sql"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
@@ -35,4 +36,22 @@ func ExplainClaim(ctx context.Context, s *Store, c webhookstore.DeliveryClaim) (
 	var plan string
 	err = tx.NewRaw("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ?", pgClaimQuery(tx, c)).Scan(ctx, &plan)
 	return []byte(plan), err
+}
+
+// CurrentXact reads the id of tx's transaction and its server process, as
+// runTx reads them before COMMIT.
+func CurrentXact(ctx context.Context, tx bun.Tx) (xid string, pid int, err error) {
+	id, err := currentXact(ctx, tx)
+	return id.xid.String, id.pid, err
+}
+
+// EndXact is endXact of the transaction xid run by the server process pid.
+func EndXact(ctx context.Context, s *Store, xid string, pid int) (bool, error) {
+	return endXact(ctx, s.db, pgXact{xid: sql.NullString{String: xid, Valid: true}, pid: pid})
+}
+
+// ResolveCommit is resolveCommit of the transaction xid run by the server
+// process pid, whose COMMIT failed with commitErr.
+func ResolveCommit(ctx context.Context, s *Store, xid string, pid int, commitErr error) error {
+	return resolveCommit(ctx, s.db, pgXact{xid: sql.NullString{String: xid, Valid: true}, pid: pid}, commitErr)
 }

@@ -82,16 +82,14 @@ const resolveWait = 10 * time.Second
 // saying so if it did not or if that cannot be known. While its server
 // process has not yet noticed that the connection is gone (COMMIT never
 // reached it), the transaction is still in progress; the process is then
-// ended, which rolls the transaction back, and waited for, so that the
-// status read after is final. A transaction in progress holds its process,
-// so the pid read with it still names that process.
+// ended (endXact), which rolls the transaction back, and waited for, so
+// that the status read after is final.
 func resolveCommit(ctx context.Context, db *bun.DB, id pgXact, commitErr error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resolveWait)
 	defer cancel()
 	status, err := xactStatus(ctx, db, id)
 	if err == nil && status == "in progress" {
-		var ended bool
-		err = db.NewRaw("SELECT pg_terminate_backend(?, ?)", id.pid, (resolveWait/2).Milliseconds()).Scan(ctx, &ended)
+		_, err = endXact(ctx, db, id)
 		if err == nil {
 			status, err = xactStatus(ctx, db, id)
 		}
@@ -105,6 +103,22 @@ func resolveCommit(ctx context.Context, db *bun.DB, id pgXact, commitErr error) 
 		return fmt.Errorf("bunstore: commit failed; the transaction was rolled back: %w", commitErr)
 	}
 	return fmt.Errorf("bunstore: commit failed and the transaction is %s: %w", status, commitErr)
+}
+
+// endXact ends the server process id.pid if, and only if, it is still
+// running the transaction id.xid, waits up to half of resolveWait for it
+// to exit, and says whether it ended one. The transaction may end, and its
+// process exit and its pid be taken by another connection, between the
+// status that found it in progress and this; matching the transaction as
+// well as the pid keeps that other connection alive. pg_stat_activity
+// shows the 32-bit xid, to which the xid8 converts.
+func endXact(ctx context.Context, db *bun.DB, id pgXact) (bool, error) {
+	var ended bool
+	err := db.NewRaw(
+		"SELECT coalesce(bool_or(pg_terminate_backend(pid, ?)), false) FROM pg_stat_activity WHERE pid = ? AND backend_xid = ?::xid8::xid",
+		(resolveWait/2).Milliseconds(), id.pid, id.xid.String,
+	).Scan(ctx, &ended)
+	return ended, err
 }
 
 // xactStatus is pg_xact_status of the transaction: committed, aborted or
