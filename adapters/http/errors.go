@@ -185,7 +185,7 @@ func retryAfterSeconds(d time.Duration) int {
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	res := resolve(err)
 	if res.class.status == http.StatusInternalServerError {
-		requestLogger(r.Context()).Error("request failed",
+		RequestLogger(r.Context()).Error("request failed",
 			zap.Error(err),
 			zap.String("method", r.Method),
 			zap.String("path", r.URL.Path),
@@ -196,7 +196,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		// registration throttles count a client address (or an email)
 		// and have no actor.
 		a := actorFrom(r.Context())
-		requestLogger(r.Context()).Warn("request throttled",
+		RequestLogger(r.Context()).Warn("request throttled",
 			zap.String("team_id", a.TeamID), zap.String("user_id", a.UserID), zap.String("api_key_id", a.APIKeyID),
 			zap.String("client", clientAddr(r)), zap.String("method", r.Method), zap.String("path", r.URL.Path),
 			zap.String("reason", res.message), zap.Int("retry_after_s", retryAfterSeconds(res.retryAfter)),
@@ -215,12 +215,12 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 // writeErrorEnvelope writes an error without consulting classOf or the
 // log; callers that already logged (panic recovery) use it directly.
 func writeErrorEnvelope(w http.ResponseWriter, status int, code, message string, details []errorDetail) {
-	writeBody(w, status, errorEnvelope{Error: errorBody{Code: code, Message: message, Details: details}})
+	WriteBody(w, status, errorEnvelope{Error: errorBody{Code: code, Message: message, Details: details}})
 }
 
 // writeJSON answers with the success envelope around data.
 func writeJSON(w http.ResponseWriter, status int, data any) {
-	writeBody(w, status, successEnvelope{Success: true, Data: data})
+	WriteBody(w, status, successEnvelope{Success: true, Data: data})
 }
 
 // writeCredentials answers like writeJSON for a response that carries
@@ -243,7 +243,7 @@ func writeList(w http.ResponseWriter, data any, nextCursor string, limit int) {
 	if nextCursor != "" {
 		meta.NextCursor = &nextCursor
 	}
-	writeBody(w, http.StatusOK, listEnvelope{Success: true, Data: data, Meta: meta})
+	WriteBody(w, http.StatusOK, listEnvelope{Success: true, Data: data, Meta: meta})
 }
 
 // writeNoContent answers 204 with no body.
@@ -251,9 +251,11 @@ func writeNoContent(w http.ResponseWriter) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// writeBody encodes before writing the status, so a value that cannot be
-// encoded becomes a clean 500 rather than a 200 with half a body.
-func writeBody(w http.ResponseWriter, status int, v any) {
+// WriteBody writes v as a JSON body with status. It encodes before writing
+// the status, so a value that cannot be encoded becomes a clean 500 rather
+// than a 200 with half a body. Exported for the adapters mounted in this
+// router (the CDP relay's /json/version) that answer outside the envelope.
+func WriteBody(w http.ResponseWriter, status int, v any) {
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(v); err != nil {
 		responseLogger(w).Error("response not encodable", zap.Error(err))

@@ -84,7 +84,7 @@ type checkResult struct {
 func (rd readiness) serve(w http.ResponseWriter, r *http.Request) {
 	log := rd.log
 	if infoFrom(r.Context()) != nil {
-		log = requestLogger(r.Context())
+		log = RequestLogger(r.Context())
 	}
 	results := make(chan checkResult, len(rd.checkers))
 	for _, c := range rd.checkers {
@@ -110,12 +110,12 @@ func (rd readiness) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(failing) == 0 {
-		writeBody(w, http.StatusOK, readyEnvelope{Success: true, Data: out})
+		WriteBody(w, http.StatusOK, readyEnvelope{Success: true, Data: out})
 		return
 	}
 	out.Status = "unavailable"
 	slices.Sort(failing)
-	writeBody(w, http.StatusServiceUnavailable, readyEnvelope{Data: out, Error: &errorBody{
+	WriteBody(w, http.StatusServiceUnavailable, readyEnvelope{Data: out, Error: &errorBody{
 		Code:    "unavailable",
 		Message: "not ready: " + strings.Join(failing, ", "),
 	}})

@@ -65,9 +65,9 @@ func RequestIDFrom(ctx context.Context) string {
 	return ""
 }
 
-// requestLogger returns the logger of the request, which names its id. The
+// RequestLogger returns the logger of the request, which names its id. The
 // fallback only serves handlers run outside the router's middleware.
-func requestLogger(ctx context.Context) *zap.Logger {
+func RequestLogger(ctx context.Context) *zap.Logger {
 	if info := infoFrom(ctx); info != nil {
 		return info.logger()
 	}
@@ -157,6 +157,26 @@ func (rec *responseRecorder) Write(b []byte) (int, error) {
 	return n, err
 }
 
+// NoteSwitchedProtocols records a 101 for the access log and the metrics,
+// for a handler that hands the connection over to a WebSocket whose 101 is
+// written on the hijacked connection, past the recorder, which would
+// otherwise count the request as a 200 (the CDP relay's proxy to another
+// instance does so).
+func NoteSwitchedProtocols(w http.ResponseWriter) {
+	for {
+		if rec, ok := w.(*responseRecorder); ok {
+			rec.status = http.StatusSwitchingProtocols
+			rec.wroteHeader = true
+			return
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return
+		}
+		w = u.Unwrap()
+	}
+}
+
 // Unwrap lets http.ResponseController reach the connection's writer.
 func (rec *responseRecorder) Unwrap() http.ResponseWriter { return rec.ResponseWriter }
 
@@ -225,7 +245,7 @@ func recoverPanics(next http.Handler) http.Handler {
 				// net/http's own signal to drop the connection quietly.
 				panic(p)
 			}
-			requestLogger(r.Context()).Error("panic while serving request",
+			RequestLogger(r.Context()).Error("panic while serving request",
 				zap.String("panic", fmt.Sprint(p)),
 				zap.ByteString("stack", debug.Stack()),
 				zap.String("method", r.Method),

@@ -2,7 +2,9 @@
 // middleware every request passes, the one table that maps domain errors to
 // statuses and the error envelope, the JSON shapes (DTOs) of every endpoint,
 // the operational endpoints, the server's lifecycle and the embedded OpenAPI
-// document. It drives the application services.
+// document. It drives the application services. An adapter mounted in its
+// router (adapters/cdprelay) adds Routes to the table and answers through
+// its error mapper, RequestLogger, WriteBody and NoteSwitchedProtocols.
 package httpapi
 
 import (

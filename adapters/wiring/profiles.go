@@ -10,6 +10,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/profilesvc/profilesvc/adapters/browser"
+	"github.com/profilesvc/profilesvc/adapters/cdprelay"
 	httpapi "github.com/profilesvc/profilesvc/adapters/http"
 	"github.com/profilesvc/profilesvc/adapters/profilecache"
 	"github.com/profilesvc/profilesvc/adapters/redisguard"
@@ -94,7 +95,7 @@ var Profiles = fx.Module("profiles",
 			return httpapi.NewDataHandlers(svc, cfg.ProfileDataUploadTimeout).Routes()
 		}, fx.ResultTags(`group:"routes"`)),
 		fx.Annotate(func(svc *profiles.Service, cfg config.Config, listen *ListenAddr) Routes {
-			return httpapi.NewCDPHandlers(svc, httpapi.CDPOptions{
+			return cdprelay.New(svc, cdprelay.Options{
 				PublicURL: publicURL(cfg, listen), Origins: cfg.CORSOrigins, MaxConnections: cfg.Browser.RelayConnections,
 			}).Routes()
 		}, fx.ResultTags(`group:"routes"`)),

@@ -108,6 +108,17 @@ func rule(r, dep string, owners map[string]string) string {
 		if isLib(dep, "github.com/uptrace/bun", "github.com/redis/go-redis", "go.uber.org/fx") {
 			return "the HTTP adapter knows no storage, cache or fx"
 		}
+	case under(r, "adapters/cdprelay"):
+		// The CDP relay is a second driving adapter, mounted in the HTTP
+		// transport's router: its routes, errors, access log and metrics
+		// are the transport's, so it may know adapters/http (never the
+		// other way round: the transport knows no other adapter).
+		if own && !under(depRel, "domain", "ports", "application", "adapters/http", "adapters/cdprelay") {
+			return "the CDP relay drives the application through the HTTP transport and knows no other adapter"
+		}
+		if isLib(dep, "github.com/uptrace/bun", "github.com/redis/go-redis", "go.uber.org/fx") {
+			return "the CDP relay knows no storage, cache or fx"
+		}
 	case under(r, "adapters/wiring"):
 		// The composition root may know everything.
 	case under(r, "adapters"):
@@ -203,6 +214,8 @@ func directRule(r, imp string) string {
 		return "cmd knows only config and adapters/wiring"
 	case under(r, "adapters/http") && !under(depRel, "domain", "application", "adapters/http"):
 		return "the HTTP adapter calls application services and knows no ports"
+	case under(r, "adapters/cdprelay") && !under(depRel, "domain", "application", "adapters/http", "adapters/cdprelay"):
+		return "the CDP relay calls application services and knows no ports"
 	}
 	return ""
 }
@@ -243,6 +256,11 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"application/auth", module + "/adapters/store/memory"},
 		{"adapters/http", module + "/adapters/store/bunstore"},
 		{"adapters/http", "github.com/uptrace/bun"},
+		{"adapters/http", module + "/adapters/cdprelay"},
+		{"adapters/cdprelay", module + "/adapters/store/memory"},
+		{"adapters/cdprelay", module + "/adapters/browser/chromium"},
+		{"adapters/cdprelay", "go.uber.org/fx"},
+		{"adapters/cdprelay", "github.com/redis/go-redis/v9"},
 		{"adapters/store/memory", module + "/application/auth"},
 		{"adapters/profilecache", module + "/adapters/store/memory"},
 		{"adapters/webhook", module + "/adapters/netguard/netguardtest"},
@@ -258,6 +276,12 @@ func TestRulesCatchViolations(t *testing.T) {
 	}
 	if directRule("adapters/http", module+"/ports") == "" {
 		t.Error("directRule allows adapters/http -> ports")
+	}
+	if directRule("adapters/cdprelay", module+"/ports") == "" {
+		t.Error("directRule allows adapters/cdprelay -> ports")
+	}
+	if why := directRule("adapters/cdprelay", module+"/adapters/http"); why != "" {
+		t.Errorf("directRule refuses adapters/cdprelay -> adapters/http: %s", why)
 	}
 	if directRule("cmd/profilesvc", module+"/application/auth") == "" {
 		t.Error("directRule allows cmd -> application")
@@ -280,6 +304,10 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"adapters/store/bunstore", "github.com/uptrace/bun"},
 		{"adapters/store/bunstore", module + "/migrations"},
 		{"adapters/http", module + "/application/auth"},
+		{"adapters/cdprelay", module + "/adapters/http"},
+		{"adapters/cdprelay", module + "/application/profiles"},
+		{"adapters/cdprelay", "github.com/gorilla/mux"},
+		{"adapters/cdprelay", "github.com/coder/websocket"},
 		{"adapters/wiring", "go.uber.org/fx"},
 		{"application/profiles", module + "/ports/profilestore"},
 		{"application/auth", module + "/ports/accountstore"},

@@ -1,4 +1,10 @@
-package httpapi
+// Package cdprelay is the CDP relay: the WebSocket at a session's cdpUrl,
+// carried to the session's browser or to the instance that runs it, and the
+// /json/version document that tools discover it by. It is a driving adapter
+// mounted in the HTTP transport's router (adapters/http): its routes join
+// the one route table, and its failures, access log and metrics are the
+// transport's.
+package cdprelay
 
 import (
 	"context"
@@ -20,13 +26,14 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/net/http/httpguts"
 
+	httpapi "github.com/profilesvc/profilesvc/adapters/http"
 	"github.com/profilesvc/profilesvc/application/profiles"
 	"github.com/profilesvc/profilesvc/domain"
 )
 
-// CDPTargets checks a relay client's token and says where the session's
+// Targets checks a relay client's token and says where the session's
 // browser runs (profiles.Service has it).
-type CDPTargets interface {
+type Targets interface {
 	CDPTarget(ctx context.Context, sessionID, token string) (profiles.CDPTarget, error)
 }
 
@@ -59,8 +66,8 @@ const (
 	cdpVersionID = 1
 )
 
-// CDPOptions configure the relay.
-type CDPOptions struct {
+// Options configure the relay.
+type Options struct {
 	// PublicURL is the base of the URLs handed to clients (PUBLIC_URL),
 	// read per request: by default it is the listening address, known
 	// only once the server has started.
@@ -75,13 +82,13 @@ type CDPOptions struct {
 	MaxConnections int
 }
 
-// CDPHandlers relays clients of a session's browser (Playwright's
+// Relay carries clients of a session's browser (Playwright's
 // connectOverCDP, Puppeteer's connect, chromedp) to the browser, through
 // the connection the runtime opens for each client, or to the instance
 // that runs it.
-type CDPHandlers struct {
-	svc       CDPTargets
-	opts      CDPOptions
+type Relay struct {
+	svc       Targets
+	opts      Options
 	anyOrigin bool
 	origins   map[string]bool
 	// open counts the relayed connections.
@@ -89,8 +96,8 @@ type CDPHandlers struct {
 	transport *http.Transport
 }
 
-// NewCDPHandlers returns the relay endpoints of svc.
-func NewCDPHandlers(svc CDPTargets, opts CDPOptions) *CDPHandlers {
+// New returns the relay of the sessions svc knows.
+func New(svc Targets, opts Options) *Relay {
 	transport := &http.Transport{
 		// No proxy from the environment: the targets are the other
 		// instances, which a proxy cannot reach.
@@ -100,7 +107,7 @@ func NewCDPHandlers(svc CDPTargets, opts CDPOptions) *CDPHandlers {
 		ResponseHeaderTimeout: cdpAnswerTimeout,
 		IdleConnTimeout:       90 * time.Second,
 	}
-	h := &CDPHandlers{svc: svc, opts: opts, origins: map[string]bool{}, transport: transport}
+	h := &Relay{svc: svc, opts: opts, origins: map[string]bool{}, transport: transport}
 	for _, o := range opts.Origins {
 		if o == "*" {
 			h.anyOrigin = true
@@ -112,8 +119,8 @@ func NewCDPHandlers(svc CDPTargets, opts CDPOptions) *CDPHandlers {
 
 // Routes lists the endpoints. They are public: the session's token in
 // ?token= authenticates, since CDP clients send no other credentials.
-func (h *CDPHandlers) Routes() []Route {
-	return []Route{
+func (h *Relay) Routes() []httpapi.Route {
+	return []httpapi.Route{
 		{Method: http.MethodGet, Path: "/api/v1/sessions/{id}/cdp", Handler: h.connect, Public: true, Name: "sessions.cdp"},
 		{Method: http.MethodGet, Path: "/api/v1/sessions/{id}/cdp/json/version", Handler: h.version, Public: true, Name: "sessions.cdp.version"},
 		// Playwright asks for the document with a trailing slash.
@@ -122,14 +129,14 @@ func (h *CDPHandlers) Routes() []Route {
 }
 
 // target checks the token before anything reaches a browser.
-func (h *CDPHandlers) target(r *http.Request) (profiles.CDPTarget, error) {
+func (h *Relay) target(r *http.Request) (profiles.CDPTarget, error) {
 	return h.svc.CDPTarget(r.Context(), mux.Vars(r)["id"], r.URL.Query().Get("token"))
 }
 
 // checkOrigin lets a page open a CDP connection only from the service's
 // own origin or one configured: a page elsewhere that learnt a cdpUrl
 // must not drive the browser from a visitor's machine.
-func (h *CDPHandlers) checkOrigin(r *http.Request) error {
+func (h *Relay) checkOrigin(r *http.Request) error {
 	origin := r.Header.Get("Origin")
 	if origin == "" || h.anyOrigin || h.origins[strings.ToLower(origin)] {
 		return nil
@@ -141,7 +148,7 @@ func (h *CDPHandlers) checkOrigin(r *http.Request) error {
 }
 
 // reserve takes one of the instance's relayed connections.
-func (h *CDPHandlers) reserve() (func(), error) {
+func (h *Relay) reserve() (func(), error) {
 	if n := h.open.Add(1); h.opts.MaxConnections > 0 && n > int64(h.opts.MaxConnections) {
 		h.open.Add(-1)
 		return nil, domain.Unavailable(fmt.Sprintf("this instance relays as many CDP connections as it may (%d, CDP_CONNECTIONS_MAX); retry later", h.opts.MaxConnections))
@@ -149,7 +156,7 @@ func (h *CDPHandlers) reserve() (func(), error) {
 	return sync.OnceFunc(func() { h.open.Add(-1) }), nil
 }
 
-func (h *CDPHandlers) connect(w http.ResponseWriter, r *http.Request) error {
+func (h *Relay) connect(w http.ResponseWriter, r *http.Request) error {
 	if err := h.checkOrigin(r); err != nil {
 		return err
 	}
@@ -173,18 +180,19 @@ func (h *CDPHandlers) connect(w http.ResponseWriter, r *http.Request) error {
 		if domain.KindOf(err) != domain.KindInternal {
 			return err
 		}
-		requestLogger(r.Context()).Warn("cdp relay could not connect to the browser", zap.Error(err))
+		httpapi.RequestLogger(r.Context()).Warn("cdp relay could not connect to the browser", zap.Error(err))
 		return domain.Unavailable("the session's browser did not answer; retry later")
 	}
 	defer conn.Close()
-	liftDeadlines(w)
-	// The origin is checked above, with the service's own rules.
+	liftDeadlines(w, r)
+	// The origin is checked above, with the service's own rules. Accept
+	// writes its 101 through the ResponseWriter, so the access log and the
+	// metrics see it.
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		// Accept has answered the client.
 		return nil
 	}
-	noteSwitchedProtocols(w)
 	ws.SetReadLimit(cdpMaxClientMessage)
 	pumpCDP(ws, conn)
 	return nil
@@ -227,7 +235,7 @@ func pumpCDP(ws *websocket.Conn, conn profiles.CDPConn) {
 	<-done
 }
 
-func (h *CDPHandlers) version(w http.ResponseWriter, r *http.Request) error {
+func (h *Relay) version(w http.ResponseWriter, r *http.Request) error {
 	target, err := h.target(r)
 	if err != nil {
 		return err
@@ -245,14 +253,14 @@ func (h *CDPHandlers) version(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		if r.Context().Err() == nil {
-			requestLogger(r.Context()).Warn("browser did not answer Browser.getVersion", zap.Error(err))
+			httpapi.RequestLogger(r.Context()).Warn("browser did not answer Browser.getVersion", zap.Error(err))
 		}
 		return domain.Unavailable("the session's browser did not answer; retry later")
 	}
 	doc["webSocketDebuggerUrl"] = public
 	// The document carries the session's token.
 	w.Header().Set("Cache-Control", "no-store")
-	writeBody(w, http.StatusOK, doc)
+	httpapi.WriteBody(w, http.StatusOK, doc)
 	return nil
 }
 
@@ -300,9 +308,9 @@ func browserVersion(ctx context.Context, target profiles.CDPTarget) (map[string]
 
 // relay hands the request as it came, token included, to the instance that
 // runs the session's browser, and its answer back.
-func (h *CDPHandlers) relay(w http.ResponseWriter, r *http.Request, node string) error {
+func (h *Relay) relay(w http.ResponseWriter, r *http.Request, node string) error {
 	if r.Header.Get(relayedHeader) != "" {
-		requestLogger(r.Context()).Warn("cdp relay refused a second hop", zap.String("node", node))
+		httpapi.RequestLogger(r.Context()).Warn("cdp relay refused a second hop", zap.String("node", node))
 		return domain.Unavailable("the instance that runs this session's browser is changing; retry later")
 	}
 	target, err := url.Parse(node)
@@ -313,72 +321,56 @@ func (h *CDPHandlers) relay(w http.ResponseWriter, r *http.Request, node string)
 		return fmt.Errorf("session's node address %q is not an http(s) URL", node)
 	}
 	if isWebSocketUpgrade(r) {
-		liftDeadlines(w)
+		liftDeadlines(w, r)
 	}
-	h.proxy(w, r, func(pr *httputil.ProxyRequest) {
-		pr.SetURL(target)
-		for _, k := range credentialHeaders {
-			pr.Out.Header.Del(k)
-		}
-		pr.Out.Header.Set(relayedHeader, "1")
-		// This instance checked the page's origin; the owner, reached at
-		// its NODE_URL, would take the service's own origin for another.
-		pr.Out.Header.Del("Origin")
-	}).ServeHTTP(w, r)
-	return nil
-}
-
-// proxy relays one request as rewrite says. httputil.ReverseProxy carries
-// an upgraded connection both ways once the target answers 101, and
-// relays any other answer as it is.
-func (h *CDPHandlers) proxy(w http.ResponseWriter, r *http.Request, rewrite func(*httputil.ProxyRequest)) *httputil.ReverseProxy {
-	log := requestLogger(r.Context())
-	return &httputil.ReverseProxy{
-		Rewrite:   rewrite,
+	log := httpapi.RequestLogger(r.Context())
+	// The proxy's failure is returned, so that the transport's one error
+	// mapper answers it as it answers every other.
+	var failed error
+	// httputil.ReverseProxy carries an upgraded connection both ways once
+	// the target answers 101, and relays any other answer as it is.
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			for _, k := range credentialHeaders {
+				pr.Out.Header.Del(k)
+			}
+			pr.Out.Header.Set(relayedHeader, "1")
+			// This instance checked the page's origin; the owner, reached
+			// at its NODE_URL, would take the service's own origin for
+			// another.
+			pr.Out.Header.Del("Origin")
+		},
 		Transport: h.transport,
 		ErrorLog:  zap.NewStdLog(log.Named("cdp")),
 		ModifyResponse: func(res *http.Response) error {
 			if res.StatusCode == http.StatusSwitchingProtocols {
-				noteSwitchedProtocols(w)
+				// The proxy writes the 101 on the hijacked connection,
+				// past the transport's access log and metrics.
+				httpapi.NoteSwitchedProtocols(w)
 			}
 			return nil
 		},
-		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+		ErrorHandler: func(_ http.ResponseWriter, r *http.Request, err error) {
 			if r.Context().Err() != nil {
 				// The client went away; nobody is left to answer.
 				return
 			}
 			log.Warn("cdp relay failed", zap.Error(err))
-			writeError(w, r, domain.Unavailable("the session's browser did not answer; retry later"))
+			failed = domain.Unavailable("the session's browser did not answer; retry later")
 		},
 	}
-}
-
-// noteSwitchedProtocols records a 101 for the access log and the metrics:
-// the proxy writes it on the hijacked connection, past the recorder, which
-// would otherwise count a relayed WebSocket as a 200.
-func noteSwitchedProtocols(w http.ResponseWriter) {
-	for {
-		if rec, ok := w.(*responseRecorder); ok {
-			rec.status = http.StatusSwitchingProtocols
-			rec.wroteHeader = true
-			return
-		}
-		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
-		if !ok {
-			return
-		}
-		w = u.Unwrap()
-	}
+	proxy.ServeHTTP(w, r)
+	return failed
 }
 
 // liftDeadlines clears the server's read and write deadlines, meant for one
 // request, on a connection about to carry a WebSocket that lives as long as
 // its client. Hijacking a connection does not promise to clear them.
-func liftDeadlines(w http.ResponseWriter) {
+func liftDeadlines(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	if err := errors.Join(rc.SetReadDeadline(time.Time{}), rc.SetWriteDeadline(time.Time{})); err != nil {
-		responseLogger(w).Warn("could not lift the deadlines of a cdp connection: " + err.Error())
+		httpapi.RequestLogger(r.Context()).Warn("could not lift the deadlines of a cdp connection: " + err.Error())
 	}
 }
 

@@ -1,4 +1,4 @@
-package httpapi
+package cdprelay
 
 import (
 	"context"
@@ -202,19 +202,19 @@ func (c *fakeCDPConn) waitClosed(t *testing.T, why string) {
 // newRelay serves the relay routes of svc on loopback; opts.PublicURL
 // defaults to http://localhost:8080, and configure may set the server's
 // timeouts before it starts.
-func newRelay(t *testing.T, svc CDPTargets, opts CDPOptions, configure func(*http.Server)) *httptest.Server {
+func newRelay(t *testing.T, svc Targets, opts Options, configure func(*http.Server)) *httptest.Server {
 	t.Helper()
 	srv, _ := newRelayStack(t, svc, opts, configure)
 	return srv
 }
 
 // newRelayStack is newRelay that also returns the stack, to read its log.
-func newRelayStack(t *testing.T, svc CDPTargets, opts CDPOptions, configure func(*http.Server)) (*httptest.Server, testStack) {
+func newRelayStack(t *testing.T, svc Targets, opts Options, configure func(*http.Server)) (*httptest.Server, testStack) {
 	t.Helper()
 	if opts.PublicURL == nil {
 		opts.PublicURL = constURL("http://localhost:8080")
 	}
-	s := newTestStack(t, NewCDPHandlers(svc, opts).Routes(), nil)
+	s := newTestStack(t, New(svc, opts).Routes())
 	srv := httptest.NewUnstartedServer(s.handler)
 	if configure != nil {
 		configure(srv.Config)
@@ -323,30 +323,10 @@ func getRequest(t *testing.T, target string) *http.Request {
 	return req
 }
 
-// expectErrorResponse checks a live response like expectError checks a
-// recorded one.
-func expectErrorResponse(t *testing.T, req *http.Request, status int, code string) envelope {
-	t.Helper()
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	w := httptest.NewRecorder()
-	for k, v := range resp.Header {
-		w.Header()[k] = v
-	}
-	w.WriteHeader(resp.StatusCode)
-	if _, err := w.Body.ReadFrom(resp.Body); err != nil {
-		t.Fatal(err)
-	}
-	return expectError(t, w, status, code)
-}
-
 func TestCDPRelayCarriesMessagesBothWays(t *testing.T) {
 	t.Parallel()
 	b := &fakeBrowser{greeting: []string{cdpEvent}}
-	relay, stack := newRelayStack(t, fakeTargets{target: b.target()}, CDPOptions{}, nil)
+	relay, stack := newRelayStack(t, fakeTargets{target: b.target()}, Options{}, nil)
 
 	ws := dialCDP(t, relay, nil)
 	receive(t, ws, cdpEvent)
@@ -374,6 +354,9 @@ func TestCDPRelayCarriesMessagesBothWays(t *testing.T) {
 	if line["status"] != int64(101) || line["route"] != "/api/v1/sessions/{id}/cdp" {
 		t.Fatalf("access log %v", line)
 	}
+	if n := stack.requestsCounted(t, "/api/v1/sessions/{id}/cdp", 101); n != 1 {
+		t.Fatalf("the metrics count %v relayed connections as 101, want 1", n)
+	}
 	if n := len(b.opened()); n != 1 {
 		t.Fatalf("the browser has %d connections, want 1", n)
 	}
@@ -389,7 +372,7 @@ func TestCDPRelayClosesTheBrowsersConnectionWhenTheClientLeaves(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			b := &fakeBrowser{}
-			relay := newRelay(t, fakeTargets{target: b.target()}, CDPOptions{}, nil)
+			relay := newRelay(t, fakeTargets{target: b.target()}, Options{}, nil)
 			ws := dialCDP(t, relay, nil)
 			roundTrip(t, ws, "first")
 			conn := b.only(t)
@@ -407,7 +390,7 @@ func TestCDPRelayClosesTheBrowsersConnectionWhenTheClientLeaves(t *testing.T) {
 func TestCDPRelayClosesTheClientWhenTheBrowserEnds(t *testing.T) {
 	t.Parallel()
 	b := &fakeBrowser{}
-	relay := newRelay(t, fakeTargets{target: b.target()}, CDPOptions{MaxConnections: 1}, nil)
+	relay := newRelay(t, fakeTargets{target: b.target()}, Options{MaxConnections: 1}, nil)
 	ws := dialCDP(t, relay, nil)
 	roundTrip(t, ws, "first")
 
@@ -428,7 +411,7 @@ func TestCDPRelayClosesTheClientWhenTheBrowserEnds(t *testing.T) {
 func TestCDPRelayRefusesABadTokenBeforeConnecting(t *testing.T) {
 	t.Parallel()
 	b := &fakeBrowser{}
-	relay := newRelay(t, fakeTargets{target: b.target()}, CDPOptions{}, nil)
+	relay := newRelay(t, fakeTargets{target: b.target()}, Options{}, nil)
 	cases := map[string]string{
 		"wrong token":     cdpPath(cdpSession, "guess"),
 		"no token":        "/api/v1/sessions/" + cdpSession + "/cdp",
@@ -450,7 +433,7 @@ func TestCDPRelayRefusesABadTokenBeforeConnecting(t *testing.T) {
 func TestCDPRelayAsksForAWebSocket(t *testing.T) {
 	t.Parallel()
 	b := &fakeBrowser{}
-	relay := newRelay(t, fakeTargets{target: b.target()}, CDPOptions{}, nil)
+	relay := newRelay(t, fakeTargets{target: b.target()}, Options{}, nil)
 	expectErrorResponse(t, getRequest(t, relay.URL+cdpPath(cdpSession, cdpToken)), 400, "bad_request")
 	if n := len(b.opened()); n != 0 {
 		t.Fatalf("a plain GET opened %d connections to the browser", n)
@@ -473,7 +456,7 @@ func TestCDPRelayRefusesPagesOfOtherOrigins(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			b := &fakeBrowser{}
-			relay := newRelay(t, fakeTargets{target: b.target()}, CDPOptions{Origins: c.origins}, nil)
+			relay := newRelay(t, fakeTargets{target: b.target()}, Options{Origins: c.origins}, nil)
 			req := upgradeRequest(t, relay.URL+cdpPath(cdpSession, cdpToken))
 			req.Header.Set("Origin", c.origin)
 			env := expectErrorResponse(t, req, 403, "forbidden")
@@ -504,7 +487,7 @@ func TestCDPRelayLetsAllowedOriginsIn(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			b := &fakeBrowser{}
-			relay := newRelay(t, fakeTargets{target: b.target()}, CDPOptions{Origins: c.origins}, nil)
+			relay := newRelay(t, fakeTargets{target: b.target()}, Options{Origins: c.origins}, nil)
 			header := http.Header{}
 			if o := c.origin(relay); o != "" {
 				header.Set("Origin", o)
@@ -517,7 +500,7 @@ func TestCDPRelayLetsAllowedOriginsIn(t *testing.T) {
 func TestCDPRelayBoundsItsConnections(t *testing.T) {
 	t.Parallel()
 	b := &fakeBrowser{}
-	relay := newRelay(t, fakeTargets{target: b.target()}, CDPOptions{MaxConnections: 2}, nil)
+	relay := newRelay(t, fakeTargets{target: b.target()}, Options{MaxConnections: 2}, nil)
 	first := dialCDP(t, relay, nil)
 	roundTrip(t, dialCDP(t, relay, nil), "second")
 
@@ -545,7 +528,7 @@ func TestCDPRelayBoundsItsConnections(t *testing.T) {
 func TestCDPRelayClosesAClientMessageOverTheLimit(t *testing.T) {
 	t.Parallel()
 	b := &fakeBrowser{}
-	relay := newRelay(t, fakeTargets{target: b.target()}, CDPOptions{}, nil)
+	relay := newRelay(t, fakeTargets{target: b.target()}, Options{}, nil)
 	ws := dialCDP(t, relay, nil)
 
 	// 16 MiB is the most a message may have.
@@ -582,7 +565,7 @@ func TestCDPRelayPassesOnWhyTheBrowserCannotBeReached(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			relay := newRelay(t, fakeTargets{target: (&fakeBrowser{connectErr: c.err}).target()}, CDPOptions{}, nil)
+			relay := newRelay(t, fakeTargets{target: (&fakeBrowser{connectErr: c.err}).target()}, Options{}, nil)
 			env := expectErrorResponse(t, upgradeRequest(t, relay.URL+cdpPath(cdpSession, cdpToken)), c.connect, c.code)
 			if env.Error.Message != c.err.Error() {
 				t.Fatalf("message %q, want %q", env.Error.Message, c.err.Error())
@@ -649,7 +632,7 @@ func TestCDPVersionAsksTheBrowserAndNamesThePublicCDPURL(t *testing.T) {
 			// The browser's events come before the answer; the relay
 			// waits for the answer to its own call.
 			b := &fakeBrowser{greeting: []string{cdpEvent, `{"id":99,"result":{}}`}}
-			relay := newRelay(t, fakeTargets{target: b.target()}, CDPOptions{PublicURL: constURL(c.publicURL)}, nil)
+			relay := newRelay(t, fakeTargets{target: b.target()}, Options{PublicURL: constURL(c.publicURL)}, nil)
 			for _, suffix := range []string{"/json/version", "/json/version/"} {
 				wantVersionDocument(t, getVersion(t, relay.URL+versionPath(suffix)), c.want)
 			}
@@ -670,7 +653,7 @@ func TestCDPVersionAsksTheBrowserAndNamesThePublicCDPURL(t *testing.T) {
 func TestCDPVersionAnswers503WhenTheBrowserFails(t *testing.T) {
 	t.Parallel()
 	b := &fakeBrowser{connectErr: errors.New("dial unix /tmp/cdp.sock: connect: no such file or directory")}
-	relay, stack := newRelayStack(t, fakeTargets{target: b.target()}, CDPOptions{}, nil)
+	relay, stack := newRelayStack(t, fakeTargets{target: b.target()}, Options{}, nil)
 	env := expectErrorResponse(t, getRequest(t, relay.URL+versionPath("/json/version")), 503, "unavailable")
 	if want := "the session's browser did not answer; retry later"; env.Error.Message != want {
 		t.Fatalf("message %q, want %q", env.Error.Message, want)
@@ -703,13 +686,13 @@ func (l *headerLog) seen() []http.Header {
 
 // newOwner serves the relay of the instance that runs b's browser, and
 // logs the headers it gets.
-func newOwner(t *testing.T, b *fakeBrowser, opts CDPOptions, configure func(*http.Server)) (*httptest.Server, *headerLog) {
+func newOwner(t *testing.T, b *fakeBrowser, opts Options, configure func(*http.Server)) (*httptest.Server, *headerLog) {
 	t.Helper()
 	if opts.PublicURL == nil {
 		opts.PublicURL = constURL("https://profiles.example.com")
 	}
 	log := &headerLog{}
-	srv := httptest.NewUnstartedServer(log.wrap(newTestStack(t, NewCDPHandlers(fakeTargets{target: b.target()}, opts).Routes(), nil).handler))
+	srv := httptest.NewUnstartedServer(log.wrap(newTestStack(t, New(fakeTargets{target: b.target()}, opts).Routes()).handler))
 	if configure != nil {
 		configure(srv.Config)
 	}
@@ -721,8 +704,8 @@ func newOwner(t *testing.T, b *fakeBrowser, opts CDPOptions, configure func(*htt
 func TestCDPRelayGoesToTheInstanceThatRunsTheBrowser(t *testing.T) {
 	t.Parallel()
 	b := &fakeBrowser{greeting: []string{cdpEvent}}
-	owner, log := newOwner(t, b, CDPOptions{}, nil)
-	front := newRelay(t, fakeTargets{target: profiles.CDPTarget{Node: owner.URL}}, CDPOptions{PublicURL: constURL("https://front.example.com")}, nil)
+	owner, log := newOwner(t, b, Options{}, nil)
+	front, frontStack := newRelayStack(t, fakeTargets{target: profiles.CDPTarget{Node: owner.URL}}, Options{PublicURL: constURL("https://front.example.com")}, nil)
 
 	// The client's credentials for the service stay with the front.
 	ws := dialCDP(t, front, http.Header{"Authorization": {"Bearer user-jwt"}, "X-Api-Key": {"psk_secret"}, "Cookie": {"sid=abc"}})
@@ -745,6 +728,17 @@ func TestCDPRelayGoesToTheInstanceThatRunsTheBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn.waitClosed(t, "when its client, two hops away, closed")
+	// The front logs and counts the connection it relayed as a 101,
+	// written past its ResponseWriter.
+	poll.Until(t, "the front's access log line of the relayed connection", func() bool {
+		return frontStack.logs.FilterMessage("request").Len() > 0
+	})
+	if line := frontStack.logs.FilterMessage("request").All()[0].ContextMap(); line["status"] != int64(101) || line["route"] != "/api/v1/sessions/{id}/cdp" {
+		t.Fatalf("the front's access log %v", line)
+	}
+	if n := frontStack.requestsCounted(t, "/api/v1/sessions/{id}/cdp", 101); n != 1 {
+		t.Fatalf("the front's metrics count %v relayed connections as 101, want 1", n)
+	}
 
 	// The owner answers, with its public URL.
 	wantVersionDocument(t, getVersion(t, front.URL+versionPath("/json/version/")),
@@ -752,7 +746,7 @@ func TestCDPRelayGoesToTheInstanceThatRunsTheBrowser(t *testing.T) {
 	opened := len(b.opened())
 
 	// The owner checks the token itself, whatever the front let through.
-	lax := newRelay(t, anyToken{target: profiles.CDPTarget{Node: owner.URL}}, CDPOptions{}, nil)
+	lax := newRelay(t, anyToken{target: profiles.CDPTarget{Node: owner.URL}}, Options{}, nil)
 	expectErrorResponse(t, upgradeRequest(t, lax.URL+cdpPath(cdpSession, "guess")), 401, "unauthorized")
 	expectErrorResponse(t, getRequest(t, lax.URL+strings.Replace(cdpPath(cdpSession, "guess"), "/cdp?", "/cdp/json/version?", 1)), 401, "unauthorized")
 	if n := len(b.opened()); n != opened {
@@ -765,7 +759,7 @@ func TestCDPRelayToAnotherInstanceKeepsTheOriginRules(t *testing.T) {
 	t.Run("a listed origin", func(t *testing.T) {
 		t.Parallel()
 		b := &fakeBrowser{}
-		opts := CDPOptions{Origins: []string{"https://console.example.com"}}
+		opts := Options{Origins: []string{"https://console.example.com"}}
 		owner, _ := newOwner(t, b, opts, nil)
 		front := newRelay(t, fakeTargets{target: profiles.CDPTarget{Node: owner.URL}}, opts, nil)
 		roundTrip(t, dialCDP(t, front, http.Header{"Origin": {"https://console.example.com"}}), "first")
@@ -776,15 +770,15 @@ func TestCDPRelayToAnotherInstanceKeepsTheOriginRules(t *testing.T) {
 		// the front dialled: the front, which checked it, must not pass
 		// it on.
 		b := &fakeBrowser{}
-		owner, _ := newOwner(t, b, CDPOptions{}, nil)
-		front := newRelay(t, fakeTargets{target: profiles.CDPTarget{Node: owner.URL}}, CDPOptions{}, nil)
+		owner, _ := newOwner(t, b, Options{}, nil)
+		front := newRelay(t, fakeTargets{target: profiles.CDPTarget{Node: owner.URL}}, Options{}, nil)
 		roundTrip(t, dialCDP(t, front, http.Header{"Origin": {front.URL}}), "first")
 	})
 	t.Run("another site", func(t *testing.T) {
 		t.Parallel()
 		b := &fakeBrowser{}
-		owner, log := newOwner(t, b, CDPOptions{}, nil)
-		front := newRelay(t, fakeTargets{target: profiles.CDPTarget{Node: owner.URL}}, CDPOptions{}, nil)
+		owner, log := newOwner(t, b, Options{}, nil)
+		front := newRelay(t, fakeTargets{target: profiles.CDPTarget{Node: owner.URL}}, Options{}, nil)
 		req := upgradeRequest(t, front.URL+cdpPath(cdpSession, cdpToken))
 		req.Header.Set("Origin", "https://evil.example")
 		expectErrorResponse(t, req, 403, "forbidden")
@@ -799,8 +793,8 @@ func TestCDPRelayDoesNotRelayARelayedRequest(t *testing.T) {
 	b := &fakeBrowser{}
 	// Each instance believes the other runs the browser.
 	second := httptest.NewUnstartedServer(nil)
-	first := newRelay(t, fakeTargets{target: profiles.CDPTarget{Node: "http://" + second.Listener.Addr().String()}}, CDPOptions{}, nil)
-	second.Config.Handler = newTestStack(t, NewCDPHandlers(fakeTargets{target: profiles.CDPTarget{Node: first.URL}}, CDPOptions{PublicURL: constURL("http://localhost:8080")}).Routes(), nil).handler
+	first := newRelay(t, fakeTargets{target: profiles.CDPTarget{Node: "http://" + second.Listener.Addr().String()}}, Options{}, nil)
+	second.Config.Handler = newTestStack(t, New(fakeTargets{target: profiles.CDPTarget{Node: first.URL}}, Options{PublicURL: constURL("http://localhost:8080")}).Routes()).handler
 	second.Start()
 	t.Cleanup(second.Close)
 
@@ -821,7 +815,7 @@ func TestCDPRelayAnswers503WhenTheOtherInstanceIsGone(t *testing.T) {
 	gone := httptest.NewServer(http.NotFoundHandler())
 	addr := gone.Listener.Addr().String()
 	gone.Close()
-	relay := newRelay(t, fakeTargets{target: profiles.CDPTarget{Node: "http://" + addr}}, CDPOptions{}, nil)
+	relay := newRelay(t, fakeTargets{target: profiles.CDPTarget{Node: "http://" + addr}}, Options{}, nil)
 
 	expectErrorResponse(t, upgradeRequest(t, relay.URL+cdpPath(cdpSession, cdpToken)), 503, "unavailable")
 	expectErrorResponse(t, getRequest(t, relay.URL+versionPath("/json/version")), 503, "unavailable")
@@ -835,8 +829,8 @@ func TestCDPRelayOutlivesTheServersTimeouts(t *testing.T) {
 	short := func(s *http.Server) {
 		s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout = timeout, timeout, timeout, timeout
 	}
-	owner, _ := newOwner(t, &fakeBrowser{}, CDPOptions{}, short)
-	front := newRelay(t, fakeTargets{target: profiles.CDPTarget{Node: owner.URL}}, CDPOptions{}, short)
+	owner, _ := newOwner(t, &fakeBrowser{}, Options{}, short)
+	front := newRelay(t, fakeTargets{target: profiles.CDPTarget{Node: owner.URL}}, Options{}, short)
 
 	for name, relay := range map[string]*httptest.Server{"local": owner, "remote": front} {
 		t.Run(name, func(t *testing.T) {
