@@ -90,3 +90,10 @@ type BrowserRuntime interface {
 	// browsers.
 	Exits() <-chan BrowserExit
 }
+
+// SessionMetrics count sessions as they commit: each launch, and each stop
+// by its reason.
+type SessionMetrics interface {
+	Launched()
+	Stopped(reason string)
+}

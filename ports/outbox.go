@@ -13,3 +13,12 @@ type Outbox interface {
 	// Append adds e in the caller's unit of work.
 	Append(ctx context.Context, e event.Event) error
 }
+
+// EventsNotifier is told, once a unit that appended events has committed,
+// that there are events to fan out: the webhook dispatchers (this
+// instance's and the others') then take them at once rather than at their
+// next poll. A use case registers it with the unit (application/unit
+// OnCommit) where it appends.
+type EventsNotifier interface {
+	EventsCommitted()
+}

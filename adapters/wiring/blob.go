@@ -29,13 +29,6 @@ func NewBlobStore(lc fx.Lifecycle, cfg config.Config, store storage.Store, log *
 		}
 		return s, nil
 	}
-	for {
-		w, ok := store.(interface{ Unwrap() storage.Store })
-		if !ok {
-			break
-		}
-		store = w.Unwrap()
-	}
 	sql, ok := store.(*bunstore.Store)
 	if !ok || sql.Dialect() != bunstore.DialectPostgres {
 		return nil, fmt.Errorf("BLOB_URL: postgres needs DATABASE_URL to be a PostgreSQL database")

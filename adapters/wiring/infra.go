@@ -96,7 +96,6 @@ var Runtime = fx.Module("runtime",
 var Storage = fx.Module("storage",
 	fx.Provide(
 		NewStore,
-		func(s storage.Store) ports.UnitOfWork { return s },
 		func(s storage.Store) ports.Outbox { return s.Outbox() },
 	),
 	fx.Provide(fx.Annotate(func(s storage.Store) Checker {
@@ -284,13 +283,6 @@ func newNotices(lc fx.Lifecycle, cfg config.Config, r redisClient, s storage.Sto
 		lc.Append(fx.StartStopHook(n.Start, n.Stop))
 		return n, nil
 	case cfg.Database.Kind == config.DatabasePostgres:
-		for {
-			w, ok := s.(interface{ Unwrap() storage.Store })
-			if !ok {
-				break
-			}
-			s = w.Unwrap()
-		}
 		db, ok := s.(*bunstore.Store)
 		if !ok {
 			return nil, fmt.Errorf("notices: the PostgreSQL store is a %T", s)

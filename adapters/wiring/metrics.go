@@ -21,12 +21,18 @@ var Metrics = fx.Options(
 	fx.Invoke(registerServiceMetrics),
 )
 
-// sessionMetrics count the launches, and the stops by reason (released,
-// expired, failed, crashed), as their events commit (sessionLog).
+// sessionMetrics count the launches, and the stops by reason, as the
+// profiles module commits them.
 type sessionMetrics struct {
 	launches prometheus.Counter
 	stops    *prometheus.CounterVec
 }
+
+// Launched counts a launch.
+func (m *sessionMetrics) Launched() { m.launches.Inc() }
+
+// Stopped counts a stop for reason.
+func (m *sessionMetrics) Stopped(reason string) { m.stops.WithLabelValues(reason).Inc() }
 
 func newSessionMetrics(reg *prometheus.Registry) *sessionMetrics {
 	m := &sessionMetrics{

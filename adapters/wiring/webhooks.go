@@ -2,7 +2,6 @@ package wiring
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -17,7 +16,6 @@ import (
 	webhookhttp "github.com/profilesvc/profilesvc/adapters/webhook"
 	"github.com/profilesvc/profilesvc/application/webhooks"
 	"github.com/profilesvc/profilesvc/config"
-	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/webhook"
 	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/ports/storage"
@@ -95,17 +93,10 @@ var Webhooks = fx.Options(
 		),
 		fx.Invoke(startPipeline),
 	),
-	// The waker and the decoration live at the root, so the unit of work and
-	// the outbox every module sees wake the dispatcher on commit.
-	fx.Provide(webhooks.NewWaker, newCommitBroadcast),
-	fx.Decorate(
-		func(u ports.UnitOfWork, b *commitBroadcast, log *slog.Logger, m *sessionMetrics) ports.UnitOfWork {
-			return notifyingUnit{inner: u, wake: b.committed, tell: sessionLog(log, m)}
-		},
-		func(o ports.Outbox, b *commitBroadcast, log *slog.Logger, m *sessionMetrics) ports.Outbox {
-			return notifyingOutbox{inner: o, wake: b.committed, tell: sessionLog(log, m)}
-		},
-	),
+	// At the root: every module that appends events tells the broadcast
+	// once they have committed.
+	fx.Provide(webhooks.NewWaker, newCommitBroadcast,
+		func(b *commitBroadcast) ports.EventsNotifier { return b }),
 )
 
 // eventsTopic carries "events were committed" to every instance, so that a
@@ -174,8 +165,8 @@ func (b *commitBroadcast) listen() (cancel func()) {
 	})
 }
 
-// committed is called after a unit that appended events has committed.
-func (b *commitBroadcast) committed() {
+// EventsCommitted is told after a unit that appended events has committed.
+func (b *commitBroadcast) EventsCommitted() {
 	b.wake()
 	b.pending.Store(true)
 	if b.running.CompareAndSwap(false, true) {
@@ -206,107 +197,6 @@ func (b *commitBroadcast) publish() {
 		if !b.pending.Load() || !b.running.CompareAndSwap(false, true) {
 			return
 		}
-	}
-}
-
-// notifyingUnit wakes the dispatcher after a unit that appended to the outbox
-// has committed, rather than at its next poll, and logs the unit's events
-// that tell logs (a profile's launch and stop). The appends mark the unit
-// through its context; a unit that rolls back wakes nobody and logs
-// nothing.
-type notifyingUnit struct {
-	inner ports.UnitOfWork
-	wake  func()
-	tell  func(context.Context, event.Event)
-}
-
-type appendedKey struct{}
-
-// unitAppends is what a unit appended: whether any event, and the events
-// to log once it has committed.
-type unitAppends struct {
-	any  atomic.Bool
-	mu   sync.Mutex
-	told []event.Event
-}
-
-func (u notifyingUnit) Do(ctx context.Context, fn func(ctx context.Context) error) error {
-	var appends unitAppends
-	err := u.inner.Do(ctx, func(ctx context.Context) error {
-		return fn(context.WithValue(ctx, appendedKey{}, &appends))
-	})
-	if err == nil && appends.any.Load() {
-		u.wake()
-		for _, e := range appends.told {
-			u.tell(ctx, e)
-		}
-	}
-	return err
-}
-
-// notifyingOutbox marks the unit an append is part of, or wakes the
-// dispatcher (and logs the event) at once for an append made on its own.
-type notifyingOutbox struct {
-	inner ports.Outbox
-	wake  func()
-	tell  func(context.Context, event.Event)
-}
-
-func (o notifyingOutbox) Append(ctx context.Context, e event.Event) error {
-	if err := o.inner.Append(ctx, e); err != nil {
-		return err
-	}
-	if appends, ok := ctx.Value(appendedKey{}).(*unitAppends); ok {
-		appends.any.Store(true)
-		appends.mu.Lock()
-		appends.told = append(appends.told, e)
-		appends.mu.Unlock()
-		return nil
-	}
-	o.wake()
-	o.tell(ctx, e)
-	return nil
-}
-
-// sessionLog logs the committed events of a profile's session, each with
-// the request that made it (if any), its team, profile and session: a
-// launch, and a stop with its reason (released, expired, failed, closed,
-// crashed, shutdown).
-// Other events are not logged.
-func sessionLog(log *slog.Logger, m *sessionMetrics) func(context.Context, event.Event) {
-	return func(ctx context.Context, e event.Event) {
-		var msg string
-		switch e.Type {
-		case event.ProfileLaunched:
-			msg = "profile launched"
-		case event.ProfileStopped:
-			msg = "profile stopped"
-		default:
-			return
-		}
-		var data struct {
-			Profile struct {
-				ID string `json:"id"`
-			} `json:"profile"`
-			Session struct {
-				ID         string `json:"id"`
-				LaunchedBy string `json:"launched_by"`
-			} `json:"session"`
-			Reason string `json:"reason"`
-		}
-		if err := json.Unmarshal(e.Data, &data); err != nil {
-			log.ErrorContext(ctx, "an event of a session that does not decode", "event_id", e.ID, "error", err.Error())
-			return
-		}
-		attrs := []any{"team_id", e.TeamID, "profile_id", data.Profile.ID, "session_id", data.Session.ID,
-			"launched_by", data.Session.LaunchedBy, "event_id", e.ID}
-		if e.Type == event.ProfileStopped {
-			attrs = append(attrs, "reason", data.Reason)
-			m.stops.WithLabelValues(data.Reason).Inc()
-		} else {
-			m.launches.Inc()
-		}
-		log.InfoContext(ctx, msg, attrs...)
 	}
 }
 

@@ -26,7 +26,7 @@ func TestCommittedEventsWakeEveryInstance(t *testing.T) {
 	defer b.listen()()
 	// Hearing begins with a wake: notices before it may have been missed.
 	poll.Until(t, "A and B listening", func() bool { return wokeA.Load() == 1 && wokeB.Load() == 1 })
-	a.committed()
+	a.EventsCommitted()
 	poll.Until(t, "B woken by A's commit", func() bool { return wokeB.Load() == 2 })
 	if wokeA.Load() < 2 {
 		t.Fatalf("A woke %d times, want its own commit to wake it", wokeA.Load())
@@ -57,10 +57,10 @@ func TestABurstOfCommitsIsToldInOneMoreNotice(t *testing.T) {
 	b := &commitBroadcast{wake: func() { wokeB.Add(1) }, notices: g, log: zap.NewNop()}
 	defer b.listen()()
 	poll.Until(t, "B listening", func() bool { return wokeB.Load() == 1 })
-	a.committed()
+	a.EventsCommitted()
 	poll.Until(t, "the first publish under way", func() bool { return g.published.Load() == 1 })
 	for range 999 {
-		a.committed()
+		a.EventsCommitted()
 	}
 	close(g.gate)
 	poll.Until(t, "B woken by the notices", func() bool { return wokeB.Load() == 3 })
@@ -83,10 +83,10 @@ func TestNoticesOfAStreamOfCommitsAreSpaced(t *testing.T) {
 		pauses = append(pauses, d)
 		mu.Unlock()
 	}}
-	a.committed()
+	a.EventsCommitted()
 	poll.Until(t, "the first publish under way", func() bool { return g.published.Load() == 1 })
 	for range 10 {
-		a.committed()
+		a.EventsCommitted()
 	}
 	close(g.gate)
 	poll.Until(t, "the publisher done", func() bool { return !a.running.Load() })

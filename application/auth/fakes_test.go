@@ -14,6 +14,7 @@ import (
 	"github.com/profilesvc/profilesvc/adapters/token"
 	"github.com/profilesvc/profilesvc/application/apptest"
 	"github.com/profilesvc/profilesvc/application/auth"
+	"github.com/profilesvc/profilesvc/application/unit"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/account"
 	"github.com/profilesvc/profilesvc/domain/team"
@@ -58,7 +59,7 @@ func newEnv() *env {
 		logs:    &apptest.Logs{},
 	}
 	e.deps = auth.Deps{
-		Tx:            s,
+		Tx:            unit.New(s, nil),
 		Users:         s.Users(),
 		APIKeys:       s.APIKeys(),
 		RefreshTokens: s.RefreshTokens(),

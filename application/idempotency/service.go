@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/profilesvc/profilesvc/application/unit"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/ports"
@@ -246,67 +247,33 @@ func WithClaim(ctx context.Context, c *Claim) context.Context {
 	return context.WithValue(ctx, claimKey{}, c)
 }
 
-type inUnitKey struct{}
-
-// Units decorates a unit of work so that a unit run for a request with a
-// pending claim inserts the claim, into records, just before it commits. A
-// key already claimed fails the unit, so its effect rolls back.
-func Units(inner ports.UnitOfWork, records ports.IdempotencyRecords) ports.UnitOfWork {
-	return claimingUnit{inner: inner, records: records}
-}
-
-type claimingUnit struct {
-	inner   ports.UnitOfWork
-	records ports.IdempotencyRecords
+// Claim inserts, into the unit ctx carries, the pending claim of the
+// request ctx carries (WithClaim), if any: the unit of work calls it as
+// its last statement (application/unit), so the claim commits with the
+// request's effect. A key another request claimed first fails the unit, so
+// that its effect rolls back.
+func (s *Service) Claim(ctx context.Context) error {
+	c, _ := ctx.Value(claimKey{}).(*Claim)
+	if c == nil || c.get() != claimPending {
+		return nil
+	}
+	// The claim's own time decides whether a record there has expired, so
+	// that expiry follows the service's clock.
+	ok, err := s.d.Records.Claim(ctx, c.rec, c.rec.CreatedAt)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		c.set(claimLost)
+		return errKeyTaken
+	}
+	unit.OnCommit(ctx, func(context.Context) { c.set(claimCommitted) })
+	return nil
 }
 
 // errKeyTaken fails the unit of a request that lost its key to another;
 // Finish answers for it.
 var errKeyTaken = domain.Conflict("a request with this Idempotency-Key is still in progress; retry later")
-
-func (u claimingUnit) Do(ctx context.Context, fn func(ctx context.Context) error) error {
-	c, _ := ctx.Value(claimKey{}).(*Claim)
-	if c == nil {
-		return u.inner.Do(ctx, fn)
-	}
-	inserted := false
-	err := u.inner.Do(ctx, func(ctx context.Context) error {
-		if err := fn(context.WithValue(ctx, inUnitKey{}, true)); err != nil {
-			return err
-		}
-		if c.get() != claimPending {
-			return nil
-		}
-		// The claim's own time decides whether a record there has
-		// expired, so that expiry follows the service's clock.
-		ok, err := u.records.Claim(ctx, c.rec, c.rec.CreatedAt)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			c.set(claimLost)
-			return errKeyTaken
-		}
-		inserted = true
-		return nil
-	})
-	if err == nil && inserted {
-		c.set(claimCommitted)
-	}
-	return err
-}
-
-// Effect runs fn, a write its use case makes outside any unit of work,
-// inside a unit of tx when ctx carries a pending claim, so that the claim
-// commits with the write; otherwise it runs fn as it is. tx is a unit of
-// work decorated by Units.
-func Effect(ctx context.Context, tx ports.UnitOfWork, fn func(ctx context.Context) error) error {
-	c, _ := ctx.Value(claimKey{}).(*Claim)
-	if c == nil || ctx.Value(inUnitKey{}) != nil || c.get() != claimPending {
-		return fn(ctx)
-	}
-	return tx.Do(ctx, fn)
-}
 
 func printable(s string) bool {
 	for i := 0; i < len(s); i++ {

@@ -11,6 +11,7 @@ import (
 	"github.com/profilesvc/profilesvc/adapters/clock"
 	"github.com/profilesvc/profilesvc/application/apptest"
 	"github.com/profilesvc/profilesvc/application/idempotency"
+	"github.com/profilesvc/profilesvc/application/unit"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/ports"
@@ -162,7 +163,7 @@ func newFixture(limits idempotency.Limits) *fixture {
 	w := newWorld()
 	f := &fixture{w: w, clock: clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)), logs: &apptest.Logs{}}
 	f.svc = idempotency.New(idempotency.Deps{Records: records{w}, Clock: f.clock, Log: f.logs.Logger(), Limits: limits})
-	f.tx = idempotency.Units(w, records{w})
+	f.tx = unit.New(w, f.svc)
 	return f
 }
 
@@ -471,34 +472,6 @@ func TestRecordsExpireAndAreSwept(t *testing.T) {
 	}
 	if len(f.w.recs) != 1 {
 		t.Fatalf("%d records left, want the new one alone", len(f.w.recs))
-	}
-	if f.w.count() != 3 {
-		t.Fatalf("%d effects, want 3", f.w.count())
-	}
-}
-
-func TestEffectOutsideAUnitRunsInOneWhenClaimed(t *testing.T) {
-	f := newFixture(idempotency.Limits{})
-	ctx := context.Background()
-	write := func(ctx context.Context) error { f.w.effect(ctx); return nil }
-	// Without a claim: as it is.
-	if err := idempotency.Effect(ctx, f.tx, write); err != nil || f.w.count() != 1 {
-		t.Fatalf("%v, %d effects", err, f.w.count())
-	}
-	b, err := f.svc.Begin(ctx, ada, post("k1", `{}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	claimed := idempotency.WithClaim(ctx, b.Claim)
-	if err := idempotency.Effect(claimed, f.tx, write); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := f.w.recs[ports.IdempotencyKey{TeamID: "team_1", Scope: "usr_ada", Key: "k1"}]; !ok {
-		t.Fatal("the write outside a unit left no claim")
-	}
-	// Inside a unit, Effect joins it rather than nesting.
-	if err := f.tx.Do(claimed, func(ctx context.Context) error { return idempotency.Effect(ctx, f.tx, write) }); err != nil {
-		t.Fatal(err)
 	}
 	if f.w.count() != 3 {
 		t.Fatalf("%d effects, want 3", f.w.count())

@@ -15,7 +15,6 @@ import (
 
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/browserdata"
-	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/ports/profilestore"
@@ -216,6 +215,7 @@ func (s *Service) endWith(ctx context.Context, teamID, profileID string, sess pr
 		}
 		if !sameContent(cur, next) {
 			next.Version, next.UpdatedAt = cur.Version+1, now.UTC()
+			s.uncache(ctx, next.TeamID, next.ID)
 			if err := s.d.Profiles.Update(ctx, next, cur.Version); err != nil {
 				return err
 			}
@@ -223,6 +223,7 @@ func (s *Service) endWith(ctx context.Context, teamID, profileID string, sess pr
 				return err
 			}
 		}
+		s.uncache(ctx, teamID, profileID)
 		ok, err := s.d.Profiles.SwapSession(ctx, teamID, profileID, profilestore.SessionSwap{ExpectSessionID: sess.ID})
 		if err != nil {
 			return err
@@ -232,7 +233,7 @@ func (s *Service) endWith(ctx context.Context, teamID, profileID string, sess pr
 		}
 		next.Session = nil
 		out = s.withProxy(ctx, next)
-		return s.emit(ctx, cur, event.ProfileStopped, stopData(sess, reason))
+		return s.stopped(ctx, cur, sess, reason)
 	})
 	if err != nil {
 		return profile.Profile{}, false, err
@@ -379,6 +380,7 @@ func (s *Service) checkpoint(ctx context.Context, sessionID string, lb localBrow
 			}
 			next := cur
 			next.Cookies = &profile.Content{SHA256: info.SHA256, Size: info.Size}
+			s.uncache(ctx, next.TeamID, next.ID)
 			if err := s.d.Profiles.Update(ctx, next, cur.Version); err != nil {
 				return err
 			}

@@ -250,6 +250,7 @@ func (s *Service) setContent(ctx context.Context, actor team.Actor, id string, i
 				return nil
 			}
 			next.Version, next.UpdatedAt = cur.Version+1, now.UTC()
+			s.uncache(ctx, next.TeamID, next.ID)
 			switch err := s.d.Profiles.UpdateIdle(ctx, next, cur.Version); {
 			case errors.Is(err, profile.ErrRunning):
 				return s.stillRunning(ctx, actor.TeamID, id)

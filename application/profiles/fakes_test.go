@@ -3,6 +3,7 @@ package profiles_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/profilesvc/profilesvc/adapters/store/memory"
 	"github.com/profilesvc/profilesvc/application/apptest"
 	"github.com/profilesvc/profilesvc/application/profiles"
+	"github.com/profilesvc/profilesvc/application/unit"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/account"
 	"github.com/profilesvc/profilesvc/domain/browserdata"
@@ -214,8 +216,10 @@ type fixture struct {
 	clock *clock.Fake
 	rt    *fakeRuntime
 	logs  *apptest.Logs
-	deps  profiles.Deps
-	svc   *profiles.Service
+	// counted is what the service counted of sessions, in order.
+	counted *sessionCounts
+	deps    profiles.Deps
+	svc     *profiles.Service
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -236,15 +240,15 @@ func newFixture(t *testing.T) *fixture {
 			t.Fatal(err)
 		}
 	}
-	f := &fixture{store: st, clock: clock.NewFake(t0), rt: &fakeRuntime{}, logs: &apptest.Logs{}}
+	f := &fixture{store: st, clock: clock.NewFake(t0), rt: &fakeRuntime{}, logs: &apptest.Logs{}, counted: &sessionCounts{}}
 	blobs, err := files.New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.deps = profiles.Deps{
-		Tx: st, Teams: st.Teams(), Profiles: st.Profiles(), Users: st.Users(), Outbox: st.Outbox(),
+		Tx: unit.New(st, nil), Teams: st.Teams(), Profiles: st.Profiles(), Users: st.Users(), Outbox: st.Outbox(),
 		Snapshots: st.Snapshots(), BlobRefs: st.BlobRefs(), Blobs: blobs,
-		Runtime: f.rt, Clock: f.clock, IDs: apptest.NewPrefixIDs(), Log: f.logs.Logger(),
+		Runtime: f.rt, Clock: f.clock, IDs: apptest.NewPrefixIDs(), Log: f.logs.Logger(), Metrics: f.counted,
 		Policy: profiles.Policy{SessionTTLDefault: 10 * time.Minute, SessionTTLMax: time.Hour},
 	}
 	f.build()
@@ -367,4 +371,26 @@ func (f *fixture) eventsOf(t *testing.T, typ event.Type) []outboxEvent {
 		}
 	}
 	return out
+}
+
+// sessionCounts are the service's SessionMetrics, as a list.
+type sessionCounts struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (c *sessionCounts) Launched() { c.add("launched") }
+
+func (c *sessionCounts) Stopped(reason string) { c.add("stopped " + reason) }
+
+func (c *sessionCounts) add(s string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.list = append(c.list, s)
+}
+
+func (c *sessionCounts) all() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.list)
 }

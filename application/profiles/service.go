@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/profilesvc/profilesvc/application/paging"
+	"github.com/profilesvc/profilesvc/application/unit"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/account"
 	"github.com/profilesvc/profilesvc/domain/event"
@@ -65,6 +66,10 @@ type Deps struct {
 	// refuses every proxy.
 	Proxies ProxyPool
 	Outbox  ports.Outbox
+	// Events is told of events committed to the outbox; Metrics count the
+	// sessions committed. Nil: nobody is told, nothing is counted.
+	Events  ports.EventsNotifier
+	Metrics ports.SessionMetrics
 	Runtime ports.BrowserRuntime
 	// Blobs keeps browser data and cookies by content; BlobRefs records
 	// which of them may have lost their last reference; Snapshots are the
@@ -153,10 +158,8 @@ func New(d Deps) *Service {
 		d.Policy.NodeURL = d.Policy.PublicURL
 	}
 	svc := &Service{b: browsers{local: map[string]localBrowser{}}}
-	if d.Cache != nil {
-		drops := &cacheDrops{s: svc}
-		d.Tx = droppingUnit{UnitOfWork: d.Tx, drops: drops}
-		d.Profiles = droppingProfiles{Profiles: d.Profiles, drops: drops}
+	if d.Metrics == nil {
+		d.Metrics = uncounted{}
 	}
 	svc.d = d
 	for _, t := range profile.Templates() {
@@ -431,6 +434,7 @@ func (s *Service) Update(ctx context.Context, actor team.Actor, id string, patch
 					return err
 				}
 			}
+			s.uncache(ctx, next.TeamID, next.ID)
 			if err := s.d.Profiles.Update(ctx, next, cur.Version); err != nil {
 				return err
 			}
@@ -474,6 +478,7 @@ func (s *Service) Delete(ctx context.Context, actor team.Actor, id string) error
 		if err := p.CheckDeletable(); err != nil {
 			return s.running(ctx, p)
 		}
+		s.uncache(ctx, actor.TeamID, id)
 		if err := s.d.Profiles.Delete(ctx, actor.TeamID, id); err != nil {
 			return err
 		}
@@ -516,7 +521,7 @@ func (s *Service) emit(ctx context.Context, p profile.Profile, typ event.Type, e
 	if err != nil {
 		return err
 	}
-	return s.d.Outbox.Append(ctx, e)
+	return unit.Append(ctx, s.d.Outbox, s.d.Events, e)
 }
 
 // newEvent is the event typ of p, with extra beside data.profile.
@@ -564,3 +569,9 @@ func eventSession(sess profile.Session) eventSessionData {
 		ExpiresAt: sess.ExpiresAt.UTC().Format(time.RFC3339Nano),
 	}
 }
+
+// uncounted is the SessionMetrics of a service given none.
+type uncounted struct{}
+
+func (uncounted) Launched()      {}
+func (uncounted) Stopped(string) {}

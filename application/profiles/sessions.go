@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/profilesvc/profilesvc/application/unit"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/profile"
@@ -77,6 +78,7 @@ func (s *Service) Launch(ctx context.Context, actor team.Actor, id string, in La
 		if old != nil {
 			swap.ExpectSessionID, swap.ExpiredBy = old.ID, &now
 		}
+		s.uncache(ctx, actor.TeamID, id)
 		ok, err := s.d.Profiles.SwapSession(ctx, actor.TeamID, id, swap)
 		if err != nil {
 			return err
@@ -86,12 +88,12 @@ func (s *Service) Launch(ctx context.Context, actor team.Actor, id string, in La
 		}
 		if old != nil {
 			ended = old
-			if err := s.emit(ctx, cur, event.ProfileStopped, stopData(*old, profile.StopExpired)); err != nil {
+			if err := s.stopped(ctx, cur, *old, profile.StopExpired); err != nil {
 				return err
 			}
 		}
 		p = next
-		return s.emit(ctx, p, event.ProfileLaunched, map[string]any{"session": eventSession(*p.Session)})
+		return s.launched(ctx, p)
 	})
 	if err != nil {
 		return profile.Profile{}, err
@@ -128,6 +130,7 @@ func (s *Service) Launch(ctx context.Context, actor team.Actor, id string, in La
 	next.CDPTokenHash = hashToken(token)
 	next.Node = s.d.Policy.NodeURL()
 	ok, err := s.d.Profiles.SwapSession(ctx, actor.TeamID, id, profilestore.SessionSwap{ExpectSessionID: sess.ID, Next: &next})
+	s.uncache(ctx, actor.TeamID, id)
 	if err != nil || !ok {
 		s.stopBrowser(ctx, id, sess.ID)
 		if err != nil {
@@ -162,11 +165,12 @@ func (s *Service) lostRace(ctx context.Context, teamID, id string) error {
 func (s *Service) abortLaunch(ctx context.Context, p profile.Profile, sess profile.Session) {
 	ctx = context.WithoutCancel(ctx)
 	err := s.d.Tx.Do(ctx, func(ctx context.Context) error {
+		s.uncache(ctx, p.TeamID, p.ID)
 		ok, err := s.d.Profiles.SwapSession(ctx, p.TeamID, p.ID, profilestore.SessionSwap{ExpectSessionID: sess.ID})
 		if err != nil || !ok {
 			return err
 		}
-		return s.emit(ctx, p, event.ProfileStopped, stopData(sess, profile.StopFailed))
+		return s.stopped(ctx, p, sess, profile.StopFailed)
 	})
 	if err != nil {
 		s.d.Log.ErrorContext(ctx, "end session of a failed launch", "profile_id", p.ID, "session_id", sess.ID, "error", err.Error())
@@ -184,8 +188,34 @@ func (s *Service) stopBrowser(ctx context.Context, profileID, sessionID string) 
 	s.untrack(sessionID)
 }
 
-func stopData(sess profile.Session, reason profile.StopReason) map[string]any {
-	return map[string]any{"reason": string(reason), "session": eventSession(sess)}
+// launched emits profile.launched of p's session in ctx's unit and, once
+// the unit has committed, logs the launch and counts it.
+func (s *Service) launched(ctx context.Context, p profile.Profile) error {
+	sess := *p.Session
+	if err := s.emit(ctx, p, event.ProfileLaunched, map[string]any{"session": eventSession(sess)}); err != nil {
+		return err
+	}
+	unit.OnCommit(ctx, func(ctx context.Context) {
+		s.d.Metrics.Launched()
+		s.d.Log.InfoContext(ctx, "profile launched", "team_id", p.TeamID, "profile_id", p.ID,
+			"session_id", sess.ID, "launched_by", sess.LaunchedBy)
+	})
+	return nil
+}
+
+// stopped emits profile.stopped of p's session sess in ctx's unit and, once
+// the unit has committed, logs the stop with its reason and counts it.
+func (s *Service) stopped(ctx context.Context, p profile.Profile, sess profile.Session, reason profile.StopReason) error {
+	data := map[string]any{"reason": string(reason), "session": eventSession(sess)}
+	if err := s.emit(ctx, p, event.ProfileStopped, data); err != nil {
+		return err
+	}
+	unit.OnCommit(ctx, func(ctx context.Context) {
+		s.d.Metrics.Stopped(string(reason))
+		s.d.Log.InfoContext(ctx, "profile stopped", "team_id", p.TeamID, "profile_id", p.ID,
+			"session_id", sess.ID, "launched_by", sess.LaunchedBy, "reason", string(reason))
+	})
+	return nil
 }
 
 // mayHandle reports whether the actor may act on a session: its holder, or
@@ -212,8 +242,7 @@ func (s *Service) Heartbeat(ctx context.Context, actor team.Actor, id, sessionID
 	if err != nil {
 		return profile.Profile{}, err
 	}
-	repo := s.d.Profiles
-	cur, err := repo.ByID(ctx, actor.TeamID, id)
+	cur, err := s.d.Profiles.ByID(ctx, actor.TeamID, id)
 	if err != nil {
 		return profile.Profile{}, err
 	}
@@ -224,12 +253,18 @@ func (s *Service) Heartbeat(ctx context.Context, actor team.Actor, id, sessionID
 	if err := mayHandle(actor, *cur.Session); err != nil {
 		return profile.Profile{}, err
 	}
-	ok, err := repo.SwapSession(ctx, actor.TeamID, id, profilestore.SessionSwap{ExpectSessionID: sessionID, Next: next.Session})
+	// The swap expects the session read: a release or expiry since then
+	// makes it fail rather than revive the session.
+	err = s.d.Tx.Do(ctx, func(ctx context.Context) error {
+		s.uncache(ctx, actor.TeamID, id)
+		ok, err := s.d.Profiles.SwapSession(ctx, actor.TeamID, id, profilestore.SessionSwap{ExpectSessionID: sessionID, Next: next.Session})
+		if err == nil && !ok {
+			err = profile.ErrSessionEnded
+		}
+		return err
+	})
 	if err != nil {
 		return profile.Profile{}, err
-	}
-	if !ok {
-		return profile.Profile{}, profile.ErrSessionEnded
 	}
 	return next, nil
 }
@@ -314,11 +349,12 @@ func (s *Service) reap(ctx context.Context, p profile.Profile, now time.Time) (b
 	var ok bool
 	err := s.d.Tx.Do(ctx, func(ctx context.Context) error {
 		var err error
+		s.uncache(ctx, p.TeamID, p.ID)
 		ok, err = s.d.Profiles.SwapSession(ctx, p.TeamID, p.ID, profilestore.SessionSwap{ExpectSessionID: sess.ID, ExpiredBy: &now})
 		if err != nil || !ok {
 			return err
 		}
-		return s.emit(ctx, p, event.ProfileStopped, stopData(sess, profile.StopExpired))
+		return s.stopped(ctx, p, sess, profile.StopExpired)
 	})
 	if domain.IsKind(err, domain.KindNotFound) {
 		return false, nil

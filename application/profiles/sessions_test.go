@@ -28,6 +28,13 @@ func wantCalls(t *testing.T, rt *fakeRuntime, want ...string) {
 	}
 }
 
+func wantLines(t *testing.T, got []string, want ...string) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Fatalf("logs\n got %q\nwant %q", got, want)
+	}
+}
+
 func wantEvents(t *testing.T, got []outboxEvent, want ...outboxEvent) {
 	t.Helper()
 	if !slices.Equal(got, want) {
@@ -70,7 +77,8 @@ func TestLaunchWhenTheRuntimeFailsAndTheLeaseCannotBeEnded(t *testing.T) {
 		t.Fatalf("launch error %v, want the start failure", err)
 	}
 	logs := f.logs.Lines()
-	if len(logs) != 1 || logs[0] != "ERROR end session of a failed launch profile_id=prf_001 session_id=ses_001 error=database is gone" {
+	if len(logs) != 2 || logs[0] != "INFO profile launched team_id=team_1 profile_id=prf_001 session_id=ses_001 launched_by=usr_alice" ||
+		logs[1] != "ERROR end session of a failed launch profile_id=prf_001 session_id=ses_001 error=database is gone" {
 		t.Fatalf("logs %q", logs)
 	}
 	// The lease stays until it runs out.
@@ -151,10 +159,11 @@ func TestLaunchTakesOverAnExpiredLease(t *testing.T) {
 	// The old browser is stopped before the new one starts; a stop that
 	// fails is logged and does not hold up the takeover.
 	wantCalls(t, f.rt, "start prf_001 ses_001", "stop prf_001 ses_001", "start prf_001 ses_002")
-	logs := f.logs.Lines()
-	if len(logs) != 1 || logs[0] != "ERROR stop browser profile_id=prf_001 session_id=ses_001 error=no such process" {
-		t.Fatalf("logs %q", logs)
-	}
+	wantLines(t, f.logs.Lines(),
+		"INFO profile launched team_id=team_1 profile_id=prf_001 session_id=ses_001 launched_by=usr_alice",
+		"INFO profile stopped team_id=team_1 profile_id=prf_001 session_id=ses_001 launched_by=usr_alice reason=expired",
+		"INFO profile launched team_id=team_1 profile_id=prf_001 session_id=ses_002 launched_by=usr_bob",
+		"ERROR stop browser profile_id=prf_001 session_id=ses_001 error=no such process")
 }
 
 func TestLaunchOfARunningProfileNamesTheHolder(t *testing.T) {
@@ -366,7 +375,15 @@ func TestHeartbeatOfAnEndedSession(t *testing.T) {
 
 func TestHeartbeatLosesToARelease(t *testing.T) {
 	f, p := launchedShop(t)
-	f.rivalSwapsFirst(t, "release", profilestore.SessionSwap{ExpectSessionID: "ses_001"})
+	// The release commits after the heartbeat has read the session.
+	inner := f.deps.Profiles
+	f.useProfiles(&byIDHook{Profiles: inner, fn: func(ctx context.Context, n int, teamID, id string) (profile.Profile, error) {
+		cur, err := inner.ByID(ctx, teamID, id)
+		if ok, err := inner.SwapSession(ctx, teamID, id, profilestore.SessionSwap{ExpectSessionID: "ses_001"}); !ok || err != nil {
+			t.Errorf("release: %v %v", ok, err)
+		}
+		return cur, err
+	}})
 
 	if _, err := f.svc.Heartbeat(ctx, alice, p.ID, "ses_001", nil); !errors.Is(err, profile.ErrSessionEnded) {
 		t.Fatalf("heartbeat after a concurrent release: %v", err)
@@ -618,4 +635,22 @@ func TestReapExpiredStopsWhenTheListingRepeatsItself(t *testing.T) {
 		t.Fatalf("listed %d times, want 2", calls)
 	}
 	wantCalls(t, f.rt, "start prf_001 ses_001", "stop prf_001 ses_001")
+}
+
+func TestSessionsAreCountedAndLoggedOnceCommitted(t *testing.T) {
+	f, p := launchedShop(t)
+	// A launch that loses to the running session commits nothing: it is
+	// neither counted nor logged.
+	if _, err := f.svc.Launch(ctx, bob, p.ID, profiles.LaunchInput{}); !domain.IsKind(err, domain.KindConflict) {
+		t.Fatalf("second launch: %v", err)
+	}
+	if _, err := f.svc.Release(ctx, alice, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := f.counted.all(), []string{"launched", "stopped released"}; !slices.Equal(got, want) {
+		t.Fatalf("counted %q, want %q", got, want)
+	}
+	wantLines(t, f.logs.Lines(),
+		"INFO profile launched team_id=team_1 profile_id=prf_001 session_id=ses_001 launched_by=usr_alice",
+		"INFO profile stopped team_id=team_1 profile_id=prf_001 session_id=ses_001 launched_by=usr_alice reason=released")
 }

@@ -160,6 +160,7 @@ func (s *Service) restore(ctx context.Context, actor team.Actor, profileID, snap
 		return profile.Profile{}, err
 	}
 	next := sn.RestoreOnto(cur, px != nil, s.d.Clock.Now())
+	s.uncache(ctx, next.TeamID, next.ID)
 	switch err := s.d.Profiles.UpdateIdle(ctx, next, cur.Version); {
 	case errors.Is(err, profile.ErrRunning):
 		return profile.Profile{}, s.stillRunning(ctx, actor.TeamID, profileID)

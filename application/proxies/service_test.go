@@ -16,6 +16,7 @@ import (
 	"github.com/profilesvc/profilesvc/adapters/store/memory"
 	"github.com/profilesvc/profilesvc/application/apptest"
 	"github.com/profilesvc/profilesvc/application/proxies"
+	"github.com/profilesvc/profilesvc/application/unit"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/profile"
@@ -82,7 +83,7 @@ func newEnv(t *testing.T, policy proxies.Policy) env {
 	pr := &fakeProber{result: ports.ProbeResult{OK: true, Latency: 87 * time.Millisecond, ExitIP: "203.0.113.5", Country: "DE", City: "Berlin", Timezone: "Europe/Berlin"},
 		refuse: map[string]bool{"127.0.0.1": true, "10.0.0.1": true}}
 	logs := &apptest.Logs{}
-	svc := proxies.New(proxies.Deps{Tx: st, Teams: st.Teams(), Proxies: st.Proxies(), Outbox: st.Outbox(), Prober: pr, Box: box,
+	svc := proxies.New(proxies.Deps{Tx: unit.New(st, nil), Teams: st.Teams(), Proxies: st.Proxies(), Outbox: st.Outbox(), Prober: pr, Box: box,
 		Limiter: ratelimit.NewLocal(clk), Clock: clk, IDs: apptest.NewIDs(), Log: logs.Logger(), Policy: policy})
 	return env{svc: svc, store: st, prober: pr, clock: clk, logs: logs}
 }

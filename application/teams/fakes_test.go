@@ -11,6 +11,7 @@ import (
 	"github.com/profilesvc/profilesvc/adapters/store/memory"
 	"github.com/profilesvc/profilesvc/application/apptest"
 	"github.com/profilesvc/profilesvc/application/teams"
+	"github.com/profilesvc/profilesvc/application/unit"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/account"
 	"github.com/profilesvc/profilesvc/domain/event"
@@ -41,7 +42,7 @@ func newEnv() *env {
 	c := clock.NewFake(start)
 	e := &env{store: s, clock: c, ids: apptest.NewIDs(), mailer: &apptest.Mailer{}, logs: &apptest.Logs{}}
 	e.deps = teams.Deps{
-		Tx:          s,
+		Tx:          unit.New(s, nil),
 		Teams:       s.Teams(),
 		Memberships: s.Memberships(),
 		Invitations: s.Invitations(),

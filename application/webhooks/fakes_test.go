@@ -12,6 +12,7 @@ import (
 	"github.com/profilesvc/profilesvc/adapters/clock"
 	"github.com/profilesvc/profilesvc/adapters/store/memory"
 	"github.com/profilesvc/profilesvc/application/apptest"
+	"github.com/profilesvc/profilesvc/application/unit"
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/domain/webhook"
@@ -260,7 +261,7 @@ func newFixture(t *testing.T, replies ...reply) *fixture {
 	}
 	f := &fixture{t: t, store: st, clock: clock.NewFake(t0), sender: newSender(replies...), box: &fakeBox{}, metrics: &fakeMetrics{}, logs: &apptest.Logs{}}
 	f.deps = Deps{
-		Tx: st, Teams: st.Teams(), Endpoints: st.WebhookEndpoints(), Deliveries: st.Deliveries(), Outbox: st.Outbox(),
+		Tx: unit.New(st, nil), Teams: st.Teams(), Endpoints: st.WebhookEndpoints(), Deliveries: st.Deliveries(), Outbox: st.Outbox(),
 		Sender: f.sender, Box: f.box, Metrics: f.metrics, Clock: f.clock, IDs: apptest.NewPrefixIDs(),
 		Log: f.logs.Logger(),
 		Policy: Policy{

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/profilesvc/profilesvc/application/paging"
+	"github.com/profilesvc/profilesvc/application/unit"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/team"
@@ -323,10 +324,16 @@ func (s *Service) Test(ctx context.Context, actor team.Actor, id, eventType stri
 		return "", err
 	}
 	d := webhook.NewDelivery(s.d.IDs.New("dlv"), ep, e, payload, s.d.Policy.Schedule, now)
-	if err := s.d.Deliveries.Create(ctx, d); err != nil {
+	err = s.d.Tx.Do(ctx, func(ctx context.Context) error {
+		if err := s.d.Deliveries.Create(ctx, d); err != nil {
+			return err
+		}
+		unit.OnCommit(ctx, func(context.Context) { s.d.Waker.Wake() })
+		return nil
+	})
+	if err != nil {
 		return "", err
 	}
-	s.d.Waker.Wake()
 	return d.ID, nil
 }
 
@@ -372,12 +379,19 @@ func (s *Service) Retry(ctx context.Context, actor team.Actor, endpointID, deliv
 	if !ok {
 		return webhook.Delivery{}, domain.Conflict("only a failed delivery can be retried; this one is " + string(d.Status))
 	}
-	if ok, err = s.d.Deliveries.Requeue(ctx, next); err != nil {
+	err = s.d.Tx.Do(ctx, func(ctx context.Context) error {
+		requeued, err := s.d.Deliveries.Requeue(ctx, next)
+		if err != nil {
+			return err
+		}
+		if !requeued {
+			return domain.Conflict("the delivery is no longer failed")
+		}
+		unit.OnCommit(ctx, func(context.Context) { s.d.Waker.Wake() })
+		return nil
+	})
+	if err != nil {
 		return webhook.Delivery{}, err
 	}
-	if !ok {
-		return webhook.Delivery{}, domain.Conflict("the delivery is no longer failed")
-	}
-	s.d.Waker.Wake()
 	return next, nil
 }

@@ -26,7 +26,6 @@ import (
 	"github.com/profilesvc/profilesvc/adapters/store/bunstore"
 	"github.com/profilesvc/profilesvc/application/profiles"
 	"github.com/profilesvc/profilesvc/domain/event"
-	"github.com/profilesvc/profilesvc/ports/storage"
 	"github.com/profilesvc/profilesvc/tests/testenv"
 )
 
@@ -651,15 +650,7 @@ func TestCookiesAreCheckedAndSpeakCookiesTxt(t *testing.T) {
 // DATA_DIR/blobs, or the chunks of the blob tables on PostgreSQL.
 func (h *harness) blobBytes(t *testing.T, dataDir string) int64 {
 	t.Helper()
-	store := h.store
-	for {
-		w, ok := store.(interface{ Unwrap() storage.Store })
-		if !ok {
-			break
-		}
-		store = w.Unwrap()
-	}
-	if s, ok := store.(*bunstore.Store); ok && s.Dialect() == bunstore.DialectPostgres {
+	if s, ok := h.store.(*bunstore.Store); ok && s.Dialect() == bunstore.DialectPostgres {
 		var n int64
 		if err := s.DB().NewRaw("SELECT coalesce(sum(octet_length(data)), 0) FROM blob_chunks").Scan(context.Background(), &n); err != nil {
 			t.Fatal(err)
