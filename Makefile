@@ -45,7 +45,7 @@ fuzz:
 OPENAPILINT_DIR := tests/openapilint
 OPENAPI         := adapters/http/openapi.yaml
 
-## lint: gofmt, go vet, the build and go vet for macOS and Windows (where
+## lint: gofmt, go vet, the build for macOS and go vet for Windows (where
 ## sessions are leases only), staticcheck, then Redocly's and Spectral's
 ## OpenAPI and OWASP rules on openapi.yaml (needs Node.js 20.19 or later;
 ## skipped without npm unless CI is set)
@@ -54,7 +54,6 @@ lint:
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
 	GOOS=darwin $(GO) build $(PKGS)
-	GOOS=darwin $(GO) vet $(PKGS)
 	GOOS=windows $(GO) vet $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)
 	@if ! command -v npm >/dev/null 2>&1 || ! command -v npx >/dev/null 2>&1; then \
