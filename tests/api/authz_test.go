@@ -3,6 +3,7 @@ package api_test
 import (
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"testing"
 
 	"github.com/profilesvc/profilesvc/domain/team"
@@ -79,7 +80,8 @@ func (f *authzFixture) launched(t *testing.T, by account) (string, string) {
 	return id, str(r.data()["session"].(map[string]any)["id"])
 }
 
-var inviteSeq int
+// inviteSeq numbers the invited emails; the builders run from parallel tests.
+var inviteSeq atomic.Int64
 
 func (f *authzFixture) endpoint(t *testing.T) string {
 	return f.h.subscribe(t, f.owner, f.hookURL)
@@ -155,8 +157,7 @@ var authzCases = map[string]authzCase{
 		return req{method: "GET", path: "/api/v1/teams", headers: pairs(f.as(a))}
 	}},
 	"teams.invite": {team.RoleAdmin, 201, func(_ *testing.T, f *authzFixture, a account, _ team.Role) req {
-		inviteSeq++
-		return req{method: "POST", path: "/api/v1/teams/invite", body: map[string]any{"email": fmt.Sprintf("authz%d@example.com", inviteSeq), "role": "member"}, headers: pairs(f.as(a))}
+		return req{method: "POST", path: "/api/v1/teams/invite", body: map[string]any{"email": fmt.Sprintf("authz%d@example.com", inviteSeq.Add(1)), "role": "member"}, headers: pairs(f.as(a))}
 	}},
 	// Accepting needs no role in the team (the invitee has none yet); a
 	// token that is not one is refused alike for everyone in the team.
@@ -250,8 +251,7 @@ var authzCases = map[string]authzCase{
 		return req{method: "POST", path: "/api/v1/time-machine/" + id + "/restore/" + snap, headers: pairs(f.as(a))}
 	}},
 	"teams.members.update": {team.RoleAdmin, 200, func(t *testing.T, f *authzFixture, a account, _ team.Role) req {
-		inviteSeq++
-		r := f.h.post("/api/v1/teams/invite", map[string]any{"email": fmt.Sprintf("authz%d@example.com", inviteSeq), "role": "member"}, f.as(f.owner)...)
+		r := f.h.post("/api/v1/teams/invite", map[string]any{"email": fmt.Sprintf("authz%d@example.com", inviteSeq.Add(1)), "role": "member"}, f.as(f.owner)...)
 		expect(t, r, http.StatusCreated)
 		return req{method: "PATCH", path: "/api/v1/teams/members/" + str(r.data()["id"]), body: map[string]any{"role": "viewer"}, headers: pairs(f.as(a))}
 	}},
