@@ -14,30 +14,30 @@ import (
 
 	"github.com/gorilla/mux"
 
+	appbrowserdata "github.com/profilesvc/profilesvc/application/browserdata"
 	"github.com/profilesvc/profilesvc/application/profiles"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/browserdata"
 	"github.com/profilesvc/profilesvc/domain/profile"
-	"github.com/profilesvc/profilesvc/domain/snapshot"
 )
 
 // maxCookiesBody bounds a cookie list as sent: MaxCookies cookies of a few
 // hundred bytes each, which is more than the 1 MiB other bodies get.
 const maxCookiesBody = 8 << 20
 
-// DataHandlers serves a profile's browser data, its cookies and its
-// snapshots (the time machine).
+// DataHandlers serves a profile's browser data and its cookies.
 type DataHandlers struct {
-	svc *profiles.Service
+	svc *appbrowserdata.Service
+	// profiles reads the profile whose data an If-Match list names.
+	profiles *profiles.Service
 	// uploadTimeout is how long a client may take to send an archive; the
 	// server's read timeout, meant for small bodies, is lifted to it.
 	uploadTimeout time.Duration
 }
 
-// NewDataHandlers returns the browser data, cookie and snapshot endpoints
-// of svc.
-func NewDataHandlers(svc *profiles.Service, uploadTimeout time.Duration) *DataHandlers {
-	return &DataHandlers{svc: svc, uploadTimeout: uploadTimeout}
+// NewDataHandlers returns the browser data and cookie endpoints of svc.
+func NewDataHandlers(svc *appbrowserdata.Service, profiles *profiles.Service, uploadTimeout time.Duration) *DataHandlers {
+	return &DataHandlers{svc: svc, profiles: profiles, uploadTimeout: uploadTimeout}
 }
 
 // Routes lists the endpoints.
@@ -48,11 +48,6 @@ func (h *DataHandlers) Routes() []Route {
 		{Method: http.MethodDelete, Path: "/api/v1/profiles/{id}/data", Handler: h.deleteData, Name: "profiles.data.delete"},
 		{Method: http.MethodGet, Path: "/api/v1/profiles/{id}/cookies", Handler: h.getCookies, Name: "profiles.cookies.read"},
 		{Method: http.MethodPut, Path: "/api/v1/profiles/{id}/cookies", Handler: h.putCookies, Name: "profiles.cookies.write"},
-		{Method: http.MethodGet, Path: "/api/v1/time-machine/{profileId}/snapshots", Handler: h.listSnapshots, Name: "snapshots.list"},
-		{Method: http.MethodPost, Path: "/api/v1/time-machine/{profileId}/snapshots", Handler: h.createSnapshot, Name: "snapshots.create"},
-		{Method: http.MethodGet, Path: "/api/v1/time-machine/{profileId}/snapshots/{snapshotId}", Handler: h.getSnapshot, Name: "snapshots.read"},
-		{Method: http.MethodDelete, Path: "/api/v1/time-machine/{profileId}/snapshots/{snapshotId}", Handler: h.deleteSnapshot, Name: "snapshots.delete"},
-		{Method: http.MethodPost, Path: "/api/v1/time-machine/{profileId}/restore/{snapshotId}", Handler: h.restore, Name: "snapshots.restore"},
 	}
 }
 
@@ -126,7 +121,7 @@ func (h *DataHandlers) putData(w http.ResponseWriter, r *http.Request) error {
 	if err := http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.uploadTimeout)); err != nil {
 		responseLogger(w).Warn("could not extend the read deadline of an upload: " + err.Error())
 	}
-	d, err := h.svc.PutData(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"], profiles.PutDataInput{Body: r.Body, IfMatch: match})
+	d, err := h.svc.PutData(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"], appbrowserdata.PutDataInput{Body: r.Body, IfMatch: match})
 	if err != nil {
 		return dataError(err, max)
 	}
@@ -174,7 +169,7 @@ func (h *DataHandlers) dataIfMatch(r *http.Request) (*string, error) {
 	}
 	// PutData checks one value, in the unit that stores the data; of a
 	// list, the one the data have now is the one that can match there.
-	p, err := h.svc.Get(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"])
+	p, err := h.profiles.Get(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"])
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +256,7 @@ func dataError(err error, max int64) error {
 	if errors.Is(err, browserdata.ErrTooLarge) {
 		return &transportError{
 			kind:    kindPayloadTooLarge,
-			message: fmt.Sprintf("browser data must not exceed %d bytes as sent nor %d bytes unpacked: %v", max, max*profiles.DataUnpackedFactor, err),
+			message: fmt.Sprintf("browser data must not exceed %d bytes as sent nor %d bytes unpacked: %v", max, max*appbrowserdata.DataUnpackedFactor, err),
 		}
 	}
 	return err
@@ -360,126 +355,5 @@ func (h *DataHandlers) putCookies(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	writeJSON(w, http.StatusOK, toCookieDTOs(stored))
-	return nil
-}
-
-type snapshotContentDTO struct {
-	SizeBytes int64  `json:"sizeBytes"`
-	SHA256    string `json:"sha256"`
-}
-
-type snapshotProfileDTO struct {
-	Name        string         `json:"name"`
-	TemplateID  string         `json:"templateId"`
-	Fingerprint fingerprintDTO `json:"fingerprint"`
-	Proxy       *proxyRefDTO   `json:"proxy"`
-	Tags        []string       `json:"tags"`
-	Notes       string         `json:"notes"`
-}
-
-type snapshotDTO struct {
-	ID        string              `json:"id"`
-	ProfileID string              `json:"profileId"`
-	Label     string              `json:"label"`
-	Kind      string              `json:"kind"`
-	Profile   snapshotProfileDTO  `json:"profile"`
-	Data      *snapshotContentDTO `json:"data"`
-	CreatedAt int64               `json:"createdAt"`
-}
-
-func toSnapshotDTO(s snapshot.Snapshot) snapshotDTO {
-	st := s.Settings
-	d := snapshotDTO{
-		ID: s.ID, ProfileID: s.ProfileID, Label: s.Label, Kind: string(s.Kind),
-		Profile: snapshotProfileDTO{
-			Name: st.Name, TemplateID: st.TemplateID,
-			Fingerprint: toFingerprintDTO(st.Fingerprint),
-			Tags:        st.Tags, Notes: st.Notes,
-		},
-		CreatedAt: s.CreatedAt.UnixMilli(),
-	}
-	if d.Profile.Tags == nil {
-		d.Profile.Tags = []string{}
-	}
-	switch {
-	case st.Proxy != nil:
-		d.Profile.Proxy = &proxyRefDTO{ID: st.Proxy.ID, Type: st.Proxy.Type, Host: st.Proxy.Host, Port: st.Proxy.Port}
-	case st.ProxyID != "":
-		d.Profile.Proxy = &proxyRefDTO{ID: st.ProxyID}
-	}
-	if s.Data != nil {
-		d.Data = &snapshotContentDTO{SizeBytes: s.Data.Size, SHA256: s.Data.SHA256}
-	}
-	return d
-}
-
-func (h *DataHandlers) listSnapshots(w http.ResponseWriter, r *http.Request) error {
-	limit, cursor, err := pageParams(r)
-	if err != nil {
-		return err
-	}
-	page, err := h.svc.Snapshots(r.Context(), actorFrom(r.Context()), mux.Vars(r)["profileId"], profiles.SnapshotListInput{Cursor: cursor, Limit: limit})
-	if err != nil {
-		return err
-	}
-	out := make([]snapshotDTO, 0, len(page.Items))
-	for _, s := range page.Items {
-		out = append(out, toSnapshotDTO(s))
-	}
-	writeList(w, out, page.NextCursor, page.Limit)
-	return nil
-}
-
-type createSnapshotRequest struct {
-	Label string `json:"label"`
-}
-
-func (createSnapshotRequest) readOnlyFields() []string {
-	return []string{"kind", "profileId", "profile", "data"}
-}
-
-func (h *DataHandlers) createSnapshot(w http.ResponseWriter, r *http.Request) error {
-	var in createSnapshotRequest
-	if err := decodeOptionalJSON(w, r, &in); err != nil {
-		return err
-	}
-	s, err := h.svc.CreateSnapshot(r.Context(), actorFrom(r.Context()), mux.Vars(r)["profileId"], in.Label)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusCreated, toSnapshotDTO(s))
-	return nil
-}
-
-func (h *DataHandlers) getSnapshot(w http.ResponseWriter, r *http.Request) error {
-	vars := mux.Vars(r)
-	s, err := h.svc.Snapshot(r.Context(), actorFrom(r.Context()), vars["profileId"], vars["snapshotId"])
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, toSnapshotDTO(s))
-	return nil
-}
-
-func (h *DataHandlers) deleteSnapshot(w http.ResponseWriter, r *http.Request) error {
-	vars := mux.Vars(r)
-	if err := h.svc.DeleteSnapshot(r.Context(), actorFrom(r.Context()), vars["profileId"], vars["snapshotId"]); err != nil {
-		return err
-	}
-	writeNoContent(w)
-	return nil
-}
-
-func (h *DataHandlers) restore(w http.ResponseWriter, r *http.Request) error {
-	var none struct{}
-	if err := decodeOptionalJSON(w, r, &none); err != nil {
-		return err
-	}
-	vars := mux.Vars(r)
-	p, err := h.svc.Restore(r.Context(), actorFrom(r.Context()), vars["profileId"], vars["snapshotId"])
-	if err != nil {
-		return err
-	}
-	writeProfile(w, http.StatusOK, p)
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	httpapi "github.com/profilesvc/profilesvc/adapters/http"
 	"github.com/profilesvc/profilesvc/adapters/profilecache"
 	"github.com/profilesvc/profilesvc/adapters/redisguard"
+	"github.com/profilesvc/profilesvc/application/browserdata"
 	"github.com/profilesvc/profilesvc/application/profiles"
 	"github.com/profilesvc/profilesvc/application/proxies"
 	"github.com/profilesvc/profilesvc/config"
@@ -40,6 +41,7 @@ type ProfileDeps struct {
 	Metrics *sessionMetrics
 	Runtime ports.BrowserRuntime
 	Blobs   ports.BlobStore
+	Data    *browserdata.Blobs
 	Proxies *proxies.Service
 	Clock   ports.Clock
 	IDs     ports.IDs
@@ -79,24 +81,18 @@ var Profiles = fx.Module("profiles",
 			return profiles.New(profiles.Deps{
 				Tx: d.Tx, Teams: d.Store.Teams(), Profiles: d.Store.Profiles(), Users: d.Store.Users(), Proxies: d.Proxies, Outbox: d.Outbox,
 				Events: d.Events, Metrics: d.Metrics,
-				Runtime: d.Runtime, Blobs: d.Blobs, BlobRefs: d.Store.BlobRefs(), Snapshots: d.Store.Snapshots(),
+				Runtime: d.Runtime, Blobs: d.Blobs, Data: d.Data, BlobRefs: d.Store.BlobRefs(), Snapshots: d.Store.Snapshots(),
 				Clock: d.Clock, IDs: d.IDs, Log: d.Log, Cache: d.Cache.Cache, EngineVersion: engineVersion(d.Runtime),
 				Policy: profiles.Policy{
 					SessionTTLDefault: d.Config.SessionTTLDefault, SessionTTLMax: d.Config.SessionTTLMax,
-					MaxProfiles: d.Config.Quotas.Profiles, DataMax: d.Config.ProfileDataMax,
-					UploadTimeout: d.Config.ProfileDataUploadTimeout, SnapshotsPerProfile: d.Config.SnapshotsPerProfile,
-					PublicURL: publicURL(d.Config, d.Listen), NodeURL: nodeURL(d.Config, d.Listen),
+					MaxProfiles: d.Config.Quotas.Profiles, PublicURL: publicURL(d.Config, d.Listen), NodeURL: nodeURL(d.Config, d.Listen),
 					BrowsersMax: browsersMax(d.Config, d.Runtime),
 				},
 			})
 		},
 		func() ReaperInterval { return defaultReaperInterval },
-		func() CollectorInterval { return defaultCollectorInterval },
 		func() CheckpointInterval { return defaultCheckpointInterval },
 		fx.Annotate(func(svc *profiles.Service) Routes { return httpapi.NewProfileHandlers(svc).Routes() }, fx.ResultTags(`group:"routes"`)),
-		fx.Annotate(func(svc *profiles.Service, cfg config.Config) Routes {
-			return httpapi.NewDataHandlers(svc, cfg.ProfileDataUploadTimeout).Routes()
-		}, fx.ResultTags(`group:"routes"`)),
 		fx.Annotate(func(svc *profiles.Service, cfg config.Config, listen *ListenAddr) Routes {
 			return cdprelay.New(svc, cdprelay.Options{
 				PublicURL: publicURL(cfg, listen), Origins: cfg.CORSOrigins, MaxConnections: cfg.Browser.RelayConnections,
@@ -106,7 +102,7 @@ var Profiles = fx.Module("profiles",
 	// recoverBrowsers first: its hook ends the sessions a killed process
 	// left before the reaper could end them without their data, and before
 	// the server serves.
-	fx.Invoke(recoverBrowsers, startReaper, startCollector, runBrowsers),
+	fx.Invoke(recoverBrowsers, startReaper, runBrowsers),
 )
 
 // publicURL is PUBLIC_URL, or the address the server listens on.
@@ -230,25 +226,6 @@ func recoverBrowsers(lc fx.Lifecycle, svc *profiles.Service, log *slog.Logger) {
 		}
 		return nil
 	}})
-}
-
-// CollectorInterval is how often each instance deletes the blobs nothing
-// refers to any more. Tests replace it (fx.Decorate).
-type CollectorInterval time.Duration
-
-// defaultCollectorInterval frees storage within minutes of a deletion
-// without querying often.
-const defaultCollectorInterval = CollectorInterval(time.Minute)
-
-// startCollector runs the blob collector on every instance, as the reaper.
-func startCollector(lc fx.Lifecycle, svc *profiles.Service, every CollectorInterval, log *slog.Logger) {
-	runEvery(lc, time.Duration(every), func(ctx context.Context) {
-		if n, err := svc.CollectBlobs(ctx); err != nil && ctx.Err() == nil {
-			log.ErrorContext(ctx, "blob collector", "error", err.Error(), "deleted", n)
-		} else if n > 0 {
-			log.InfoContext(ctx, "blob collector deleted unreferenced blobs", "deleted", n)
-		}
-	})
 }
 
 // startReaper runs the reaper on every instance: at start, so that leases

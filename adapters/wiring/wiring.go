@@ -39,6 +39,8 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		Mail,
 		Accounts,
 		Profiles,
+		BrowserData,
+		Snapshots,
 		Teams,
 		Webhooks,
 		Prober,

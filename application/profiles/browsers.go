@@ -1,20 +1,17 @@
 package profiles
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/profilesvc/profilesvc/domain"
-	"github.com/profilesvc/profilesvc/domain/browserdata"
 	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/ports/profilestore"
@@ -137,7 +134,7 @@ func (s *Service) launchSpec(ctx context.Context, p profile.Profile, sessionID s
 	}
 	spec.Profile.Fingerprint = p.Fingerprint.Resolve(tz, country)
 	if p.Cookies != nil {
-		cs, err := s.readCookies(ctx, *p.Cookies)
+		cs, err := s.d.Data.ReadCookies(ctx, *p.Cookies)
 		if err != nil {
 			return ports.LaunchSpec{}, cleanup, err
 		}
@@ -245,8 +242,8 @@ func (s *Service) endWith(ctx context.Context, teamID, profileID string, sess pr
 // and cookies, and closes the state.
 func (s *Service) saveState(ctx context.Context, state *ports.BrowserState) (archive, cookies *ports.BlobInfo, err error) {
 	defer state.Archive.Close()
-	err = s.withUpload(ctx, func(ctx context.Context) error {
-		info, err := s.putBlob(ctx, func(ctx context.Context) (ports.BlobInfo, error) { return s.storeArchive(ctx, state.Archive) })
+	err = s.d.Data.Upload(ctx, func(ctx context.Context) error {
+		info, err := s.d.Data.PutArchive(ctx, state.Archive)
 		if err != nil {
 			return err
 		}
@@ -254,7 +251,7 @@ func (s *Service) saveState(ctx context.Context, state *ports.BrowserState) (arc
 		if len(state.Cookies) == 0 {
 			return nil
 		}
-		c, err := s.putCookies(ctx, state.Cookies)
+		c, err := s.d.Data.PutCookies(ctx, state.Cookies)
 		if err != nil {
 			return err
 		}
@@ -262,32 +259,6 @@ func (s *Service) saveState(ctx context.Context, state *ports.BrowserState) (arc
 		return nil
 	})
 	return archive, cookies, err
-}
-
-// putCookies stores a cookie list as its blob (in an upload).
-func (s *Service) putCookies(ctx context.Context, cs []browserdata.Cookie) (ports.BlobInfo, error) {
-	raw, err := encodeCookies(cs)
-	if err != nil {
-		return ports.BlobInfo{}, err
-	}
-	return s.putBlob(ctx, func(ctx context.Context) (ports.BlobInfo, error) {
-		return s.d.Blobs.Put(ctx, bytes.NewReader(raw), int64(len(raw)))
-	})
-}
-
-func encodeCookies(cs []browserdata.Cookie) ([]byte, error) {
-	stored := make([]storedCookie, len(cs))
-	for i, c := range cs {
-		stored[i] = storedCookie{
-			Name: c.Name, Value: c.Value, Domain: c.Domain, Path: c.Path, Expires: c.Expires,
-			HTTPOnly: c.HTTPOnly, Secure: c.Secure, SameSite: string(c.SameSite),
-		}
-	}
-	raw, err := json.Marshal(stored)
-	if err != nil {
-		return nil, fmt.Errorf("encode cookies: %w", err)
-	}
-	return raw, nil
 }
 
 // BrowserExited ends the session of a browser that ended by itself, keeping
@@ -365,8 +336,8 @@ func (s *Service) checkpoint(ctx context.Context, sessionID string, lb localBrow
 	if err != nil {
 		return err
 	}
-	return s.withUpload(ctx, func(ctx context.Context) error {
-		info, err := s.putCookies(ctx, cs)
+	return s.d.Data.Upload(ctx, func(ctx context.Context) error {
+		info, err := s.d.Data.PutCookies(ctx, cs)
 		if err != nil {
 			return err
 		}
@@ -387,42 +358,6 @@ func (s *Service) checkpoint(ctx context.Context, sessionID string, lb localBrow
 			return s.d.BlobRefs.Release(ctx, s.d.Clock.Now(), cur.Blobs()...)
 		})
 	})
-}
-
-// withUpload runs fn as a registered upload in progress, bounded by the
-// upload time-out, so that the collector deletes no blob fn may come to
-// refer to.
-func (s *Service) withUpload(ctx context.Context, fn func(ctx context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, s.d.Policy.UploadTimeout)
-	defer cancel()
-	uploadID := s.d.IDs.New("upl")
-	if err := s.d.BlobRefs.BeginUpload(ctx, uploadID, s.d.Clock.Now().Add(s.d.Policy.UploadTimeout)); err != nil {
-		return err
-	}
-	defer func() {
-		if err := s.d.BlobRefs.EndUpload(context.WithoutCancel(ctx), uploadID); err != nil {
-			s.d.Log.WarnContext(ctx, "ending an upload failed; it ends when it expires", "upload", uploadID, "error", err.Error())
-		}
-	}()
-	err := fn(ctx)
-	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-		return domain.BadRequest(fmt.Sprintf("the upload took longer than %s (PROFILE_DATA_UPLOAD_TIMEOUT)", s.d.Policy.UploadTimeout))
-	}
-	return err
-}
-
-// putBlob stores content (in an upload) and records it at once as a
-// candidate for collection: if the process dies before a unit refers to
-// it, the collector removes it.
-func (s *Service) putBlob(ctx context.Context, put func(context.Context) (ports.BlobInfo, error)) (ports.BlobInfo, error) {
-	info, err := put(ctx)
-	if err != nil {
-		return ports.BlobInfo{}, err
-	}
-	if err := s.d.BlobRefs.Release(ctx, s.d.Clock.Now(), info.SHA256); err != nil {
-		return ports.BlobInfo{}, err
-	}
-	return info, nil
 }
 
 // SessionsRunning is how many sessions of every team, on every instance,

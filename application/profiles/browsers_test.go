@@ -11,7 +11,7 @@ import (
 // wantCookies checks the cookies the API shows for profile id.
 func (f *fixture) wantCookies(t *testing.T, id string, want ...browserdata.Cookie) {
 	t.Helper()
-	got, err := f.svc.Cookies(ctx, alice, id)
+	got, err := f.data.Cookies(ctx, alice, id)
 	if err != nil {
 		t.Fatalf("cookies of %s: %v", id, err)
 	}

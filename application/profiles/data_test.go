@@ -5,11 +5,11 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"errors"
 	"io"
 	"testing"
 	"time"
 
+	appbrowserdata "github.com/profilesvc/profilesvc/application/browserdata"
 	"github.com/profilesvc/profilesvc/application/profiles"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/browserdata"
@@ -38,121 +38,6 @@ func tarGz(t *testing.T, name, content string) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
-}
-
-// gatedReader gives its first half, then waits for the gate before the
-// rest, and says when it has reached the gate.
-type gatedReader struct {
-	first, rest io.Reader
-	reached     chan struct{}
-	gate        chan struct{}
-	waited      bool
-}
-
-func newGatedReader(b []byte) *gatedReader {
-	half := len(b) / 2
-	return &gatedReader{first: bytes.NewReader(b[:half]), rest: bytes.NewReader(b[half:]), reached: make(chan struct{}), gate: make(chan struct{})}
-}
-
-func (g *gatedReader) Read(p []byte) (int, error) {
-	if n, err := g.first.Read(p); n > 0 || err != io.EOF {
-		return n, err
-	}
-	if !g.waited {
-		g.waited = true
-		close(g.reached)
-		<-g.gate
-	}
-	return g.rest.Read(p)
-}
-
-// TestCollectorWaitsForUploadsInProgress: content nothing refers to is
-// not deleted while an upload is in progress, since that upload may be of
-// the same content and end up referring to it.
-func TestCollectorWaitsForUploadsInProgress(t *testing.T) {
-	f, p := newShop(t)
-	ctx := context.Background()
-	a := tarGz(t, "Default/Preferences", `{"profile":{"name":"A"}}`)
-	first, err := f.svc.PutData(ctx, alice, p.ID, profiles.PutDataInput{Body: bytes.NewReader(a)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.svc.PutData(ctx, alice, p.ID, profiles.PutDataInput{Body: bytes.NewReader(tarGz(t, "Default/Preferences", `{"profile":{"name":"B"}}`))}); err != nil {
-		t.Fatal(err)
-	}
-	// A is unreferenced now. An upload of A again starts and stalls.
-	body := newGatedReader(a)
-	done := make(chan error, 1)
-	go func() {
-		_, err := f.svc.PutData(ctx, alice, p.ID, profiles.PutDataInput{Body: body})
-		done <- err
-	}()
-	<-body.reached
-	f.clock.Advance(profiles.BlobGrace + time.Second)
-	if n, err := f.svc.CollectBlobs(ctx); err != nil || n != 0 {
-		t.Fatalf("CollectBlobs during an upload = %d, %v; want 0, nil", n, err)
-	}
-	close(body.gate)
-	if err := <-done; err != nil {
-		t.Fatalf("upload of A again: %v", err)
-	}
-	dl, err := f.svc.Data(ctx, alice, p.ID)
-	if err != nil {
-		t.Fatalf("download after the upload: %v", err)
-	}
-	defer dl.Body.Close()
-	if dl.Data.SHA256 != first.SHA256 {
-		t.Fatalf("data %s, want A's %s", dl.Data.SHA256, first.SHA256)
-	}
-	if _, err := io.Copy(io.Discard, dl.Body); err != nil {
-		t.Fatal(err)
-	}
-
-	// With no upload in progress, B (unreferenced) is collected.
-	f.clock.Advance(profiles.BlobGrace + time.Second)
-	if n, err := f.svc.CollectBlobs(ctx); err != nil || n != 1 {
-		t.Fatalf("CollectBlobs after the upload = %d, %v; want 1 (B), nil", n, err)
-	}
-}
-
-func TestDataRolesAndTeams(t *testing.T) {
-	f, p := newShop(t)
-	ctx := context.Background()
-	archive := tarGz(t, "Default/Preferences", `{"profile":{"name":"x"}}`)
-	if _, err := f.svc.PutData(ctx, viewer, p.ID, profiles.PutDataInput{Body: bytes.NewReader(archive)}); !domain.IsKind(err, domain.KindForbidden) {
-		t.Fatalf("viewer upload: %v, want forbidden", err)
-	}
-	if _, err := f.svc.PutData(ctx, outsider, p.ID, profiles.PutDataInput{Body: bytes.NewReader(archive)}); !domain.IsKind(err, domain.KindNotFound) {
-		t.Fatalf("upload from another team: %v, want not found", err)
-	}
-	if _, err := f.svc.PutData(ctx, alice, p.ID, profiles.PutDataInput{Body: bytes.NewReader(archive)}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.svc.Data(ctx, viewer, p.ID); !domain.IsKind(err, domain.KindForbidden) {
-		t.Fatalf("viewer download: %v, want forbidden", err)
-	}
-	if _, err := f.svc.Data(ctx, outsider, p.ID); !domain.IsKind(err, domain.KindNotFound) {
-		t.Fatalf("download from another team: %v, want not found", err)
-	}
-	sn, err := f.svc.CreateSnapshot(ctx, bob, p.ID, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.svc.Snapshots(ctx, viewer, p.ID, profiles.SnapshotListInput{Limit: 10}); err != nil {
-		t.Fatalf("viewer list: %v", err)
-	}
-	if _, err := f.svc.Snapshot(ctx, outsider, p.ID, sn.ID); !domain.IsKind(err, domain.KindNotFound) {
-		t.Fatalf("snapshot from another team: %v, want not found", err)
-	}
-	if err := f.svc.DeleteSnapshot(ctx, bob, p.ID, sn.ID); !domain.IsKind(err, domain.KindForbidden) {
-		t.Fatalf("member deletes a snapshot: %v, want forbidden", err)
-	}
-	if _, err := f.svc.Restore(ctx, outsider, p.ID, sn.ID); !domain.IsKind(err, domain.KindNotFound) {
-		t.Fatalf("restore from another team: %v, want not found", err)
-	}
-	if err := f.svc.DeleteSnapshot(ctx, admin, p.ID, sn.ID); err != nil {
-		t.Fatalf("admin deletes a snapshot: %v", err)
-	}
 }
 
 // onePool is a team's proxy pool of one proxy, last checked in Tokyo.
@@ -189,10 +74,10 @@ func TestLaunchResolvesAutoFromTheProxyAndHandsOverDataAndCookies(t *testing.T) 
 		t.Fatal(err)
 	}
 	archive := tarGz(t, "Default/Preferences", `{"profile":{"name":"A"}}`)
-	if _, err := f.svc.PutData(ctx, alice, p.ID, profiles.PutDataInput{Body: bytes.NewReader(archive)}); err != nil {
+	if _, err := f.data.PutData(ctx, alice, p.ID, appbrowserdata.PutDataInput{Body: bytes.NewReader(archive)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.svc.PutCookies(ctx, alice, p.ID, []browserdata.Cookie{{Name: "sid", Value: "1", Domain: "shop.example", Path: "/", Expires: -1, SameSite: browserdata.SameSiteLax}}); err != nil {
+	if _, err := f.data.PutCookies(ctx, alice, p.ID, []browserdata.Cookie{{Name: "sid", Value: "1", Domain: "shop.example", Path: "/", Expires: -1, SameSite: browserdata.SameSiteLax}}); err != nil {
 		t.Fatal(err)
 	}
 	var spec ports.LaunchSpec
@@ -243,100 +128,5 @@ func untarNames(t *testing.T, archive []byte) []string {
 		if hdr.Typeflag == tar.TypeReg {
 			names = append(names, hdr.Name)
 		}
-	}
-}
-
-// tarGzEntries packs files (name, content) in the order given.
-func tarGzEntries(t *testing.T, files ...[2]string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	for _, f := range files {
-		if err := tw.WriteHeader(&tar.Header{Name: f[0], Mode: 0o600, Size: int64(len(f[1])), Typeflag: tar.TypeReg, ModTime: time.Unix(1700000000, 0)}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(f[1])); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-// untarFiles reads the regular files of a tar.gz: name to content.
-func untarFiles(t *testing.T, archive io.Reader) map[string]string {
-	t.Helper()
-	zr, err := gzip.NewReader(archive)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := tar.NewReader(zr)
-	out := map[string]string{}
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[hdr.Name] = string(b)
-	}
-}
-
-// TestPutDataKeepsNoConfiguration: an upload is stored as the data a
-// profile keeps, without an extension, Local State or a proxy preference.
-func TestPutDataKeepsNoConfiguration(t *testing.T) {
-	f, p := newShop(t)
-	ctx := context.Background()
-	archive := tarGzEntries(t,
-		[2]string{"Local State", `{"browser":{"enabled_labs_experiments":["enable-quic@2"]}}`},
-		[2]string{"Default/Network/Cookies", "cookies"},
-		[2]string{"Default/Preferences", `{"extensions":{"settings":{"aapocclcgogkmnckokdopfmhonfmgoek":{}}},"proxy":{"mode":"direct"},"profile":{"name":"Shop"}}`},
-		[2]string{"Default/Extensions/aapocclcgogkmnckokdopfmhonfmgoek/1.0_0/manifest.json", `{"permissions":["proxy"]}`},
-	)
-	if _, err := f.svc.PutData(ctx, alice, p.ID, profiles.PutDataInput{Body: bytes.NewReader(archive)}); err != nil {
-		t.Fatal(err)
-	}
-	dl, err := f.svc.Data(ctx, alice, p.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dl.Body.Close()
-	got := untarFiles(t, dl.Body)
-	want := map[string]string{"Default/Network/Cookies": "cookies", "Default/Preferences": `{"profile":{"name":"Shop"}}`}
-	if len(got) != len(want) || got["Default/Network/Cookies"] != want["Default/Network/Cookies"] || got["Default/Preferences"] != want["Default/Preferences"] {
-		t.Fatalf("stored %q, want %q", got, want)
-	}
-}
-
-// TestPutDataRefusesDataNoLaunchCouldUnpack: a file and a directory of one
-// name is a validation error naming the data; the previous data stay.
-func TestPutDataRefusesDataNoLaunchCouldUnpack(t *testing.T) {
-	f, p := newShop(t)
-	ctx := context.Background()
-	first, err := f.svc.PutData(ctx, alice, p.ID, profiles.PutDataInput{Body: bytes.NewReader(tarGz(t, "Default/Cookies", "cookies"))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clash := tarGzEntries(t, [2]string{"Default/x", "file"}, [2]string{"Default/x/y", "file inside the file"})
-	_, err = f.svc.PutData(ctx, alice, p.ID, profiles.PutDataInput{Body: bytes.NewReader(clash)})
-	var de *domain.Error
-	if !errors.As(err, &de) || de.Kind != domain.KindValidation || len(de.Fields) != 1 || de.Fields[0].Field != "data" ||
-		de.Fields[0].Issue != `entry "Default/x/y": "Default/x" is a file in the archive and cannot hold it` {
-		t.Fatalf("err = %#v, want a validation error of field data naming the clash", err)
-	}
-	if got := f.stored(t, p.ID).Data; got == nil || got.SHA256 != first.SHA256 {
-		t.Fatalf("data after the refused upload: %+v, want %s", got, first.SHA256)
 	}
 }

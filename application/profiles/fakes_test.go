@@ -13,6 +13,7 @@ import (
 	"github.com/profilesvc/profilesvc/adapters/clock"
 	"github.com/profilesvc/profilesvc/adapters/store/memory"
 	"github.com/profilesvc/profilesvc/application/apptest"
+	appbrowserdata "github.com/profilesvc/profilesvc/application/browserdata"
 	"github.com/profilesvc/profilesvc/application/profiles"
 	"github.com/profilesvc/profilesvc/application/unit"
 	"github.com/profilesvc/profilesvc/domain"
@@ -220,6 +221,10 @@ type fixture struct {
 	counted *sessionCounts
 	deps    profiles.Deps
 	svc     *profiles.Service
+	// blobs keep browser data and cookies; data runs their use cases over
+	// svc.
+	blobs *appbrowserdata.Blobs
+	data  *appbrowserdata.Service
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -245,9 +250,12 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.blobs = appbrowserdata.NewBlobs(appbrowserdata.BlobsDeps{
+		Tx: unit.New(st, nil), Blobs: blobs, BlobRefs: st.BlobRefs(), Clock: f.clock, IDs: apptest.NewPrefixIDs(), Log: f.logs.Logger(),
+	})
 	f.deps = profiles.Deps{
 		Tx: unit.New(st, nil), Teams: st.Teams(), Profiles: st.Profiles(), Users: st.Users(), Outbox: st.Outbox(),
-		Snapshots: st.Snapshots(), BlobRefs: st.BlobRefs(), Blobs: blobs,
+		Snapshots: st.Snapshots(), BlobRefs: st.BlobRefs(), Blobs: blobs, Data: f.blobs,
 		Runtime: f.rt, Clock: f.clock, IDs: apptest.NewPrefixIDs(), Log: f.logs.Logger(), Metrics: f.counted,
 		Policy: profiles.Policy{SessionTTLDefault: 10 * time.Minute, SessionTTLMax: time.Hour},
 	}
@@ -256,7 +264,10 @@ func newFixture(t *testing.T) *fixture {
 }
 
 // build makes the service from deps again, after a test changed them.
-func (f *fixture) build() { f.svc = profiles.New(f.deps) }
+func (f *fixture) build() {
+	f.svc = profiles.New(f.deps)
+	f.data = appbrowserdata.New(f.svc, f.blobs)
+}
 
 // create stores a profile of alice's team named name.
 func (f *fixture) create(t *testing.T, name string) profile.Profile {

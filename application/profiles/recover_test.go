@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/profilesvc/profilesvc/application/profiles"
+	appbrowserdata "github.com/profilesvc/profilesvc/application/browserdata"
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/ports"
@@ -135,7 +135,7 @@ func storedFiles(t *testing.T, f *fixture, id string) map[string]string {
 	if f.stored(t, id).Data == nil {
 		return nil
 	}
-	dl, err := f.svc.Data(ctx, alice, id)
+	dl, err := f.data.Data(ctx, alice, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,10 +196,10 @@ func TestRecoverBrowsersEndsTheSessionsOfAKilledProcess(t *testing.T) {
 	bare := f.create(t, "Left no directory")   // prf_002
 	elsewhere := f.create(t, "Runs on node B") // prf_003
 	idle := f.create(t, "Idle")                // prf_004
-	if _, err := f.svc.PutData(ctx, alice, left.ID, profiles.PutDataInput{Body: bytes.NewReader(tarGz(t, leftStorage, "before the launch"))}); err != nil {
+	if _, err := f.data.PutData(ctx, alice, left.ID, appbrowserdata.PutDataInput{Body: bytes.NewReader(tarGz(t, leftStorage, "before the launch"))}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.svc.PutData(ctx, alice, bare.ID, profiles.PutDataInput{Body: bytes.NewReader(tarGz(t, leftStorage, "kept as it was"))}); err != nil {
+	if _, err := f.data.PutData(ctx, alice, bare.ID, appbrowserdata.PutDataInput{Body: bytes.NewReader(tarGz(t, leftStorage, "kept as it was"))}); err != nil {
 		t.Fatal(err)
 	}
 	runningBeforeTheKill(t, f, left, "ses_left", thisNode)
@@ -309,7 +309,7 @@ func TestRecoverBrowsersEndsASessionWhoseDataCannotBeStored(t *testing.T) {
 	t.Parallel()
 	f, rt := crashFixture(t)
 	p := f.create(t, "Left a broken directory")
-	if _, err := f.svc.PutData(ctx, alice, p.ID, profiles.PutDataInput{Body: bytes.NewReader(tarGz(t, leftStorage, "before the launch"))}); err != nil {
+	if _, err := f.data.PutData(ctx, alice, p.ID, appbrowserdata.PutDataInput{Body: bytes.NewReader(tarGz(t, leftStorage, "before the launch"))}); err != nil {
 		t.Fatal(err)
 	}
 	runningBeforeTheKill(t, f, p, "ses_left", thisNode)

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
@@ -18,13 +19,14 @@ import (
 	"github.com/profilesvc/profilesvc/application/unit"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/account"
+	"github.com/profilesvc/profilesvc/domain/browserdata"
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/domain/proxy"
+	"github.com/profilesvc/profilesvc/domain/snapshot"
 	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/ports/profilestore"
-	"github.com/profilesvc/profilesvc/ports/snapshotstore"
 )
 
 // Policy holds the session lease lengths and the reaper's batch size.
@@ -38,13 +40,6 @@ type Policy struct {
 	UpdateAttempts int
 	// MaxProfiles bounds a team's profiles; 0 is no bound.
 	MaxProfiles int
-	// DataMax is the largest browser-data archive accepted, in bytes.
-	DataMax int64
-	// UploadTimeout bounds one upload of browser data or cookies, from its
-	// first byte to the profile referring to it.
-	UploadTimeout time.Duration
-	// SnapshotsPerProfile is how many snapshots a profile keeps.
-	SnapshotsPerProfile int
 	// PublicURL is the base of the URLs handed to clients (cdpUrl);
 	// NodeURL is this instance's address as the other instances reach it.
 	// Both are read when a browser starts: the listening address may be
@@ -71,12 +66,14 @@ type Deps struct {
 	Events  ports.EventsNotifier
 	Metrics ports.SessionMetrics
 	Runtime ports.BrowserRuntime
-	// Blobs keeps browser data and cookies by content; BlobRefs records
-	// which of them may have lost their last reference; Snapshots are the
-	// time machine's.
+	// Blobs keeps browser data and cookies by content (a launch reads the
+	// data from it); Data stores and reads them as the browserdata module
+	// keeps them; BlobRefs records which of them may have lost their last
+	// reference; Snapshots are the time machine's.
 	Blobs     ports.BlobStore
-	BlobRefs  snapshotstore.BlobRefs
-	Snapshots snapshotstore.Snapshots
+	Data      BrowserData
+	BlobRefs  BlobRefs
+	Snapshots Snapshots
 	Clock     ports.Clock
 	IDs       ports.IDs
 	Log       *slog.Logger
@@ -112,6 +109,33 @@ type ProxyPool interface {
 	Target(ctx context.Context, teamID, id string) (proxy.Proxy, ports.ProxyTarget, error)
 }
 
+// BrowserData is what profiles use of the browserdata module
+// (browserdata.Blobs has it): a launch hands the browser its cookies, and
+// what a stopped browser leaves is stored as any upload.
+type BrowserData interface {
+	// Upload runs fn as an upload in progress, which the blob collector
+	// waits for; PutArchive and PutCookies store only inside one.
+	Upload(ctx context.Context, fn func(ctx context.Context) error) error
+	// PutArchive stores a browser's directory, packed, cleaned as an
+	// upload of browser data.
+	PutArchive(ctx context.Context, archive io.Reader) (ports.BlobInfo, error)
+	PutCookies(ctx context.Context, cs []browserdata.Cookie) (ports.BlobInfo, error)
+	ReadCookies(ctx context.Context, c profile.Content) ([]browserdata.Cookie, error)
+}
+
+// BlobRefs is told of the content a profile no longer refers to
+// (snapshotstore.BlobRefs has it), for the blob collector.
+type BlobRefs interface {
+	Release(ctx context.Context, at time.Time, sha256s ...string) error
+}
+
+// Snapshots are the time machine's snapshots (snapshotstore.Snapshots has
+// them): a deleted profile's go in the same unit of work.
+type Snapshots interface {
+	// DeleteAll removes every snapshot of the profile and returns them.
+	DeleteAll(ctx context.Context, teamID, profileID string) ([]snapshot.Snapshot, error)
+}
+
 // Users reads the users the accounts module owns (ports/accountstore): a
 // conflict names the member who holds a session by email.
 type Users interface {
@@ -141,15 +165,6 @@ func New(d Deps) *Service {
 	}
 	if d.Policy.UpdateAttempts <= 0 {
 		d.Policy.UpdateAttempts = 3
-	}
-	if d.Policy.DataMax <= 0 {
-		d.Policy.DataMax = 512 << 20
-	}
-	if d.Policy.UploadTimeout <= 0 {
-		d.Policy.UploadTimeout = time.Hour
-	}
-	if d.Policy.SnapshotsPerProfile <= 0 {
-		d.Policy.SnapshotsPerProfile = 20
 	}
 	if d.Policy.PublicURL == nil {
 		d.Policy.PublicURL = func() string { return "http://localhost" }

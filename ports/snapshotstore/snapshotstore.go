@@ -1,4 +1,4 @@
-// Package snapshotstore is the storage port of application/profiles for
+// Package snapshotstore is the storage port of application/snapshots for
 // the time machine: snapshots of profiles, and the bookkeeping that lets
 // blobs (browser data, cookies) be shared by content and deleted only once
 // nothing refers to them.

@@ -24,7 +24,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/profilesvc/profilesvc/adapters/store/bunstore"
-	"github.com/profilesvc/profilesvc/application/profiles"
+	"github.com/profilesvc/profilesvc/application/browserdata"
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/tests/testenv"
 )
@@ -676,11 +676,11 @@ func (h *harness) blobBytes(t *testing.T, dataDir string) int64 {
 }
 
 // collect runs the blob collector once the grace period has passed.
-func (h *harness) collect(t *testing.T, svc *profiles.Service) {
+func (h *harness) collect(t *testing.T, blobs *browserdata.Blobs) {
 	t.Helper()
-	h.clock.Advance(profiles.BlobGrace + time.Second)
-	if _, err := svc.CollectBlobs(context.Background()); err != nil {
-		t.Fatalf("CollectBlobs: %v", err)
+	h.clock.Advance(browserdata.BlobGrace + time.Second)
+	if _, err := blobs.Collect(context.Background()); err != nil {
+		t.Fatalf("Collect: %v", err)
 	}
 }
 
@@ -690,8 +690,8 @@ func TestSnapshotsShareContentAndDeletingFreesIt(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
 			dataDir := t.TempDir()
-			var svc *profiles.Service
-			h := start(t, options{databaseURL: b.url(t), env: map[string]string{"DATA_DIR": dataDir, "SNAPSHOTS_PER_PROFILE": "100"}, extra: []fx.Option{fx.Populate(&svc)}})
+			var blobs *browserdata.Blobs
+			h := start(t, options{databaseURL: b.url(t), env: map[string]string{"DATA_DIR": dataDir, "SNAPSHOTS_PER_PROFILE": "100"}, extra: []fx.Option{fx.Populate(&blobs)}})
 			a := h.register(t)
 			auth := bearer(a.access)
 			id := h.createProfile(t, a, nil)
@@ -730,7 +730,7 @@ func TestSnapshotsShareContentAndDeletingFreesIt(t *testing.T) {
 
 			// Deleting the profile deletes its snapshots and frees the data.
 			expect(t, h.delete("/api/v1/profiles/"+id, auth...), http.StatusNoContent)
-			h.collect(t, svc)
+			h.collect(t, blobs)
 			if left := h.blobBytes(t, dataDir) - base; left != 0 {
 				t.Fatalf("%d bytes of blobs left after deleting the profile", left)
 			}
@@ -743,8 +743,8 @@ func TestReplacedDataIsCollectedOnlyWhenUnreferenced(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
 			dataDir := t.TempDir()
-			var svc *profiles.Service
-			h := start(t, options{databaseURL: b.url(t), env: map[string]string{"DATA_DIR": dataDir}, extra: []fx.Option{fx.Populate(&svc)}})
+			var blobs *browserdata.Blobs
+			h := start(t, options{databaseURL: b.url(t), env: map[string]string{"DATA_DIR": dataDir}, extra: []fx.Option{fx.Populate(&blobs)}})
 			a := h.register(t)
 			auth := bearer(a.access)
 			id := h.createProfile(t, a, nil)
@@ -755,14 +755,14 @@ func TestReplacedDataIsCollectedOnlyWhenUnreferenced(t *testing.T) {
 			snap := h.post("/api/v1/time-machine/"+id+"/snapshots", nil, auth...)
 			expect(t, snap, http.StatusCreated)
 			expect(t, h.do(archiveReq(id, testArchive(t, bigB), auth)), http.StatusOK)
-			h.collect(t, svc)
+			h.collect(t, blobs)
 			both := h.blobBytes(t, dataDir) - base
 			if both < 2<<20 {
 				t.Fatalf("A, kept by a snapshot, was collected: %d bytes left", both)
 			}
 			// An admin deletes the snapshot: A is no longer referred to.
 			expect(t, h.delete("/api/v1/time-machine/"+id+"/snapshots/"+str(snap.data()["id"]), auth...), http.StatusNoContent)
-			h.collect(t, svc)
+			h.collect(t, blobs)
 			onlyB := h.blobBytes(t, dataDir) - base
 			if onlyB >= both || onlyB < 1<<20 {
 				t.Fatalf("after deleting the snapshot: %d bytes, before %d; want B alone", onlyB, both)

@@ -273,6 +273,9 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"application/teams", module + "/ports/storage"},
 		{"application/paging", module + "/ports/webhookstore"},
 		{"application/proxies", module + "/ports/proxystore"},
+		{"application/profiles", module + "/ports/snapshotstore"},
+		{"application/browserdata", module + "/ports/snapshotstore"},
+		{"application/snapshots", module + "/ports/profilestore"},
 	}
 	if directRule("adapters/http", module+"/ports") == "" {
 		t.Error("directRule allows adapters/http -> ports")
@@ -287,10 +290,11 @@ func TestRulesCatchViolations(t *testing.T) {
 		t.Error("directRule allows cmd -> application")
 	}
 	owners := map[string]string{
-		"ports/accountstore": "application/auth",
-		"ports/teamstore":    "application/teams",
-		"ports/profilestore": "application/profiles",
-		"ports/webhookstore": "application/webhooks",
+		"ports/accountstore":  "application/auth",
+		"ports/teamstore":     "application/teams",
+		"ports/profilestore":  "application/profiles",
+		"ports/snapshotstore": "application/snapshots",
+		"ports/webhookstore":  "application/webhooks",
 	}
 	for _, b := range bad {
 		if rule(b.pkg, b.dep, owners) == "" {
@@ -312,6 +316,8 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"application/profiles", module + "/ports/profilestore"},
 		{"application/auth", module + "/ports/accountstore"},
 		{"application/webhooks", module + "/ports/webhookstore"},
+		{"application/snapshots", module + "/ports/snapshotstore"},
+		{"application/snapshots", module + "/application/paging"},
 		{"application/teams", module + "/domain/account"},
 		{"adapters/store/memory", module + "/ports/storage"},
 		{"adapters/webhook", module + "/adapters/netguard"},
@@ -350,10 +356,11 @@ func TestEveryStoragePortHasAnOwner(t *testing.T) {
 		}
 	}
 	for port, owner := range map[string]string{
-		"ports/accountstore": "application/auth",
-		"ports/profilestore": "application/profiles",
-		"ports/teamstore":    "application/teams",
-		"ports/webhookstore": "application/webhooks",
+		"ports/accountstore":  "application/auth",
+		"ports/profilestore":  "application/profiles",
+		"ports/snapshotstore": "application/snapshots",
+		"ports/teamstore":     "application/teams",
+		"ports/webhookstore":  "application/webhooks",
 	} {
 		if owners[port] != owner {
 			t.Errorf("owner of %s read from its doc: %q, want %q", port, owners[port], owner)

@@ -1,4 +1,4 @@
-package profiles
+package browserdata
 
 import (
 	"context"
@@ -15,31 +15,31 @@ const BlobGrace = time.Minute
 // collectBatch is how many blobs one unit of the collector deletes.
 const collectBatch = 100
 
-// CollectBlobs deletes the blobs that no profile and no snapshot refers to,
+// Collect deletes the blobs that no profile and no snapshot refers to,
 // and returns how many. It deletes nothing while an upload is in progress
 // (an upload may be about to refer to any blob), and each unit keeps new
 // uploads from starting until it ends, so that none refers to a blob it
 // deletes.
-func (s *Service) CollectBlobs(ctx context.Context) (int, error) {
+func (b *Blobs) Collect(ctx context.Context) (int, error) {
 	total := 0
 	for {
 		var doomed []string
-		err := s.d.Tx.Do(ctx, func(ctx context.Context) error {
-			now := s.d.Clock.Now()
-			busy, err := s.d.BlobRefs.UploadsInProgress(ctx, now)
+		err := b.d.Tx.Do(ctx, func(ctx context.Context) error {
+			now := b.d.Clock.Now()
+			busy, err := b.d.BlobRefs.UploadsInProgress(ctx, now)
 			if err != nil || busy {
 				return err
 			}
-			doomed, err = s.d.BlobRefs.Garbage(ctx, now.Add(-BlobGrace), collectBatch)
+			doomed, err = b.d.BlobRefs.Garbage(ctx, now.Add(-BlobGrace), collectBatch)
 			if err != nil {
 				return err
 			}
 			for _, sum := range doomed {
-				if err := s.d.Blobs.Delete(ctx, sum); err != nil {
+				if err := b.d.Blobs.Delete(ctx, sum); err != nil {
 					return err
 				}
 			}
-			return s.d.BlobRefs.Forget(ctx, doomed...)
+			return b.d.BlobRefs.Forget(ctx, doomed...)
 		})
 		if err != nil {
 			return total, err
