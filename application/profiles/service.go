@@ -232,18 +232,6 @@ func (s *Service) Create(ctx context.Context, actor team.Actor, in profile.Setti
 		return profile.Profile{}, err
 	}
 	err = s.d.Tx.Do(ctx, func(ctx context.Context) error {
-		// The team's lock orders its creates, in every instance: the count
-		// read here is the one this create adds to when it commits.
-		if err := s.d.Teams.Lock(ctx, actor.TeamID); err != nil {
-			return err
-		}
-		n, err := s.d.Profiles.Count(ctx, actor.TeamID)
-		if err != nil {
-			return err
-		}
-		if err := team.CheckQuota(n, s.d.Policy.MaxProfiles, "profiles"); err != nil {
-			return err
-		}
 		px, err := s.assignable(ctx, actor.TeamID, p.ProxyID, inline)
 		if err != nil {
 			return err
@@ -255,10 +243,23 @@ func (s *Service) Create(ctx context.Context, actor team.Actor, in profile.Setti
 		if err := s.emit(ctx, p, event.ProfileCreated, nil); err != nil {
 			return err
 		}
-		if px == nil {
-			return nil
+		if px != nil {
+			if err := s.emit(ctx, p, event.ProxyAssigned, map[string]any{"proxy": px.EventView()}); err != nil {
+				return err
+			}
 		}
-		return s.emit(ctx, p, event.ProxyAssigned, map[string]any{"proxy": px.EventView()})
+		// The team's lock orders its creates' counts, in every instance.
+		// Taken last, it is held for the count and the commit only: the
+		// count sees this create's own row and every create that held
+		// the lock before it, committed.
+		if err := s.d.Teams.Lock(ctx, actor.TeamID); err != nil {
+			return err
+		}
+		n, err := s.d.Profiles.Count(ctx, actor.TeamID)
+		if err != nil {
+			return err
+		}
+		return team.CheckQuota(n-1, s.d.Policy.MaxProfiles, "profiles")
 	})
 	if err != nil {
 		return profile.Profile{}, err

@@ -418,7 +418,13 @@ func raceCreates(t *testing.T, f storeFixture, teamID string, n, bound int) int 
 	storeWithin(t, "concurrent creates", func() {
 		errs := runConcurrently(n, func(i int) error {
 			p := f.profile(teamID, fmt.Sprintf("racer %d", i))
+			// As application/profiles creates: the row first, then the
+			// team's lock and the count, which must see this row and every
+			// create that held the lock before, committed.
 			err := inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
+				if err := tx.Profiles().Create(ctx, p); err != nil {
+					return err
+				}
 				if err := tx.Teams().Lock(ctx, teamID); err != nil {
 					return err
 				}
@@ -426,10 +432,7 @@ func raceCreates(t *testing.T, f storeFixture, teamID string, n, bound int) int 
 				if err != nil {
 					return err
 				}
-				if err := team.CheckQuota(held, bound, "profiles"); err != nil {
-					return err
-				}
-				return tx.Profiles().Create(ctx, p)
+				return team.CheckQuota(held-1, bound, "profiles")
 			})
 			if err == nil {
 				created.Add(1)

@@ -53,7 +53,9 @@ func (r teamRepository) ByID(ctx context.Context, id string) (team.Team, error) 
 func (r teamRepository) Lock(ctx context.Context, id string) error {
 	q := conn(ctx, r.db).NewSelect().Model((*teamRow)(nil)).Column("id").Where("id = ?", id)
 	if conn(ctx, r.db).Dialect().Name() == dialect.PG {
-		q = q.For("UPDATE")
+		// NO KEY UPDATE: lockers wait for each other, but rows that refer
+		// to the team (whose inserts take KEY SHARE on it) do not wait.
+		q = q.For("NO KEY UPDATE")
 	}
 	var locked string
 	if err := q.Scan(ctx, &locked); err != nil {
