@@ -122,9 +122,21 @@ func testKill9WithBrowsers(t *testing.T, chromium, dir, dataDir, tmpDir string, 
 		waitOnDisk(t, "the localStorage value of "+id, profileDir, func(rel string) bool {
 			return strings.HasPrefix(rel, "Local Storage/leveldb/")
 		}, values[id].storage)
-		waitOnDisk(t, "the cookie of "+id, profileDir, func(rel string) bool {
-			return path.Base(rel) == "Cookies"
-		}, crashCookieName)
+		// Committed: in the database file, and then no transaction under
+		// way that SQLite would roll back at the next open (a journal is
+		// hot before the file is written, until the commit).
+		poll.Within(t, 90*time.Second, "the committed cookie of "+id+" under "+profileDir, func() bool {
+			committed := false
+			_ = filepath.WalkDir(profileDir, func(p string, d fs.DirEntry, err error) error {
+				if err != nil || d.IsDir() || d.Name() != "Cookies" {
+					return nil
+				}
+				b, err := os.ReadFile(p)
+				committed = committed || (err == nil && bytes.Contains(b, []byte(crashCookieName)) && !hotJournal(p+"-journal"))
+				return nil
+			})
+			return committed
+		})
 	}
 
 	if err := p.cmd.Process.Kill(); err != nil {
@@ -244,6 +256,23 @@ func waitOnDisk(t *testing.T, what, dir string, keep func(rel string) bool, want
 		})
 		return found
 	})
+}
+
+// hotJournal reports whether the SQLite rollback journal at p may hold a
+// transaction under way: it exists and begins with the journal's magic
+// number (https://sqlite.org/fileformat.html, "the rollback journal"). A
+// journal that is absent, empty or zeroed is not hot.
+func hotJournal(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 8)
+	if _, err := io.ReadFull(f, head); err != nil {
+		return false
+	}
+	return bytes.Equal(head, []byte{0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7})
 }
 
 // metricValue reads a metric without labels from the process's /metrics.
