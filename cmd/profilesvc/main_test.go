@@ -15,11 +15,11 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/profilesvc/profilesvc/tests/poll"
+	"github.com/profilesvc/profilesvc/tests/testenv"
 )
 
 // lookup is a getenv over env alone, so that no test depends on or changes
@@ -311,25 +311,6 @@ func logLines(t *testing.T, out string) []logLine {
 	return lines
 }
 
-// syncBuffer is a bytes.Buffer that the service's goroutines write while
-// the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // A normal start logs at most five lines at info, the last of them the one
 // that says what runs where, and one line when it stops; fx's own events
 // are below info, and no line carries a secret.
@@ -344,7 +325,7 @@ func TestServeLogsItsStartInOneLine(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var stdout bytes.Buffer
-	var stderr syncBuffer
+	var stderr testenv.Output
 	code := -1
 	done := make(chan struct{})
 	go func() {

@@ -282,7 +282,7 @@ type journeySession struct {
 	base    string
 	token   string
 	profile string
-	output  *processOutput
+	output  *testenv.Output
 	// running is whether a launched session awaits its release.
 	running bool
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/profilesvc/profilesvc/tests/poll"
+	"github.com/profilesvc/profilesvc/tests/testenv"
 )
 
 // TestBrowserCloseByTheClientKeepsTheLastCookie has the client end the
@@ -84,7 +85,7 @@ func TestBrowserCloseByTheClientKeepsTheLastCookie(t *testing.T) {
 
 // expectClosedWithCookie waits for the profile's session to end and finds
 // the cookie the last page set in its cookies.
-func expectClosedWithCookie(t *testing.T, base, token, id string, output *processOutput) {
+func expectClosedWithCookie(t *testing.T, base, token, id string, output *testenv.Output) {
 	t.Helper()
 	poll.Check(t, 30*time.Second, "the session to end after the client closed the browser", func() error {
 		var prof struct {

@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	"github.com/profilesvc/profilesvc/tests/testenv"
 )
 
 // detectSiteName is the detectors' site: a .test name only the test's proxy
@@ -96,7 +97,7 @@ func newDetectSite(t *testing.T, nodeDir string) *httptest.Server {
 // proxy that reaches the detectors' site.
 type detectorService struct {
 	base, token, proxyID, pageURL string
-	output                        *processOutput
+	output                        *testenv.Output
 }
 
 func startDetectorService(t *testing.T) *detectorService {

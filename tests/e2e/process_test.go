@@ -8,7 +8,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -20,12 +19,12 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/profilesvc/profilesvc/tests/poll"
+	"github.com/profilesvc/profilesvc/tests/testenv"
 )
 
 var binary string
@@ -70,27 +69,8 @@ func minimalEnv(extra ...string) []string {
 type process struct {
 	cmd    *exec.Cmd
 	addr   string
-	output *processOutput
+	output *testenv.Output
 	done   chan error
-}
-
-// processOutput is what a process wrote on stdout and stderr, read while
-// it still writes.
-type processOutput struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (o *processOutput) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.b.Write(p)
-}
-
-func (o *processOutput) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.b.String()
 }
 
 func startProcess(t *testing.T, dir string, env []string, addr string) *process {
@@ -102,7 +82,7 @@ func startProcess(t *testing.T, dir string, env []string, addr string) *process 
 // test's own user).
 func startProcessAs(t *testing.T, dir string, env []string, addr string, cred *syscall.Credential) *process {
 	t.Helper()
-	p := &process{addr: addr, output: &processOutput{}, done: make(chan error, 1)}
+	p := &process{addr: addr, output: &testenv.Output{}, done: make(chan error, 1)}
 	p.cmd = exec.Command(binary)
 	p.cmd.Dir = dir
 	p.cmd.Env = env

@@ -5,9 +5,7 @@
 package generators_test
 
 import (
-	"bytes"
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/profilesvc/profilesvc/adapters/wiring"
 	"github.com/profilesvc/profilesvc/config"
 	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/tests/testenv"
 )
 
 // flowTimeout bounds one generator's run and its flow.
@@ -41,7 +40,7 @@ func startService(t *testing.T) string {
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	logs := &lockedBuffer{}
+	logs := &testenv.Output{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("service log:\n%s", logs.String())
@@ -65,23 +64,4 @@ type relayedRuntime struct{ browser.LeaseOnly }
 
 func (relayedRuntime) Start(context.Context, ports.LaunchSpec) (ports.RunningBrowser, error) {
 	return ports.RunningBrowser{CDP: true}, nil
-}
-
-// lockedBuffer is a bytes.Buffer that the service's goroutines may write
-// while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -2,7 +2,6 @@ package forwarder
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/x509"
 	"encoding/base64"
@@ -28,6 +27,7 @@ import (
 	"github.com/profilesvc/profilesvc/adapters/netguard"
 	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/tests/poll"
+	"github.com/profilesvc/profilesvc/tests/testenv"
 )
 
 const (
@@ -298,9 +298,9 @@ func splitHostPort(t *testing.T, addr string) (string, int) {
 
 // start runs a forwarder for the test, logging into the returned buffer,
 // and checks at the end that Close leaves none of its goroutines behind.
-func start(t *testing.T, opts Options) (*Forwarder, *syncBuffer) {
+func start(t *testing.T, opts Options) (*Forwarder, *testenv.Output) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testenv.Output{}
 	opts.Log = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	f, err := Start(opts)
 	if err != nil {
@@ -313,23 +313,6 @@ func start(t *testing.T, opts Options) (*Forwarder, *syncBuffer) {
 		waitNoForwarderGoroutines(t)
 	})
 	return f, logs
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // waitNoForwarderGoroutines polls, with a deadline, until no goroutine
