@@ -12,6 +12,7 @@ import (
 	"github.com/profilesvc/profilesvc/application/browserdata"
 	"github.com/profilesvc/profilesvc/domain"
 	domaindata "github.com/profilesvc/profilesvc/domain/browserdata"
+	"github.com/profilesvc/profilesvc/tests/testenv"
 )
 
 // If-Match names the data the upload replaces: "*" any data, else their
@@ -21,14 +22,14 @@ func TestPutDataIfMatch(t *testing.T) {
 	f, p := newShop(t)
 	ctx := context.Background()
 	put := func(ifMatch string, content string) error {
-		_, err := f.svc.PutData(ctx, alice, p.ID, browserdata.PutDataInput{Body: bytes.NewReader(tarGz(t, "Default/Cookies", content)), IfMatch: &ifMatch})
+		_, err := f.svc.PutData(ctx, alice, p.ID, browserdata.PutDataInput{Body: bytes.NewReader(testenv.TarGz(t, map[string]string{"Default/Cookies": content})), IfMatch: &ifMatch})
 		return err
 	}
 	err := put("*", "a")
 	if !domain.IsKind(err, domain.KindPreconditionFailed) || !strings.Contains(err.Error(), "the profile has no browser data") {
 		t.Fatalf(`If-Match "*" without data: %v, want 412 saying there are none`, err)
 	}
-	first, err := f.svc.PutData(ctx, alice, p.ID, browserdata.PutDataInput{Body: bytes.NewReader(tarGz(t, "Default/Cookies", "a"))})
+	first, err := f.svc.PutData(ctx, alice, p.ID, browserdata.PutDataInput{Body: bytes.NewReader(testenv.TarGz(t, map[string]string{"Default/Cookies": "a"}))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestPutDataOverTheLimit(t *testing.T) {
 	for i := range noise {
 		noise[i] = byte(rng.Uint32())
 	}
-	big := tarGz(t, "Default/Local Storage/big", string(noise))
+	big := testenv.TarGz(t, map[string]string{"Default/Local Storage/big": string(noise)})
 	if len(big) <= 200 {
 		t.Fatalf("the test archive is only %d bytes", len(big))
 	}
@@ -141,7 +142,7 @@ func TestUploadRegistration(t *testing.T) {
 
 	f.blobDeps.BlobRefs = failingRefs{BlobRefs: refs, begin: down}
 	f.build()
-	if _, err := f.svc.PutData(ctx, alice, p.ID, browserdata.PutDataInput{Body: bytes.NewReader(tarGz(t, "Default/Cookies", "a"))}); !errors.Is(err, down) {
+	if _, err := f.svc.PutData(ctx, alice, p.ID, browserdata.PutDataInput{Body: bytes.NewReader(testenv.TarGz(t, map[string]string{"Default/Cookies": "a"}))}); !errors.Is(err, down) {
 		t.Fatalf("upload that cannot begin: %v, want %v", err, down)
 	}
 	if got := f.stored(t, p.ID).Data; got != nil {
@@ -150,7 +151,7 @@ func TestUploadRegistration(t *testing.T) {
 
 	f.blobDeps.BlobRefs = failingRefs{BlobRefs: refs, end: down}
 	f.build()
-	if _, err := f.svc.PutData(ctx, alice, p.ID, browserdata.PutDataInput{Body: bytes.NewReader(tarGz(t, "Default/Cookies", "a"))}); err != nil {
+	if _, err := f.svc.PutData(ctx, alice, p.ID, browserdata.PutDataInput{Body: bytes.NewReader(testenv.TarGz(t, map[string]string{"Default/Cookies": "a"}))}); err != nil {
 		t.Fatalf("upload that cannot end: %v", err)
 	}
 	if got := f.stored(t, p.ID).Data; got == nil {
@@ -166,7 +167,7 @@ func TestCollectWhenTheStoreFails(t *testing.T) {
 	t.Parallel()
 	f, p := newShop(t)
 	ctx := context.Background()
-	if _, err := f.svc.PutData(ctx, alice, p.ID, browserdata.PutDataInput{Body: bytes.NewReader(tarGz(t, "Default/Cookies", "a"))}); err != nil {
+	if _, err := f.svc.PutData(ctx, alice, p.ID, browserdata.PutDataInput{Body: bytes.NewReader(testenv.TarGz(t, map[string]string{"Default/Cookies": "a"}))}); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.svc.DeleteData(ctx, alice, p.ID); err != nil {

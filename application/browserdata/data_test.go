@@ -10,6 +10,7 @@ import (
 
 	"github.com/profilesvc/profilesvc/application/browserdata"
 	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/tests/testenv"
 )
 
 // gatedReader gives its first half, then waits for the gate before the
@@ -45,12 +46,12 @@ func TestCollectorWaitsForUploadsInProgress(t *testing.T) {
 	t.Parallel()
 	f, p := newShop(t)
 	ctx := context.Background()
-	a := tarGz(t, "Default/Preferences", `{"profile":{"name":"A"}}`)
+	a := testenv.TarGz(t, map[string]string{"Default/Preferences": `{"profile":{"name":"A"}}`})
 	first, err := f.svc.PutData(ctx, alice, p.ID, browserdata.PutDataInput{Body: bytes.NewReader(a)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.svc.PutData(ctx, alice, p.ID, browserdata.PutDataInput{Body: bytes.NewReader(tarGz(t, "Default/Preferences", `{"profile":{"name":"B"}}`))}); err != nil {
+	if _, err := f.svc.PutData(ctx, alice, p.ID, browserdata.PutDataInput{Body: bytes.NewReader(testenv.TarGz(t, map[string]string{"Default/Preferences": `{"profile":{"name":"B"}}`}))}); err != nil {
 		t.Fatal(err)
 	}
 	// A is unreferenced now. An upload of A again starts and stalls.
@@ -93,7 +94,7 @@ func TestDataRolesAndTeams(t *testing.T) {
 	t.Parallel()
 	f, p := newShop(t)
 	ctx := context.Background()
-	archive := tarGz(t, "Default/Preferences", `{"profile":{"name":"x"}}`)
+	archive := testenv.TarGz(t, map[string]string{"Default/Preferences": `{"profile":{"name":"x"}}`})
 	if _, err := f.svc.PutData(ctx, viewer, p.ID, browserdata.PutDataInput{Body: bytes.NewReader(archive)}); !domain.IsKind(err, domain.KindForbidden) {
 		t.Fatalf("viewer upload: %v, want forbidden", err)
 	}
@@ -117,12 +118,12 @@ func TestPutDataKeepsNoConfiguration(t *testing.T) {
 	t.Parallel()
 	f, p := newShop(t)
 	ctx := context.Background()
-	archive := tarGzEntries(t,
-		[2]string{"Local State", `{"browser":{"enabled_labs_experiments":["enable-quic@2"]}}`},
-		[2]string{"Default/Network/Cookies", "cookies"},
-		[2]string{"Default/Preferences", `{"extensions":{"settings":{"aapocclcgogkmnckokdopfmhonfmgoek":{}}},"proxy":{"mode":"direct"},"profile":{"name":"Shop"}}`},
-		[2]string{"Default/Extensions/aapocclcgogkmnckokdopfmhonfmgoek/1.0_0/manifest.json", `{"permissions":["proxy"]}`},
-	)
+	archive := testenv.TarGz(t, map[string]string{
+		"Local State":             `{"browser":{"enabled_labs_experiments":["enable-quic@2"]}}`,
+		"Default/Network/Cookies": "cookies",
+		"Default/Preferences":     `{"extensions":{"settings":{"aapocclcgogkmnckokdopfmhonfmgoek":{}}},"proxy":{"mode":"direct"},"profile":{"name":"Shop"}}`,
+		"Default/Extensions/aapocclcgogkmnckokdopfmhonfmgoek/1.0_0/manifest.json": `{"permissions":["proxy"]}`,
+	})
 	if _, err := f.svc.PutData(ctx, alice, p.ID, browserdata.PutDataInput{Body: bytes.NewReader(archive)}); err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +132,11 @@ func TestPutDataKeepsNoConfiguration(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dl.Body.Close()
-	got := untarFiles(t, dl.Body)
+	body, err := io.ReadAll(dl.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := testenv.Untar(t, body)
 	want := map[string]string{"Default/Network/Cookies": "cookies", "Default/Preferences": `{"profile":{"name":"Shop"}}`}
 	if len(got) != len(want) || got["Default/Network/Cookies"] != want["Default/Network/Cookies"] || got["Default/Preferences"] != want["Default/Preferences"] {
 		t.Fatalf("stored %q, want %q", got, want)
@@ -144,11 +149,11 @@ func TestPutDataRefusesDataNoLaunchCouldUnpack(t *testing.T) {
 	t.Parallel()
 	f, p := newShop(t)
 	ctx := context.Background()
-	first, err := f.svc.PutData(ctx, alice, p.ID, browserdata.PutDataInput{Body: bytes.NewReader(tarGz(t, "Default/Cookies", "cookies"))})
+	first, err := f.svc.PutData(ctx, alice, p.ID, browserdata.PutDataInput{Body: bytes.NewReader(testenv.TarGz(t, map[string]string{"Default/Cookies": "cookies"}))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	clash := tarGzEntries(t, [2]string{"Default/x", "file"}, [2]string{"Default/x/y", "file inside the file"})
+	clash := testenv.TarGz(t, map[string]string{"Default/x": "file", "Default/x/y": "file inside the file"})
 	_, err = f.svc.PutData(ctx, alice, p.ID, browserdata.PutDataInput{Body: bytes.NewReader(clash)})
 	var de *domain.Error
 	if !errors.As(err, &de) || de.Kind != domain.KindValidation || len(de.Fields) != 1 || de.Fields[0].Field != "data" ||
@@ -166,7 +171,7 @@ func TestDeleteDataForgetsTheArchive(t *testing.T) {
 	t.Parallel()
 	f, p := newShop(t)
 	ctx := context.Background()
-	if _, err := f.svc.PutData(ctx, alice, p.ID, browserdata.PutDataInput{Body: bytes.NewReader(tarGz(t, "Default/Cookies", "c"))}); err != nil {
+	if _, err := f.svc.PutData(ctx, alice, p.ID, browserdata.PutDataInput{Body: bytes.NewReader(testenv.TarGz(t, map[string]string{"Default/Cookies": "c"}))}); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.svc.DeleteData(ctx, viewer, p.ID); !domain.IsKind(err, domain.KindForbidden) {

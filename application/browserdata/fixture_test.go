@@ -1,11 +1,7 @@
 package browserdata_test
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
-	"io"
 	"testing"
 	"time"
 
@@ -134,58 +130,4 @@ func (f *fixture) updates(t *testing.T) int {
 		}
 	}
 	return n
-}
-
-// tarGz packs one file.
-func tarGz(t *testing.T, name, content string) []byte {
-	t.Helper()
-	return tarGzEntries(t, [2]string{name, content})
-}
-
-// tarGzEntries packs files (name, content) in the order given.
-func tarGzEntries(t *testing.T, files ...[2]string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	for _, f := range files {
-		if err := tw.WriteHeader(&tar.Header{Name: f[0], Mode: 0o600, Size: int64(len(f[1])), Typeflag: tar.TypeReg, ModTime: time.Unix(1700000000, 0)}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(f[1])); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-// untarFiles reads the regular files of a tar.gz: name to content.
-func untarFiles(t *testing.T, archive io.Reader) map[string]string {
-	t.Helper()
-	zr, err := gzip.NewReader(archive)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := tar.NewReader(zr)
-	out := map[string]string{}
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[hdr.Name] = string(b)
-	}
 }

@@ -7,7 +7,6 @@ import (
 	"context"
 	"io"
 	"testing"
-	"time"
 
 	appbrowserdata "github.com/profilesvc/profilesvc/application/browserdata"
 	"github.com/profilesvc/profilesvc/application/profiles"
@@ -17,28 +16,8 @@ import (
 	"github.com/profilesvc/profilesvc/domain/proxy"
 	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/tests/testenv"
 )
-
-// tarGz packs one file.
-func tarGz(t *testing.T, name, content string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: int64(len(content)), Typeflag: tar.TypeReg, ModTime: time.Unix(1700000000, 0)}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tw.Write([]byte(content)); err != nil {
-		t.Fatal(err)
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
 
 // onePool is a team's proxy pool of one proxy, last checked in Tokyo.
 type onePool struct{ px proxy.Proxy }
@@ -73,7 +52,7 @@ func TestLaunchResolvesAutoFromTheProxyAndHandsOverDataAndCookies(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	archive := tarGz(t, "Default/Preferences", `{"profile":{"name":"A"}}`)
+	archive := testenv.TarGz(t, map[string]string{"Default/Preferences": `{"profile":{"name":"A"}}`})
 	if _, err := f.data.PutData(ctx, alice, p.ID, appbrowserdata.PutDataInput{Body: bytes.NewReader(archive)}); err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/ports/profilestore"
+	"github.com/profilesvc/profilesvc/tests/testenv"
 )
 
 // The node (NODE_URL) of the instance under test, and another one.
@@ -196,18 +197,18 @@ func TestRecoverBrowsersEndsTheSessionsOfAKilledProcess(t *testing.T) {
 	bare := f.create(t, "Left no directory")   // prf_002
 	elsewhere := f.create(t, "Runs on node B") // prf_003
 	idle := f.create(t, "Idle")                // prf_004
-	if _, err := f.data.PutData(ctx, alice, left.ID, appbrowserdata.PutDataInput{Body: bytes.NewReader(tarGz(t, leftStorage, "before the launch"))}); err != nil {
+	if _, err := f.data.PutData(ctx, alice, left.ID, appbrowserdata.PutDataInput{Body: bytes.NewReader(testenv.TarGz(t, map[string]string{leftStorage: "before the launch"}))}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.data.PutData(ctx, alice, bare.ID, appbrowserdata.PutDataInput{Body: bytes.NewReader(tarGz(t, leftStorage, "kept as it was"))}); err != nil {
+	if _, err := f.data.PutData(ctx, alice, bare.ID, appbrowserdata.PutDataInput{Body: bytes.NewReader(testenv.TarGz(t, map[string]string{leftStorage: "kept as it was"}))}); err != nil {
 		t.Fatal(err)
 	}
 	runningBeforeTheKill(t, f, left, "ses_left", thisNode)
 	runningBeforeTheKill(t, f, bare, "ses_bare", thisNode)
 	runningBeforeTheKill(t, f, elsewhere, "ses_b", otherNode)
-	rt.left["ses_left"] = leftDir{profileID: left.ID, archive: tarGz(t, leftStorage, "written before the kill")}
+	rt.left["ses_left"] = leftDir{profileID: left.ID, archive: testenv.TarGz(t, map[string]string{leftStorage: "written before the kill"})}
 	// A directory whose session ended before the kill: no profile holds it.
-	rt.left["ses_gone"] = leftDir{profileID: idle.ID, archive: tarGz(t, leftStorage, "of an ended session")}
+	rt.left["ses_gone"] = leftDir{profileID: idle.ID, archive: testenv.TarGz(t, map[string]string{leftStorage: "of an ended session"})}
 
 	wantRecovered(t, f, 2)
 
@@ -257,7 +258,7 @@ func TestRecoverBrowsersThatDiesMidwayEndsEachSessionOnce(t *testing.T) {
 		f, rt := crashFixture(t)
 		p := f.create(t, "Left a directory")
 		runningBeforeTheKill(t, f, p, "ses_left", thisNode)
-		rt.left["ses_left"] = leftDir{profileID: p.ID, archive: tarGz(t, leftStorage, "written before the kill")}
+		rt.left["ses_left"] = leftDir{profileID: p.ID, archive: testenv.TarGz(t, map[string]string{leftStorage: "written before the kill"})}
 		store := f.deps.Profiles
 		f.failSwap(0, boom)
 
@@ -282,7 +283,7 @@ func TestRecoverBrowsersThatDiesMidwayEndsEachSessionOnce(t *testing.T) {
 		f, rt := crashFixture(t)
 		p := f.create(t, "Left a directory")
 		runningBeforeTheKill(t, f, p, "ses_left", thisNode)
-		rt.left["ses_left"] = leftDir{profileID: p.ID, archive: tarGz(t, leftStorage, "written before the kill")}
+		rt.left["ses_left"] = leftDir{profileID: p.ID, archive: testenv.TarGz(t, map[string]string{leftStorage: "written before the kill"})}
 		rt.discardErr = boom
 
 		n, err := f.svc.RecoverBrowsers(ctx)
@@ -309,7 +310,7 @@ func TestRecoverBrowsersEndsASessionWhoseDataCannotBeStored(t *testing.T) {
 	t.Parallel()
 	f, rt := crashFixture(t)
 	p := f.create(t, "Left a broken directory")
-	if _, err := f.data.PutData(ctx, alice, p.ID, appbrowserdata.PutDataInput{Body: bytes.NewReader(tarGz(t, leftStorage, "before the launch"))}); err != nil {
+	if _, err := f.data.PutData(ctx, alice, p.ID, appbrowserdata.PutDataInput{Body: bytes.NewReader(testenv.TarGz(t, map[string]string{leftStorage: "before the launch"}))}); err != nil {
 		t.Fatal(err)
 	}
 	runningBeforeTheKill(t, f, p, "ses_left", thisNode)

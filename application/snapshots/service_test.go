@@ -3,8 +3,6 @@ package snapshots_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,6 +14,7 @@ import (
 	"github.com/profilesvc/profilesvc/domain/profile"
 	"github.com/profilesvc/profilesvc/domain/snapshot"
 	"github.com/profilesvc/profilesvc/ports/profilestore"
+	"github.com/profilesvc/profilesvc/tests/testenv"
 )
 
 // Restore puts back the snapshot's settings and data, and keeps what it
@@ -25,8 +24,9 @@ func TestRestorePutsBackTheSnapshotAndKeepsWhatItReplaced(t *testing.T) {
 	t.Parallel()
 	f, p := newShop(t)
 	ctx := context.Background()
-	first := tarGz(t, "Default/Preferences", `{"first":true}`)
-	if _, err := f.data.PutData(ctx, alice, p.ID, browserdata.PutDataInput{Body: bytes.NewReader(first)}); err != nil {
+	first := testenv.TarGz(t, map[string]string{"Default/Preferences": `{"first":true}`})
+	firstData, err := f.data.PutData(ctx, alice, p.ID, browserdata.PutDataInput{Body: bytes.NewReader(first)})
+	if err != nil {
 		t.Fatal(err)
 	}
 	sn, err := f.svc.Create(ctx, alice, p.ID, "before the change")
@@ -37,7 +37,7 @@ func TestRestorePutsBackTheSnapshotAndKeepsWhatItReplaced(t *testing.T) {
 	if _, err := f.profiles.Update(ctx, alice, p.ID, profile.Patch{Name: &renamed}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.data.PutData(ctx, alice, p.ID, browserdata.PutDataInput{Body: bytes.NewReader(tarGz(t, "Default/Preferences", `{"second":true}`))}); err != nil {
+	if _, err := f.data.PutData(ctx, alice, p.ID, browserdata.PutDataInput{Body: bytes.NewReader(testenv.TarGz(t, map[string]string{"Default/Preferences": `{"second":true}`}))}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -52,9 +52,8 @@ func TestRestorePutsBackTheSnapshotAndKeepsWhatItReplaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256(first)
-	if restored.Name != "Shop" || restored.Data == nil || restored.Data.SHA256 != hex.EncodeToString(sum[:]) || restored.Version != 5 {
-		t.Fatalf("restored %q version %d with data %+v, want Shop version 5 with the first archive (%x)", restored.Name, restored.Version, restored.Data, sum)
+	if restored.Name != "Shop" || restored.Data == nil || restored.Data.SHA256 != firstData.SHA256 || restored.Version != 5 {
+		t.Fatalf("restored %q version %d with data %+v, want Shop version 5 with the first archive (%s)", restored.Name, restored.Version, restored.Data, firstData.SHA256)
 	}
 	if got := f.stored(t, p.ID); got.Name != "Shop" || got.Version != 5 {
 		t.Fatalf("stored after the restore: %q version %d, want Shop version 5", got.Name, got.Version)
