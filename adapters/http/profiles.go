@@ -133,6 +133,28 @@ func toProfileDTO(p profile.Profile) profileDTO {
 	return d
 }
 
+// profileSummaryDTO is a profile as a list shows it: its fingerprint is
+// the summary of API.md's profile record, without the device (a read of
+// the profile has it). Its Fingerprint hides profileDTO's, the embedded
+// struct's field being deeper.
+type profileSummaryDTO struct {
+	profileDTO
+	Fingerprint fingerprintSummaryDTO `json:"fingerprint"`
+}
+
+type fingerprintSummaryDTO struct {
+	UserAgent string        `json:"userAgent"`
+	Platform  string        `json:"platform"`
+	Locale    string        `json:"locale"`
+	Timezone  string        `json:"timezone"`
+	Screen    screenSizeDTO `json:"screen"`
+}
+
+type screenSizeDTO struct {
+	Width  int `json:"width"`
+	Height int `json:"height"`
+}
+
 type createProfileRequest struct {
 	Name        string               `json:"name"`
 	TemplateID  string               `json:"templateId"`
@@ -268,9 +290,16 @@ func (h *ProfileHandlers) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	items := make([]profileDTO, 0, len(page.Items))
+	items := make([]profileSummaryDTO, 0, len(page.Items))
 	for _, p := range page.Items {
-		items = append(items, toProfileDTO(p))
+		fp := p.Fingerprint
+		items = append(items, profileSummaryDTO{
+			profileDTO: toProfileDTO(p),
+			Fingerprint: fingerprintSummaryDTO{
+				UserAgent: fp.UserAgent, Platform: fp.Platform, Locale: fp.Locale, Timezone: fp.Timezone,
+				Screen: screenSizeDTO{Width: fp.Screen.Width, Height: fp.Screen.Height},
+			},
+		})
 	}
 	writeList(w, items, page.NextCursor, page.Limit)
 	return nil

@@ -117,6 +117,16 @@ func (fp Fingerprint) Clone() Fingerprint {
 	return fp
 }
 
+// Summary is what a list of profiles shows of fp: its user agent,
+// platform, locale, time zone and screen size. The rest, the device, is
+// zero: read one profile for it.
+func (fp Fingerprint) Summary() Fingerprint {
+	return Fingerprint{
+		UserAgent: fp.UserAgent, Platform: fp.Platform, Locale: fp.Locale, Timezone: fp.Timezone,
+		Screen: Screen{Width: fp.Screen.Width, Height: fp.Screen.Height},
+	}
+}
+
 // FingerprintPatch overrides some fields of a fingerprint; nil fields keep
 // the value they override, and nested patches merge field by field.
 type FingerprintPatch struct {

@@ -56,6 +56,8 @@ type Profiles interface {
 	ByID(ctx context.Context, teamID, id string) (profile.Profile, error)
 	// Count returns how many profiles the team has.
 	Count(ctx context.Context, teamID string) (int, error)
+	// List returns the team's profiles as a list shows them: each
+	// fingerprint is its Summary, the device is not read.
 	List(ctx context.Context, teamID string, f Filter) ([]profile.Profile, error)
 	// Update replaces p's settings, data and cookies (not its session) if
 	// the stored version is expectVersion; a different version is a

@@ -2,6 +2,7 @@ package conformance_test
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"slices"
 	"testing"
@@ -70,6 +71,44 @@ func TestOutboxPendingMigrationKeepsUndispatchedEvents(t *testing.T) {
 		listed, err := s.Outbox().ListAfter(ctx, "", 10)
 		if err != nil || len(listed) != 4 || listed[3].ID != "evt_4" {
 			t.Fatalf("outbox after the migration: %+v %v", listed, err)
+		}
+	})
+}
+
+// The migration that keeps each team's profile count counts the profiles
+// each team already holds, so that quotas hold from its first create.
+func TestProfileCountMigrationCountsExistingProfiles(t *testing.T) {
+	forEachSQLDialect(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		s := openUnmigrated(t, url)
+		if _, err := bunstore.MigrateFS(ctx, s.DB(), before(t, migrationsOf(s), "20261212000001")); err != nil {
+			t.Fatalf("migrate to the earlier schema: %v", err)
+		}
+		at := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+		if _, err := s.DB().NewRaw(`INSERT INTO teams (id, name, created_at) VALUES ('tm_1', 'One', ?), ('tm_2', 'Two', ?), ('tm_3', 'Three', ?)`, at, at, at).Exec(ctx); err != nil {
+			t.Fatalf("write teams in the earlier schema: %v", err)
+		}
+		for i, teamID := range []string{"tm_1", "tm_1", "tm_1", "tm_2"} {
+			insert := `INSERT INTO profiles (id, team_id, name, template_id, browser, user_agent, platform, locale, timezone,
+				screen_width, screen_height, device, notes, version, created_by, created_at, updated_at, tags)
+				VALUES (?, ?, 'p', 'tpl_chrome_win_us', 'chromium', 'ua', 'Win32', 'en-US', 'UTC', 1920, 1080, '', '', 1, 'usr_1', ?, ?, '[]')`
+			if _, err := s.DB().NewRaw(insert, fmt.Sprintf("prf_%d", i), teamID, at, at).Exec(ctx); err != nil {
+				t.Fatalf("write a profile in the earlier schema: %v", err)
+			}
+		}
+		if _, err := s.Migrate(ctx); err != nil {
+			t.Fatalf("migrate: %v", err)
+		}
+		var counts []int
+		for _, teamID := range []string{"tm_1", "tm_2", "tm_3"} {
+			n, err := s.Profiles().Count(ctx, teamID)
+			if err != nil {
+				t.Fatalf("Count: %v", err)
+			}
+			counts = append(counts, n)
+		}
+		if !slices.Equal(counts, []int{3, 1, 0}) {
+			t.Fatalf("counts after the migration: %v, want [3 1 0]", counts)
 		}
 	})
 }

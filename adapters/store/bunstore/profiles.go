@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -167,40 +168,50 @@ func (r *profileRow) setSession(s *profile.Session) {
 
 // profile converts a row read by selectProfiles.
 func (r *profileRow) profile() (profile.Profile, error) {
+	p, err := r.summary()
+	if err != nil {
+		return profile.Profile{}, err
+	}
+	p.Fingerprint, err = withDevice(p.Fingerprint, r.Device, r.TemplateID, r.ID)
+	if err != nil {
+		return profile.Profile{}, err
+	}
+	return p, nil
+}
+
+// summary converts a row read with or without its device column: the
+// fingerprint has its six columns only (profile.Fingerprint.Summary).
+func (r *profileRow) summary() (profile.Profile, error) {
 	tags := []string{}
 	if r.Tags != "" && r.Tags != "[]" {
 		if err := json.Unmarshal([]byte(r.Tags), &tags); err != nil {
 			return profile.Profile{}, fmt.Errorf("bunstore: read profile tags: %w", err)
 		}
 	}
-	fp, err := withDevice(profile.Fingerprint{
-		UserAgent: r.UserAgent,
-		Platform:  r.Platform,
-		Locale:    r.Locale,
-		Timezone:  r.Timezone,
-		Screen:    profile.Screen{Width: r.ScreenWidth, Height: r.ScreenHeight},
-	}, r.Device, r.TemplateID, r.ID)
-	if err != nil {
-		return profile.Profile{}, err
-	}
 	return profile.Profile{
-		ID:          r.ID,
-		TeamID:      r.TeamID,
-		Name:        r.Name,
-		TemplateID:  r.TemplateID,
-		Browser:     r.Browser,
-		Fingerprint: fp,
-		ProxyID:     r.ProxyID,
-		Proxy:       r.proxy(),
-		Tags:        tags,
-		Notes:       r.Notes,
-		Session:     r.session(),
-		Data:        r.data(),
-		Cookies:     content(r.CookiesSHA256, r.CookiesSize),
-		Version:     r.Version,
-		CreatedBy:   r.CreatedBy,
-		CreatedAt:   utc(r.CreatedAt),
-		UpdatedAt:   utc(r.UpdatedAt),
+		ID:         r.ID,
+		TeamID:     r.TeamID,
+		Name:       r.Name,
+		TemplateID: r.TemplateID,
+		Browser:    r.Browser,
+		Fingerprint: profile.Fingerprint{
+			UserAgent: r.UserAgent,
+			Platform:  r.Platform,
+			Locale:    r.Locale,
+			Timezone:  r.Timezone,
+			Screen:    profile.Screen{Width: r.ScreenWidth, Height: r.ScreenHeight},
+		},
+		ProxyID:   r.ProxyID,
+		Proxy:     r.proxy(),
+		Tags:      tags,
+		Notes:     r.Notes,
+		Session:   r.session(),
+		Data:      r.data(),
+		Cookies:   content(r.CookiesSHA256, r.CookiesSize),
+		Version:   r.Version,
+		CreatedBy: r.CreatedBy,
+		CreatedAt: utc(r.CreatedAt),
+		UpdatedAt: utc(r.UpdatedAt),
 	}, nil
 }
 
@@ -311,15 +322,33 @@ func many(rows []profileRow) ([]profile.Profile, error) {
 	return out, nil
 }
 
-// Create inserts the profile and its tags, in ctx's unit when it carries
-// one.
+// Create inserts the profile and its tags, and counts it in its team's
+// profile_count, in ctx's unit when it carries one.
 func (r profileRepository) Create(ctx context.Context, p profile.Profile) error {
 	return inTx(ctx, r.db, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewInsert().Model(newProfileRow(p)).Exec(ctx); err != nil {
 			return writeErr(err, "profile", "profile already exists")
 		}
+		if err := countProfiles(ctx, tx, p.TeamID, 1); err != nil {
+			return err
+		}
 		return insertProfileTags(ctx, tx, p)
 	})
+}
+
+// countProfiles adds delta to the team's profile_count, the count that
+// Count reads in one row where counting the team's profiles would read
+// them all. The UPDATE holds the team row's lock until the unit ends, as
+// Teams.Lock does: a team's creates and deletes count one after another.
+func countProfiles(ctx context.Context, tx bun.Tx, teamID string, delta int) error {
+	_, err := tx.NewUpdate().Table("teams").
+		Set("profile_count = profile_count + ?", delta).
+		Where("id = ?", teamID).
+		Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("bunstore: count the team's profiles: %w", err)
+	}
+	return nil
 }
 
 func (r profileRepository) ByID(ctx context.Context, teamID, id string) (profile.Profile, error) {
@@ -339,12 +368,18 @@ func (r profileRepository) BySession(ctx context.Context, sessionID string) (pro
 	return one(ctx, q, &row, "session")
 }
 
+// Count reads the team's profile_count, which Create and Delete keep; a
+// missing team has none.
 func (r profileRepository) Count(ctx context.Context, teamID string) (int, error) {
-	n, err := conn(ctx, r.db).NewSelect().Model((*profileRow)(nil)).Where("team_id = ?", teamID).Count(ctx)
+	var n int
+	err := conn(ctx, r.db).NewSelect().Table("teams").Column("profile_count").Where("id = ?", teamID).Scan(ctx, &n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
 	if err != nil {
 		return 0, readErr(err, "profiles")
 	}
-	return int(n), nil
+	return n, nil
 }
 
 // List returns nothing for a limit below one: bun reads LIMIT 0 as "no
@@ -359,7 +394,10 @@ func (r profileRepository) List(ctx context.Context, teamID string, f profilesto
 		return []profile.Profile{}, nil
 	}
 	var rows []profileRow
-	q := r.selectProfiles(conn(ctx, r.db), &rows).Where("p.team_id = ?", teamID)
+	q := conn(ctx, r.db).NewSelect().Model(&rows).ExcludeColumn("device").
+		ColumnExpr(proxyColumns).
+		Join(proxyJoin).
+		Where("p.team_id = ?", teamID)
 	if f.BeforeID != "" {
 		q = q.Where("p.id < ?", f.BeforeID)
 	}
@@ -381,7 +419,15 @@ func (r profileRepository) List(ctx context.Context, teamID string, f profilesto
 	if err := q.OrderExpr("p.id DESC").Limit(int64(f.Limit)).Scan(ctx); err != nil {
 		return nil, readErr(err, "profiles")
 	}
-	return many(rows)
+	out := make([]profile.Profile, 0, len(rows))
+	for i := range rows {
+		p, err := rows[i].summary()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // tagFilter, completed by the tag and ")", keeps the profiles with a tag.
@@ -449,9 +495,15 @@ func whyNotUpdated(ctx context.Context, db bun.IDB, teamID, id string, expectVer
 	return profile.ErrRunning
 }
 
-// Delete removes the profile only while it holds no session.
+// Delete removes the profile only while it holds no session. It uncounts
+// the profile first, so that it takes the team's lock before the
+// profile's row, in the order of every unit that takes both (an
+// assignment of a proxy, a restore).
 func (r profileRepository) Delete(ctx context.Context, teamID, id string) error {
 	return inTx(ctx, r.db, func(ctx context.Context, tx bun.Tx) error {
+		if err := countProfiles(ctx, tx, teamID, -1); err != nil {
+			return err
+		}
 		res, err := tx.NewDelete().Model((*profileRow)(nil)).
 			Where("team_id = ?", teamID).
 			Where("id = ?", id).

@@ -61,9 +61,13 @@ func (r profiles) Count(ctx context.Context, teamID string) (int, error) {
 func (r profiles) List(ctx context.Context, teamID string, f profilestore.Filter) ([]profile.Profile, error) {
 	query := strings.ToLower(f.Query)
 	return readValue(ctx, r.s, func(st *state) ([]profile.Profile, error) {
-		return st.withProxies(st.profiles.pageDown(teamID, f.BeforeID, f.Limit, func(p *profile.Profile) bool {
+		page := st.withProxies(st.profiles.pageDown(teamID, f.BeforeID, f.Limit, func(p *profile.Profile) bool {
 			return profileMatches(p, f, query)
-		})), nil
+		}))
+		for i := range page {
+			page[i].Fingerprint = page[i].Fingerprint.Summary()
+		}
+		return page, nil
 	})
 }
 

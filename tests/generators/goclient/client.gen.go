@@ -1489,6 +1489,36 @@ type FingerprintPatch struct {
 	Window *Window `json:"window,omitempty"`
 }
 
+// FingerprintSummary What a list shows of a profile's fingerprint.
+type FingerprintSummary struct {
+	// Locale The browser's language (`Intl`, the first of `navigator.languages`): a BCP 47 tag, such as `en-US`, `zh-Hant-TW` or `es-419`; or `auto`, which takes a locale of the country of the proxy's last check at launch.
+	//
+	// Examples: en-US
+	Locale Locale `json:"locale"`
+
+	// Platform `navigator.platform`: `Win32` on Windows, `MacIntel` on a Mac (Apple silicon too), `Linux x86_64` on Linux, `Linux armv81` on Android.
+	//
+	// Examples: Win32
+	Platform Platform `json:"platform"`
+	Screen   struct {
+		// Height `screen.height` in CSS pixels.
+		Height int32 `json:"height"`
+
+		// Width `screen.width` in CSS pixels.
+		Width int32 `json:"width"`
+	} `json:"screen"`
+
+	// Timezone The time zone of `Date` and `Intl`: an IANA time zone of the embedded database (`Europe/Berlin`), at most 64 bytes, or `UTC`; or `auto`, which takes the time zone of the proxy's last check at launch.
+	//
+	// Examples: America/New_York
+	Timezone Timezone `json:"timezone"`
+
+	// UserAgent `navigator.userAgent` and the `User-Agent` header. Generated in the reduced form current Chrome sends, for the template's operating system and the engine the service runs (`Chrome/156.0.0.0`, Edge adding `Edg/156.0.0.0`; Android's `Linux; Android 10; K`); at launch its version follows the engine's, as a real browser's does when it updates. 1 to 512 characters without control or bidirectional formatting characters; surrounding white space is trimmed first.
+	//
+	// Examples: Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36
+	UserAgent UserAgent `json:"userAgent"`
+}
+
 // Fonts The font families the device has, in its platform's names, which pages detect by measuring text. Generated as every family the platform installs, with those of optional products each present or not (Microsoft Office, Adobe's, a language's supplemental fonts, popular downloads); at most 300 families as sent, each 1 to 64 characters without control or bidirectional formatting characters once trimmed; repeated families are kept once.
 //
 // Examples: ["Arial","Calibri","Cambria","Consolas","Segoe UI","Segoe UI Emoji","Tahoma","Times New Roman","Verdana"]
@@ -1767,9 +1797,9 @@ type ProfileEnvelope struct {
 // ProfileList defines model for ProfileList.
 type ProfileList struct {
 	// Data One page, at most `meta.limit` items.
-	Data    []Profile   `json:"data"`
-	Meta    ListMeta    `json:"meta"`
-	Success interface{} `json:"success"`
+	Data    []ProfileSummary `json:"data"`
+	Meta    ListMeta         `json:"meta"`
+	Success interface{}      `json:"success"`
 }
 
 // ProfileProxy The profile's proxy; `type`, `host` and `port` are absent only if the proxy cannot be read.
@@ -1808,6 +1838,39 @@ type ProfileSessionEnvelope struct {
 
 // ProfileStatus `running` while the profile holds a session.
 type ProfileStatus string
+
+// ProfileSummary A profile as a list shows it: its fingerprint is the summary (user agent, platform, locale, time zone and screen size). Read the profile for its whole device.
+type ProfileSummary struct {
+	// Browser The template's browser engine.
+	Browser Browser `json:"browser"`
+
+	// CreatedAt Milliseconds since the Unix epoch (UTC), at most the end of the year 9999.
+	CreatedAt Timestamp `json:"createdAt"`
+
+	// Data The profile's browser data (GET /api/v1/profiles/{id}/data); null until some are stored.
+	Data *ProfileData `json:"data"`
+
+	// Fingerprint What a list shows of a profile's fingerprint.
+	Fingerprint FingerprintSummary `json:"fingerprint"`
+	Id          string             `json:"id"`
+	Name        string             `json:"name"`
+	Notes       string             `json:"notes"`
+	Proxy       *ProfileProxy      `json:"proxy"`
+	Session     *ProfileSession    `json:"session"`
+
+	// Status `running` while the profile holds a session.
+	Status ProfileStatus `json:"status"`
+	Tags   []string      `json:"tags"`
+
+	// TemplateId A template id of the built-in catalogue, as listed by GET /api/v1/templates (`tpl_` and a name; none is longer than 32 characters). Any other value is refused (422 in a body, 404 in a path).
+	TemplateId TemplateRef `json:"templateId"`
+
+	// UpdatedAt Milliseconds since the Unix epoch (UTC), at most the end of the year 9999.
+	UpdatedAt Timestamp `json:"updatedAt"`
+
+	// Version Raised by every change; the `ETag` and `If-Match` carry it.
+	Version int64 `json:"version"`
+}
 
 // Proxy A proxy of the team. The password is write-only and never part of it.
 type Proxy struct {
