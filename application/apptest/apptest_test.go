@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/profilesvc/profilesvc/adapters/store/memory"
 	"github.com/profilesvc/profilesvc/application/apptest"
 	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/account"
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/ports"
 )
@@ -151,6 +153,21 @@ func TestWantKindAndWantDown(t *testing.T) {
 		c.run(r)
 		if r.failed != c.fail {
 			t.Errorf("%s: failed = %v, want %v", c.name, r.failed, c.fail)
+		}
+	}
+}
+
+func TestSeedStoresTheTeamsAndUsersTestsActIn(t *testing.T) {
+	st := memory.New()
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	apptest.Seed(t, st.Users(), st.Teams(), at, account.User{ID: "usr_ada", Email: "ada@example.com", Name: "Ada"})
+	u, err := st.Users().ByID(ctx, "usr_ada")
+	if err != nil || u.Email != "ada@example.com" || !u.CreatedAt.Equal(at) || !u.UpdatedAt.Equal(at) {
+		t.Fatalf("user %+v, %v", u, err)
+	}
+	for _, id := range []string{"team_1", "team_2"} {
+		if tm, err := st.Teams().ByID(ctx, id); err != nil || !tm.CreatedAt.Equal(at) {
+			t.Fatalf("team %s: %+v, %v", id, tm, err)
 		}
 	}
 }

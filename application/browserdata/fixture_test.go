@@ -46,15 +46,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	st := memory.New()
-	u := account.User{ID: "usr_alice", Email: "alice@example.com", Name: "Alice", CreatedAt: t0, UpdatedAt: t0}
-	if err := st.Users().Create(context.Background(), u); err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range []string{"team_1", "team_2"} {
-		if err := st.Teams().Create(context.Background(), team.Team{ID: id, Name: id, CreatedAt: t0}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	apptest.Seed(t, st.Users(), st.Teams(), t0, account.User{ID: "usr_alice", Email: "alice@example.com", Name: "Alice"})
 	blobs, err := files.New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

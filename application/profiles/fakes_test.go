@@ -230,21 +230,10 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	st := memory.New()
-	for _, u := range []account.User{
-		{ID: "usr_alice", Email: "alice@example.com", Name: "Alice"},
-		{ID: "usr_bob", Email: "bob@example.com", Name: "Bob"},
-		{ID: "usr_admin", Email: "admin@example.com", Name: "Admin"},
-	} {
-		u.CreatedAt, u.UpdatedAt = t0, t0
-		if err := st.Users().Create(context.Background(), u); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, id := range []string{"team_1", "team_2"} {
-		if err := st.Teams().Create(context.Background(), team.Team{ID: id, Name: id, CreatedAt: t0}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	apptest.Seed(t, st.Users(), st.Teams(), t0,
+		account.User{ID: "usr_alice", Email: "alice@example.com", Name: "Alice"},
+		account.User{ID: "usr_bob", Email: "bob@example.com", Name: "Bob"},
+		account.User{ID: "usr_admin", Email: "admin@example.com", Name: "Admin"})
 	f := &fixture{store: st, clock: clock.NewFake(t0), rt: &fakeRuntime{}, logs: &apptest.Logs{}, counted: &sessionCounts{}}
 	blobs, err := files.New(t.TempDir())
 	if err != nil {

@@ -74,11 +74,7 @@ func newEnv(t *testing.T, policy proxies.Policy) env {
 		t.Fatal(err)
 	}
 	st := memory.New()
-	for _, id := range []string{"team_1", "team_2"} {
-		if err := st.Teams().Create(ctx, team.Team{ID: id, Name: id, CreatedAt: t0}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	apptest.Seed(t, st.Users(), st.Teams(), t0)
 	clk := clock.NewFake(t0)
 	pr := &fakeProber{result: ports.ProbeResult{OK: true, Latency: 87 * time.Millisecond, ExitIP: "203.0.113.5", Country: "DE", City: "Berlin", Timezone: "Europe/Berlin"},
 		refuse: map[string]bool{"127.0.0.1": true, "10.0.0.1": true}}

@@ -88,15 +88,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	st := memory.New()
-	u := account.User{ID: "usr_alice", Email: "alice@example.com", Name: "Alice", CreatedAt: t0, UpdatedAt: t0}
-	if err := st.Users().Create(context.Background(), u); err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range []string{"team_1", "team_2"} {
-		if err := st.Teams().Create(context.Background(), team.Team{ID: id, Name: id, CreatedAt: t0}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	apptest.Seed(t, st.Users(), st.Teams(), t0, account.User{ID: "usr_alice", Email: "alice@example.com", Name: "Alice"})
 	f := &fixture{store: st, clock: clock.NewFake(t0), ids: apptest.NewPrefixIDs(), profileRepo: st.Profiles(), pool: &pool{px: map[string]proxy.Proxy{
 		"prx_1": {ID: "prx_1", TeamID: "team_1", Type: proxy.TypeSOCKS5, Host: "one.example.test", Port: 1080},
 		"prx_2": {ID: "prx_2", TeamID: "team_1", Type: proxy.TypeHTTP, Host: "two.example.test", Port: 8080},

@@ -254,11 +254,7 @@ func newFixture(t *testing.T, replies ...reply) *fixture {
 		replies = []reply{{status: 200}}
 	}
 	st := memory.New()
-	for _, id := range []string{"team_1", "team_2"} {
-		if err := st.Teams().Create(context.Background(), team.Team{ID: id, Name: id, CreatedAt: t0}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	apptest.Seed(t, st.Users(), st.Teams(), t0)
 	f := &fixture{t: t, store: st, clock: clock.NewFake(t0), sender: newSender(replies...), box: &fakeBox{}, metrics: &fakeMetrics{}, logs: &apptest.Logs{}}
 	f.deps = Deps{
 		Tx: unit.New(st, nil), Teams: st.Teams(), Endpoints: st.WebhookEndpoints(), Deliveries: st.Deliveries(), Outbox: st.Outbox(),
