@@ -297,6 +297,16 @@ func (f *fixture) delivery(t *testing.T, ep webhook.Endpoint) webhook.Delivery {
 	return d
 }
 
+// deliveries queues n deliveries to ep, as delivery does.
+func (f *fixture) deliveries(t *testing.T, ep webhook.Endpoint, n int) []webhook.Delivery {
+	t.Helper()
+	ds := make([]webhook.Delivery, n)
+	for i := range ds {
+		ds[i] = f.delivery(t, ep)
+	}
+	return ds
+}
+
 // stored reads a delivery of team_1 straight from the store.
 func (f *fixture) stored(t *testing.T, id string) webhook.Delivery {
 	t.Helper()

@@ -79,10 +79,8 @@ func TestDispatcherFastEndpointDeliversWhileASlowOneIsAtItsLimit(t *testing.T) {
 	f.build()
 	slow := f.limitedEndpoint(t, "https://slow.example.com/in", 2, 0)
 	fast := f.limitedEndpoint(t, "https://fast.example.com/in", 16, 0)
-	var slows, fasts []webhook.Delivery
-	for range 4 {
-		slows = append(slows, f.delivery(t, slow))
-	}
+	slows := f.deliveries(t, slow, 4)
+	var fasts []webhook.Delivery
 	disp := f.dispatcher()
 	f.claim(disp)
 	poll.Until(t, "two attempts held by the slow receiver", func() bool { n, _ := sender.counts(); return n == 2 })
@@ -121,10 +119,7 @@ func TestDispatcherNeverExceedsAnEndpointsMaxInFlight(t *testing.T) {
 	f.deps.Policy.Workers, f.deps.Policy.PerTeam = 8, 8
 	f.build()
 	ep := f.limitedEndpoint(t, "https://slow.example.com/in", 3, 0)
-	var ds []webhook.Delivery
-	for range 10 {
-		ds = append(ds, f.delivery(t, ep))
-	}
+	ds := f.deliveries(t, ep, 10)
 	stop := f.run(t)
 	defer stop()
 	for released := range len(ds) {
@@ -149,10 +144,7 @@ func TestDispatcherKeepsAnEndpointsRateLimit(t *testing.T) {
 	f.deps.Policy.Workers, f.deps.Policy.PerTeam = 8, 8
 	f.build()
 	ep := f.limitedEndpoint(t, "https://hooks.example.com/in", 16, 2)
-	var ds []webhook.Delivery
-	for range 6 {
-		ds = append(ds, f.delivery(t, ep))
-	}
+	ds := f.deliveries(t, ep, 6)
 	disp := f.dispatcher()
 	step := func(advance time.Duration, wantSent int, wantWait time.Duration) {
 		t.Helper()
@@ -187,10 +179,7 @@ func TestDispatcherStartsAChangedRateLimitWithAFullSecond(t *testing.T) {
 	f.deps.Policy.Workers, f.deps.Policy.PerTeam = 8, 8
 	f.build()
 	ep := f.limitedEndpoint(t, "https://hooks.example.com/in", 16, 2)
-	var ds []webhook.Delivery
-	for range 6 {
-		ds = append(ds, f.delivery(t, ep))
-	}
+	ds := f.deliveries(t, ep, 6)
 	disp := f.dispatcher()
 	dispatch := func(wantSent int) {
 		t.Helper()
@@ -256,10 +245,7 @@ func TestDispatcherClaimsOnlyWhatAnEndpointHasRoomFor(t *testing.T) {
 	f.deps.Sender = sender
 	f.build()
 	ep := f.limitedEndpoint(t, "https://fast.example.com/in", 2, 0)
-	var ds []webhook.Delivery
-	for range 6 {
-		ds = append(ds, f.delivery(t, ep))
-	}
+	ds := f.deliveries(t, ep, 6)
 	claimed := func() int {
 		n := 0
 		for _, d := range ds {
@@ -371,10 +357,7 @@ func TestDispatcherRecordsOutcomesInBatches(t *testing.T) {
 	f.deps.Policy.Workers, f.deps.Policy.PerTeam = 8, 8
 	f.build()
 	ep := f.endpoint(t, "https://hooks.example.com/in", "*")
-	var ds []webhook.Delivery
-	for range 5 {
-		ds = append(ds, f.delivery(t, ep))
-	}
+	ds := f.deliveries(t, ep, 5)
 	disp := f.dispatcher()
 	var once sync.Once
 	release := func() { once.Do(func() { close(gate) }) }
