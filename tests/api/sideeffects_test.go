@@ -106,8 +106,10 @@ func TestEveryWriteHasItsSideEffects(t *testing.T) {
 	url := testenv.PostgresURL(t)
 	o := options{
 		databaseURL: url,
-		env:         map[string]string{"ALLOW_PRIVATE_TARGETS": "true", "QUOTA_WEBHOOK_ENDPOINTS": "100"},
-		extra:       []fx.Option{fx.Decorate(func() wiring.DispatcherPoll { return wiring.DispatcherPoll(time.Hour) })},
+		// One attempt: a delivery that fails once has failed, and can be
+		// retried without the schedule's later attempts.
+		env:   map[string]string{"ALLOW_PRIVATE_TARGETS": "true", "QUOTA_WEBHOOK_ENDPOINTS": "100", "WEBHOOK_RETRY_SCHEDULE": "0s"},
+		extra: []fx.Option{fx.Decorate(func() wiring.DispatcherPoll { return wiring.DispatcherPoll(time.Hour) })},
 	}
 	if redisURL := os.Getenv(testenv.RedisURLVariable); redisURL != "" {
 		o.redisURL = redisURL
@@ -165,6 +167,29 @@ func TestEveryWriteHasItsSideEffects(t *testing.T) {
 			}
 		})
 	}
+	// Two routes whose cases above are refused, as they succeed.
+	t.Run("teams.accept of an invitation", func(t *testing.T) {
+		invitee := h.register(t)
+		h.clock.Advance(time.Second)
+		_, token := h.invite(t, owner, invitee.email, team.RoleMember)
+		h.clock.Advance(time.Second)
+		r := req{method: http.MethodPost, path: "/api/v1/teams/invitations/accept", body: map[string]any{"token": token}, headers: pairs(bearer(invitee.access))}
+		sendWithKey(t, h, r.method, r, http.StatusOK, firstResponse)
+	})
+	t.Run("webhooks.deliveries.retry of a failed delivery", func(t *testing.T) {
+		failing := newReceiver(t, http.StatusServiceUnavailable)
+		ep := h.subscribe(t, f.owner, failing.srv.URL, "proxy.assigned")
+		h.clock.Advance(time.Second)
+		tested := h.post("/v1/webhooks/"+ep+"/test", map[string]any{"event_type": "proxy.assigned"}, owner...)
+		expect(t, tested, http.StatusAccepted)
+		h.waitDelivery(t, f.owner, ep, "failed", 1)
+		failing.setScript(http.StatusOK)
+		h.clock.Advance(time.Second)
+		r := req{method: http.MethodPost, path: "/v1/webhooks/" + ep + "/deliveries/" + str(tested.data()["deliveryId"]) + "/retry", headers: pairs(owner)}
+		sendWithKey(t, h, r.method, r, http.StatusAccepted, firstResponse)
+		// Only a wake-up of the dispatcher delivers it within the hour.
+		h.waitDelivery(t, f.owner, ep, "succeeded", 2)
+	})
 	if covered != len(writeSideEffects) {
 		t.Errorf("writeSideEffects has %d entries, the route table %d authenticated writes: remove the entries of routes that are gone", len(writeSideEffects), covered)
 	}
