@@ -127,7 +127,12 @@ func TestStandardWebhooksReceiverVerifiesAndRefusesReplays(t *testing.T) {
 		}
 
 		// The service's next attempt is signed at its own time and succeeds,
-		// with the same webhook-id as the refused one.
+		// with the same webhook-id as the refused one. The clock moves once
+		// the refused attempt is stored: moved before, the retry is due
+		// while its outcome is being recorded, the dispatcher leaves it to
+		// its lease (a real clock takes 5 s to get there), and a frozen
+		// clock never lets the lease lapse.
+		h.waitDelivery(t, owner, ep, "pending", 1)
 		h.clock.Set(time.Now())
 		poll.Until(t, "the test event's retry", func() bool { return len(rc.received()) == 5 })
 		retry := rc.received()[4]
