@@ -248,13 +248,10 @@ func (s *Service) Create(ctx context.Context, actor team.Actor, in profile.Setti
 				return err
 			}
 		}
-		// The team's lock orders its creates' counts, in every instance.
-		// Taken last, it is held for the count and the commit only: the
-		// count sees this create's own row and every create that held
-		// the lock before it, committed.
-		if err := s.d.Teams.Lock(ctx, actor.TeamID); err != nil {
-			return err
-		}
+		// Profiles.Create counted the profile under the team's lock, held
+		// until the unit ends, which orders the team's creates in every
+		// instance: the count includes this create and every create that
+		// held the lock before it, committed.
 		n, err := s.d.Profiles.Count(ctx, actor.TeamID)
 		if err != nil {
 			return err

@@ -47,8 +47,10 @@ type SessionSwap struct {
 // CountSessions is scoped to one team: another team's profile is not
 // found.
 type Profiles interface {
-	// Create stores p with its tags. The team's quota is the caller's: it
-	// counts under the team's lock (teamstore.Teams.Lock) in the same unit.
+	// Create stores p with its tags and counts it in its team, which takes
+	// the team's lock (as teamstore.Teams.Lock) until the unit ends. The
+	// team's quota is the caller's: Count in the same unit then includes
+	// p and every create that held the lock before, committed.
 	Create(ctx context.Context, p profile.Profile) error
 	// ByID, List, BySession, ListExpiredSessions and ListNodeSessions
 	// return profiles with their tags and their proxy's view (Proxy; by

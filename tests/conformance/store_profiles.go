@@ -439,14 +439,11 @@ func raceCreates(t *testing.T, f storeFixture, teamID string, n, bound int) int 
 	storeWithin(t, "concurrent creates", func() {
 		errs := runConcurrently(n, func(i int) error {
 			p := f.profile(teamID, fmt.Sprintf("racer %d", i))
-			// As application/profiles creates: the row first, then the
-			// team's lock and the count, which must see this row and every
-			// create that held the lock before, committed.
+			// As application/profiles creates: the row, which takes the
+			// team's lock, then the count, which must see this row and
+			// every create that held the lock before, committed.
 			err := inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
 				if err := tx.Profiles().Create(ctx, p); err != nil {
-					return err
-				}
-				if err := tx.Teams().Lock(ctx, teamID); err != nil {
 					return err
 				}
 				held, err := tx.Profiles().Count(ctx, teamID)
