@@ -237,9 +237,6 @@ func (s *Service) Create(ctx context.Context, actor team.Actor, in profile.Setti
 			return err
 		}
 		p.Proxy = proxyRef(px)
-		if err := s.d.Profiles.Create(ctx, p); err != nil {
-			return err
-		}
 		if err := s.emit(ctx, p, event.ProfileCreated, nil); err != nil {
 			return err
 		}
@@ -248,11 +245,11 @@ func (s *Service) Create(ctx context.Context, actor team.Actor, in profile.Setti
 				return err
 			}
 		}
-		// Profiles.Create counted the profile under the team's lock, held
-		// until the unit ends, which orders the team's creates in every
-		// instance: the count includes this create and every create that
-		// held the lock before it, committed.
-		n, err := s.d.Profiles.Count(ctx, actor.TeamID)
+		// The unit's last write: Profiles.Create counts the profile under
+		// the team's lock, held until the unit ends, which orders the
+		// team's creates in every instance; the count includes this create
+		// and every create that held the lock before it, committed.
+		n, err := s.d.Profiles.Create(ctx, p)
 		if err != nil {
 			return err
 		}

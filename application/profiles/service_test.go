@@ -301,7 +301,7 @@ type refusingCreates struct {
 	err error
 }
 
-func (r *refusingCreates) Create(context.Context, profile.Profile) error { return r.err }
+func (r *refusingCreates) Create(context.Context, profile.Profile) (int, error) { return 0, r.err }
 
 // TestDevicesFollowTheEngine: the engine the runtime runs names the version
 // of templates' and new profiles' user agents; each template shows the

@@ -201,7 +201,7 @@ func TestDeleteInUseIsAConflict(t *testing.T) {
 		t.Fatal(err)
 	}
 	prof := profile.Profile{ID: "prf_1", TeamID: member.TeamID, Name: "p", TemplateID: "tpl_chrome_win_us", ProxyID: p.ID, Version: 1, CreatedAt: t0, UpdatedAt: t0}
-	if err := e.store.Profiles().Create(ctx, prof); err != nil {
+	if _, err := e.store.Profiles().Create(ctx, prof); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.svc.Delete(ctx, admin, p.ID); !domain.IsKind(err, domain.KindConflict) {

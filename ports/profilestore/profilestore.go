@@ -47,11 +47,14 @@ type SessionSwap struct {
 // CountSessions is scoped to one team: another team's profile is not
 // found.
 type Profiles interface {
-	// Create stores p with its tags and counts it in its team, which takes
-	// the team's lock (as teamstore.Teams.Lock) until the unit ends. The
-	// team's quota is the caller's: Count in the same unit then includes
-	// p and every create that held the lock before, committed.
-	Create(ctx context.Context, p profile.Profile) error
+	// Create stores p with its tags and counts it in its team, and returns
+	// how many profiles the team holds with p. The count is its last
+	// statement and takes the team's lock (as teamstore.Teams.Lock) until
+	// the unit ends, so it includes every create that held the lock
+	// before, committed; make it the unit's last write, so that the team's
+	// creates wait for one another as briefly as they can. The team's
+	// quota is the caller's.
+	Create(ctx context.Context, p profile.Profile) (int, error)
 	// ByID, List, BySession, ListExpiredSessions and ListNodeSessions
 	// return profiles with their tags and their proxy's view (Proxy; by
 	// its id alone when the team has no such proxy), read together.

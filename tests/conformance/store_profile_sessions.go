@@ -141,7 +141,8 @@ func runProfileSessions(t *testing.T, newStore NewStore) {
 			if err := tx.Profiles().Delete(ctx, teamID, doomed.ID); err != nil {
 				return fmt.Errorf("delete: %w", err)
 			}
-			return tx.Profiles().Create(ctx, created)
+			_, err = tx.Profiles().Create(ctx, created)
+			return err
 		}
 		wantLeased := leased
 		wantLeased.Session = s

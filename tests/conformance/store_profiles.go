@@ -50,7 +50,8 @@ func (f storeFixture) session(start time.Time, ttl time.Duration) *profile.Sessi
 func (f storeFixture) createProfiles(ps ...profile.Profile) {
 	f.t.Helper()
 	for _, p := range ps {
-		f.must("create profile "+p.ID, f.s.Profiles().Create(f.ctx, p))
+		_, err := f.s.Profiles().Create(f.ctx, p)
+		f.must("create profile "+p.ID, err)
 	}
 }
 
@@ -134,7 +135,16 @@ func runProfileCreatesAndReads(t *testing.T, newStore NewStore) {
 			f.must("create the team", f.s.Teams().Create(f.ctx, team.Team{ID: id, Name: "Counted", CreatedAt: storeAt(0)}))
 		}
 		doomed := f.profile(teamID, "Three")
-		f.createProfiles(f.profile(teamID, "One"), f.profile(teamID, "Two"), doomed, f.profile(otherID, "Not mine"))
+		// Create answers the team's count with the new profile.
+		var created []int
+		for _, p := range []profile.Profile{f.profile(teamID, "One"), f.profile(teamID, "Two"), doomed, f.profile(otherID, "Not mine")} {
+			n, err := f.s.Profiles().Create(f.ctx, p)
+			f.must("Create", err)
+			created = append(created, n)
+		}
+		if want := []int{1, 2, 3, 1}; !slices.Equal(created, want) {
+			t.Fatalf("Create answered the counts %v, want %v", created, want)
+		}
 		f.must("Delete", f.s.Profiles().Delete(f.ctx, teamID, doomed.ID))
 		// A delete that fails uncounts nothing.
 		if err := f.s.Profiles().Delete(f.ctx, teamID, doomed.ID); !domain.IsKind(err, domain.KindNotFound) {
@@ -268,10 +278,12 @@ func runProfileCreatesAndReads(t *testing.T, newStore NewStore) {
 		f.createProfiles(p)
 		again := f.profile(p.TeamID, "Second", "b")
 		again.ID = p.ID
-		expectConflict(t, "Create with the same id", f.s.Profiles().Create(f.ctx, again))
+		_, err := f.s.Profiles().Create(f.ctx, again)
+		expectConflict(t, "Create with the same id", err)
 		elsewhere := f.profile(storeID("tm"), "Third")
 		elsewhere.ID = p.ID
-		expectConflict(t, "Create with the same id in another team", f.s.Profiles().Create(f.ctx, elsewhere))
+		_, err = f.s.Profiles().Create(f.ctx, elsewhere)
+		expectConflict(t, "Create with the same id in another team", err)
 		f.expectProfile(f.ctx, p)
 	})
 
@@ -439,14 +451,11 @@ func raceCreates(t *testing.T, f storeFixture, teamID string, n, bound int) int 
 	storeWithin(t, "concurrent creates", func() {
 		errs := runConcurrently(n, func(i int) error {
 			p := f.profile(teamID, fmt.Sprintf("racer %d", i))
-			// As application/profiles creates: the row, which takes the
-			// team's lock, then the count, which must see this row and
-			// every create that held the lock before, committed.
+			// As application/profiles creates: the row and its count, which
+			// takes the team's lock and must include this row and every
+			// create that held the lock before, committed.
 			err := inUnit(f.ctx, f.s, func(ctx context.Context, tx storage.Store) error {
-				if err := tx.Profiles().Create(ctx, p); err != nil {
-					return err
-				}
-				held, err := tx.Profiles().Count(ctx, teamID)
+				held, err := tx.Profiles().Create(ctx, p)
 				if err != nil {
 					return err
 				}

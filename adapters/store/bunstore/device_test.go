@@ -38,7 +38,7 @@ func readOldRows(t *testing.T, url string) {
 	other := mac
 	other.ID = "prf_0002"
 	for _, p := range []profile.Profile{mac, other} {
-		if err := s.Profiles().Create(ctx, p); err != nil {
+		if _, err := s.Profiles().Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -322,33 +322,43 @@ func many(rows []profileRow) ([]profile.Profile, error) {
 	return out, nil
 }
 
-// Create inserts the profile and its tags, and counts it in its team's
+// Create inserts the profile and its tags, then counts it in its team's
 // profile_count, in ctx's unit when it carries one.
-func (r profileRepository) Create(ctx context.Context, p profile.Profile) error {
-	return inTx(ctx, r.db, func(ctx context.Context, tx bun.Tx) error {
+func (r profileRepository) Create(ctx context.Context, p profile.Profile) (int, error) {
+	var n int
+	err := inTx(ctx, r.db, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewInsert().Model(newProfileRow(p)).Exec(ctx); err != nil {
 			return writeErr(err, "profile", "profile already exists")
 		}
-		if err := countProfiles(ctx, tx, p.TeamID, 1); err != nil {
+		if err := insertProfileTags(ctx, tx, p); err != nil {
 			return err
 		}
-		return insertProfileTags(ctx, tx, p)
+		var err error
+		n, err = countProfiles(ctx, tx, p.TeamID, 1)
+		return err
 	})
+	return n, err
 }
 
 // countProfiles adds delta to the team's profile_count, the count that
 // Count reads in one row where counting the team's profiles would read
-// them all. The UPDATE holds the team row's lock until the unit ends, as
-// Teams.Lock does: a team's creates and deletes count one after another.
-func countProfiles(ctx context.Context, tx bun.Tx, teamID string, delta int) error {
-	_, err := tx.NewUpdate().Table("teams").
+// them all, and returns the count. The UPDATE holds the team row's lock
+// until the unit ends, as Teams.Lock does: a team's creates and deletes
+// count one after another. A missing team counts nothing.
+func countProfiles(ctx context.Context, tx bun.Tx, teamID string, delta int) (int, error) {
+	var n []int
+	err := tx.NewUpdate().Table("teams").
 		Set("profile_count = profile_count + ?", delta).
 		Where("id = ?", teamID).
-		Exec(ctx)
+		Returning("profile_count").
+		Scan(ctx, &n)
 	if err != nil {
-		return fmt.Errorf("bunstore: count the team's profiles: %w", err)
+		return 0, fmt.Errorf("bunstore: count the team's profiles: %w", err)
 	}
-	return nil
+	if len(n) == 0 {
+		return 0, nil
+	}
+	return n[0], nil
 }
 
 func (r profileRepository) ByID(ctx context.Context, teamID, id string) (profile.Profile, error) {
@@ -501,7 +511,7 @@ func whyNotUpdated(ctx context.Context, db bun.IDB, teamID, id string, expectVer
 // assignment of a proxy, a restore).
 func (r profileRepository) Delete(ctx context.Context, teamID, id string) error {
 	return inTx(ctx, r.db, func(ctx context.Context, tx bun.Tx) error {
-		if err := countProfiles(ctx, tx, teamID, -1); err != nil {
+		if _, err := countProfiles(ctx, tx, teamID, -1); err != nil {
 			return err
 		}
 		res, err := tx.NewDelete().Model((*profileRow)(nil)).

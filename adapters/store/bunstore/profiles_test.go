@@ -117,7 +117,7 @@ func TestProfileRoundTrips(t *testing.T) {
 		for i := range 50 {
 			p := benchProfile("tm_1", i)
 			p.ProxyID = px.ID
-			if err := s.Profiles().Create(ctx, p); err != nil {
+			if _, err := s.Profiles().Create(ctx, p); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -14,11 +14,17 @@ import (
 
 type profiles struct{ s *Store }
 
-func (r profiles) Create(ctx context.Context, p profile.Profile) error {
-	return r.s.write(ctx, func(st *state, undo *undoLog) error {
+func (r profiles) Create(ctx context.Context, p profile.Profile) (int, error) {
+	var n int
+	err := r.s.write(ctx, func(st *state, undo *undoLog) error {
 		p.Proxy = nil
-		return st.profiles.insert(undo, p)
+		if err := st.profiles.insert(undo, p); err != nil {
+			return err
+		}
+		n = st.teamProfiles(p.TeamID)
+		return nil
 	})
+	return n, err
 }
 
 func (r profiles) ByID(ctx context.Context, teamID, id string) (profile.Profile, error) {
@@ -54,8 +60,13 @@ func (st *state) withProxies(ps []profile.Profile) []profile.Profile {
 
 func (r profiles) Count(ctx context.Context, teamID string) (int, error) {
 	return readValue(ctx, r.s, func(st *state) (int, error) {
-		return len(st.profiles.query(func(p *profile.Profile) bool { return p.TeamID == teamID }, nil, unlimited)), nil
+		return st.teamProfiles(teamID), nil
 	})
+}
+
+// teamProfiles is how many profiles the team holds.
+func (st *state) teamProfiles(teamID string) int {
+	return len(st.profiles.query(func(p *profile.Profile) bool { return p.TeamID == teamID }, nil, unlimited))
 }
 
 func (r profiles) List(ctx context.Context, teamID string, f profilestore.Filter) ([]profile.Profile, error) {
