@@ -2,6 +2,7 @@ package wiring
 
 import (
 	"context"
+	"crypto/rand"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -111,7 +112,11 @@ const eventsTopic = "webhooks.events"
 // the notices cost stays bounded under a burst of creates.
 type commitBroadcast struct {
 	// wake wakes this instance's dispatcher to fan out.
-	wake    func()
+	wake func()
+	// self is what this instance's notices carry, so that it does not
+	// hear its own: its commits woke its dispatcher already, and hearing
+	// them again cost a second fan-out, finding nothing, for each notice.
+	self    string
 	notices ports.Notices
 	log     *zap.Logger
 	pending atomic.Bool
@@ -132,7 +137,7 @@ type commitBroadcast struct {
 const noticeSpacing = 10 * time.Millisecond
 
 func newCommitBroadcast(lc fx.Lifecycle, cfg config.Config, w *webhooks.Waker, n ports.Notices, log *zap.Logger) *commitBroadcast {
-	b := &commitBroadcast{wake: w.EventsCommitted, notices: n, log: log.Named("webhooks"), spacing: noticeSpacing, pause: time.Sleep}
+	b := &commitBroadcast{wake: w.EventsCommitted, self: rand.Text(), notices: n, log: log.Named("webhooks"), spacing: noticeSpacing, pause: time.Sleep}
 	if !cfg.WebhookDelivery {
 		// No dispatcher here to wake: only the other instances are told.
 		b.wake = func() {}
@@ -154,15 +159,22 @@ func newCommitBroadcast(lc fx.Lifecycle, cfg config.Config, w *webhooks.Waker, n
 	return b
 }
 
-// listen wakes the dispatcher on every instance's notice, until cancel.
+// listen wakes the dispatcher on every other instance's notice, until
+// cancel.
 func (b *commitBroadcast) listen() (cancel func()) {
-	return b.notices.Subscribe(eventsTopic, func(nt ports.Notice) {
-		// A notice, or hearing (re)gained after notices may have been
-		// missed: either way there may be events to fan out.
-		if nt.Kind != ports.NoticeDeaf {
-			b.wake()
-		}
-	})
+	return b.notices.Subscribe(eventsTopic, b.hear)
+}
+
+// hear wakes the dispatcher on another instance's notice, or when hearing
+// is (re)gained after notices may have been missed: either way there may
+// be events to fan out.
+func (b *commitBroadcast) hear(nt ports.Notice) {
+	switch {
+	case nt.Kind == ports.NoticeDeaf:
+	case nt.Kind == ports.NoticeMessage && nt.Payload == b.self:
+	default:
+		b.wake()
+	}
 }
 
 // EventsCommitted is told after a unit that appended events has committed.
@@ -186,7 +198,7 @@ func (b *commitBroadcast) publish() {
 			}
 			last = time.Now()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			if err := b.notices.Publish(ctx, eventsTopic, "1"); err != nil {
+			if err := b.notices.Publish(ctx, eventsTopic, b.self); err != nil {
 				b.log.Warn("telling other instances of committed events failed; they find them at their next poll", zap.Error(err))
 			}
 			cancel()

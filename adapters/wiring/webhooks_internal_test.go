@@ -20,8 +20,8 @@ func TestCommittedEventsWakeEveryInstance(t *testing.T) {
 	t.Parallel()
 	n := notices.NewLocal()
 	var wokeA, wokeB atomic.Int32
-	a := &commitBroadcast{wake: func() { wokeA.Add(1) }, notices: n, log: zap.NewNop()}
-	b := &commitBroadcast{wake: func() { wokeB.Add(1) }, notices: n, log: zap.NewNop()}
+	a := &commitBroadcast{wake: func() { wokeA.Add(1) }, self: "a", notices: n, log: zap.NewNop()}
+	b := &commitBroadcast{wake: func() { wokeB.Add(1) }, self: "b", notices: n, log: zap.NewNop()}
 	defer a.listen()()
 	defer b.listen()()
 	// Hearing begins with a wake: notices before it may have been missed.
@@ -30,6 +30,30 @@ func TestCommittedEventsWakeEveryInstance(t *testing.T) {
 	poll.Until(t, "B woken by A's commit", func() bool { return wokeB.Load() == 2 })
 	if wokeA.Load() < 2 {
 		t.Fatalf("A woke %d times, want its own commit to wake it", wokeA.Load())
+	}
+}
+
+// An instance does not hear its own notices, which its commits woke it
+// for already; it hears every other instance's, and regaining its hearing.
+func TestAnInstanceDoesNotHearItsOwnNotices(t *testing.T) {
+	t.Parallel()
+	var woke atomic.Int32
+	b := &commitBroadcast{wake: func() { woke.Add(1) }, self: "b"}
+	for _, c := range []struct {
+		nt   ports.Notice
+		wake bool
+	}{
+		{ports.Notice{Kind: ports.NoticeMessage, Payload: "b"}, false},
+		{ports.Notice{Kind: ports.NoticeMessage, Payload: "a"}, true},
+		{ports.Notice{Kind: ports.NoticeMessage, Payload: ""}, true},
+		{ports.Notice{Kind: ports.NoticeListening}, true},
+		{ports.Notice{Kind: ports.NoticeDeaf}, false},
+	} {
+		before := woke.Load()
+		b.hear(c.nt)
+		if got := woke.Load() > before; got != c.wake {
+			t.Errorf("hearing %+v woke the dispatcher: %v, want %v", c.nt, got, c.wake)
+		}
 	}
 }
 
@@ -53,8 +77,8 @@ func TestABurstOfCommitsIsToldInOneMoreNotice(t *testing.T) {
 	t.Parallel()
 	g := &gatedNotices{Notices: notices.NewLocal(), gate: make(chan struct{})}
 	var wokeB atomic.Int32
-	a := &commitBroadcast{wake: func() {}, notices: g, log: zap.NewNop()}
-	b := &commitBroadcast{wake: func() { wokeB.Add(1) }, notices: g, log: zap.NewNop()}
+	a := &commitBroadcast{wake: func() {}, self: "a", notices: g, log: zap.NewNop()}
+	b := &commitBroadcast{wake: func() { wokeB.Add(1) }, self: "b", notices: g, log: zap.NewNop()}
 	defer b.listen()()
 	poll.Until(t, "B listening", func() bool { return wokeB.Load() == 1 })
 	a.EventsCommitted()
@@ -78,7 +102,7 @@ func TestNoticesOfAStreamOfCommitsAreSpaced(t *testing.T) {
 	g := &gatedNotices{Notices: notices.NewLocal(), gate: make(chan struct{})}
 	var pauses []time.Duration
 	var mu sync.Mutex
-	a := &commitBroadcast{wake: func() {}, notices: g, log: zap.NewNop(), spacing: time.Hour, pause: func(d time.Duration) {
+	a := &commitBroadcast{wake: func() {}, self: "a", notices: g, log: zap.NewNop(), spacing: time.Hour, pause: func(d time.Duration) {
 		mu.Lock()
 		pauses = append(pauses, d)
 		mu.Unlock()
