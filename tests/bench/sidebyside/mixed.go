@@ -115,6 +115,9 @@ func measureMixed(ctx context.Context, beforeBin, svcBin, dir string, vars func(
 		if err := in.seed(profiles); err != nil {
 			return nil, fmt.Errorf("%s: %w", s.name, err)
 		}
+		if err := analyze(ctx, v["postgres"]); err != nil {
+			return nil, fmt.Errorf("%s: analyze: %w", s.name, err)
+		}
 		servers = append(servers, in)
 	}
 	reqs := make([]mixedRequests, len(servers))
