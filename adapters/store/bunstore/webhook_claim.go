@@ -80,7 +80,7 @@ UPDATE webhook_deliveries AS wd
  WHERE wd.id = chosen.id
 RETURNING wd.*`
 
-// Claim leases due deliveries in a transaction of its own or a savepoint of
+// Claim leases due deliveries in a transaction of its own or in
 // the caller's unit of work. A limit below one claims nothing. Leased rows
 // come back earliest due first; their NextAttemptAt is as stored, the
 // lease being the store's own business.

@@ -342,7 +342,7 @@ var finishedStatuses = bun.List([]string{string(webhook.StatusSucceeded), string
 
 // Prune deletes each batch with one DELETE whose subquery picks the oldest
 // rows (through the partial indexes of the retention migration), in a
-// transaction of its own or a savepoint of the caller's unit of work. The
+// transaction of its own or in the caller's unit of work. The
 // DELETE repeats the subquery's conditions on the row itself: on
 // PostgreSQL, a row a concurrent unit changed (a delivery retried, so
 // pending again) is re-checked as it now stands and kept.

@@ -182,7 +182,7 @@ func (r webhookEndpointRepository) Update(ctx context.Context, e webhook.Endpoin
 }
 
 // Delete removes the endpoint and its deliveries together: in a transaction
-// of its own, or in a savepoint of the caller's unit of work.
+// of its own, or in the caller's unit of work.
 func (r webhookEndpointRepository) Delete(ctx context.Context, teamID, id string) error {
 	return inTx(ctx, r.db, func(ctx context.Context, tx bun.Tx) error {
 		res, err := tx.NewDelete().Model((*webhookEndpointRow)(nil)).
