@@ -24,6 +24,14 @@ import (
 // instead of hanging the suite.
 const patience = 10 * time.Second
 
+// readTimeout is the server's read timeout in these tests. It runs from
+// when the server starts reading the connection, so it must also cover how
+// late a loaded machine (the race detector, every package's tests at once
+// on 2 cores) lets the test write its request after the dial: at 50 ms a
+// server once gave up on a request that had not arrived yet, and its
+// handler never ran.
+const readTimeout = time.Second
+
 // bodyServer serves, through NewServer with the read timeout given, one
 // handler that reads the body with readBody, on loopback, and reports what
 // the read returned.
@@ -75,7 +83,7 @@ func waitForRead(t *testing.T, reads <-chan error) error {
 
 func TestStalledBodyIsCutOffAtTheDeadline(t *testing.T) {
 	t.Parallel()
-	addr, reads := bodyServer(t, 100*time.Millisecond, func(*http.Request) error { return nil })
+	addr, reads := bodyServer(t, readTimeout, func(*http.Request) error { return nil })
 	conn, in := dial(t, addr)
 	// The headers promise 100 bytes; 10 arrive, then nothing.
 	if _, err := io.WriteString(conn, "POST /profiles HTTP/1.1\r\nHost: api\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"name\":\"a"); err != nil {
@@ -107,20 +115,20 @@ func TestStalledBodyIsCutOffAtTheDeadline(t *testing.T) {
 
 func TestLongHandlerOutlivesTheBodyDeadline(t *testing.T) {
 	t.Parallel()
-	const timeout = 50 * time.Millisecond
 	// net/http keeps reading the connection while the handler runs; a read
 	// deadline left behind would fail that read and cancel the request. The
-	// handler waits far beyond the deadline before it answers.
+	// handler waits well beyond the deadline before it answers.
 	for name, request := range map[string]string{
 		"body":    "POST /profiles HTTP/1.1\r\nHost: api\r\nContent-Type: application/json\r\nContent-Length: 12\r\n\r\n{\"name\":\"a\"}",
 		"no body": "POST /profiles/prf_1/release HTTP/1.1\r\nHost: api\r\nContent-Length: 0\r\n\r\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			addr, reads := bodyServer(t, timeout, func(r *http.Request) error {
+			t.Parallel()
+			addr, reads := bodyServer(t, readTimeout, func(r *http.Request) error {
 				select {
 				case <-r.Context().Done():
 					return errors.New("request cancelled after its body was read")
-				case <-time.After(10 * timeout):
+				case <-time.After(2 * readTimeout):
 					return nil
 				}
 			})
@@ -178,7 +186,7 @@ func TestStalledBodyNobodyReadsIsCutOff(t *testing.T) {
 	// server's read timeout ends that wait.
 	srv := NewServer("127.0.0.1:0", HandlerFunc(func(http.ResponseWriter, *http.Request) error {
 		return &domain.Error{Kind: domain.KindUnauthorized, Message: "authentication required"}
-	}), zap.NewNop(), time.Second, Timeouts{Read: 100 * time.Millisecond})
+	}), zap.NewNop(), time.Second, Timeouts{Read: readTimeout})
 	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
