@@ -185,6 +185,9 @@ func run(o options) (err error) {
 		if err := pgExec(ctx, limitURL, schema); err != nil {
 			return fmt.Errorf("limit tables: %w", err)
 		}
+		if err := analyze(ctx, limitURL); err != nil {
+			return fmt.Errorf("limit tables: analyze: %w", err)
+		}
 		for _, mode := range []string{"read", "tx"} {
 			p, err := startLimit(limitBin, dir, mode, "-database", limitURL)
 			if err != nil {
@@ -227,6 +230,9 @@ func run(o options) (err error) {
 		err = in.settle()
 		if err == nil {
 			err = in.seed(o.profiles)
+		}
+		if err == nil && vars["postgres"] != "" {
+			err = analyze(ctx, vars["postgres"])
 		}
 		if err != nil {
 			rep.skipped = append(rep.skipped, fmt.Sprintf("%s skipped: %v", b.name, err))
@@ -442,14 +448,15 @@ func autovacuumOn(ctx context.Context, databaseURL string) (state string, restor
 		fmt.Fprintln(os.Stderr, "PostgreSQL runs without autovacuum and it could not be turned on for the bench:", err)
 		return "off (it could not be turned on: " + err.Error() + ")", func() {}, nil
 	}
-	if _, err := conn.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
-		return "", nil, err
-	}
-	fmt.Fprintln(os.Stderr, "PostgreSQL runs without autovacuum: turned on for the bench, set back after")
 	restore = func() {
 		_ = pgExec(context.Background(), databaseURL, "ALTER SYSTEM RESET autovacuum")
 		_ = pgExec(context.Background(), databaseURL, "SELECT pg_reload_conf()")
 	}
+	if _, err := conn.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
+		restore()
+		return "", nil, err
+	}
+	fmt.Fprintln(os.Stderr, "PostgreSQL runs without autovacuum: turned on for the bench, set back after")
 	return "on for the run (the server's configuration has it off)", restore, nil
 }
 
