@@ -14,11 +14,9 @@ type Outbox interface {
 	Append(ctx context.Context, e event.Event) error
 }
 
-// EventsNotifier is told, once a unit that appended events has committed,
-// that there are events to fan out: the webhook dispatchers (this
-// instance's and the others') then take them at once rather than at their
-// next poll. A use case registers it with the unit (application/unit
-// OnCommit) where it appends.
-type EventsNotifier interface {
-	EventsCommitted()
+// DeliveriesNotifier is told, once a unit that queued webhook deliveries
+// has committed, that deliveries are due: the dispatchers (this instance's
+// and the others') then claim them at once rather than at their next poll.
+type DeliveriesNotifier interface {
+	DeliveriesQueued()
 }

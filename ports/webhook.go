@@ -44,7 +44,4 @@ type WebhookMetrics interface {
 	Attempt(outcome string, latency time.Duration)
 	// OldestPending sets the age of the oldest pending delivery (0: none).
 	OldestPending(age time.Duration)
-	// OutboxLag sets the age of the oldest event a fan-out found not yet
-	// fanned out (0: it found none).
-	OutboxLag(age time.Duration)
 }

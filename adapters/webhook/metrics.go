@@ -20,7 +20,6 @@ type Metrics struct {
 	attempts      *prometheus.CounterVec
 	duration      prometheus.Histogram
 	oldestPending prometheus.Gauge
-	outboxLag     prometheus.Gauge
 }
 
 // NewMetrics registers the webhook metrics on reg. Registering twice on
@@ -42,17 +41,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "profilesvc_webhook_oldest_pending_seconds",
 			Help: "Age of the oldest pending webhook delivery; 0 when none is pending.",
 		}),
-		outboxLag: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "profilesvc_outbox_lag_seconds",
-			Help: "Age of the oldest event not yet fanned out to deliveries, as this instance's last fan-out found it; 0 when it found none.",
-		}),
 	}
 	// Outcomes start at 0, so rate() and alerts see them before the first
 	// failure rather than a missing series.
 	for _, o := range outcomes {
 		m.attempts.WithLabelValues(o)
 	}
-	reg.MustRegister(m.attempts, m.duration, m.oldestPending, m.outboxLag)
+	reg.MustRegister(m.attempts, m.duration, m.oldestPending)
 	return m
 }
 
@@ -68,9 +63,4 @@ func (m *Metrics) Attempt(outcome string, latency time.Duration) {
 // OldestPending sets the age of the oldest pending delivery.
 func (m *Metrics) OldestPending(age time.Duration) {
 	m.oldestPending.Set(max(age, 0).Seconds())
-}
-
-// OutboxLag sets the age of the oldest event not yet fanned out.
-func (m *Metrics) OutboxLag(age time.Duration) {
-	m.outboxLag.Set(max(age, 0).Seconds())
 }

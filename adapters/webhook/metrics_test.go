@@ -37,7 +37,6 @@ func TestMetrics(t *testing.T) {
 	m.Attempt("retry", 5*time.Second)
 	m.Attempt("bogus", time.Millisecond)
 	m.OldestPending(90 * time.Second)
-	m.OutboxLag(1500 * time.Millisecond)
 
 	fams := gather(t, reg)
 	got := map[string]float64{}
@@ -60,10 +59,6 @@ func TestMetrics(t *testing.T) {
 	}
 	if v := fams["profilesvc_webhook_oldest_pending_seconds"].GetMetric()[0].GetGauge().GetValue(); v != 90 {
 		t.Errorf("oldest pending = %v, want 90", v)
-	}
-
-	if v := fams["profilesvc_outbox_lag_seconds"].GetMetric()[0].GetGauge().GetValue(); v != 1.5 {
-		t.Errorf("outbox lag = %v, want 1.5", v)
 	}
 
 	m.OldestPending(0)

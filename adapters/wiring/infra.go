@@ -96,7 +96,6 @@ var Runtime = fx.Module("runtime",
 var Storage = fx.Module("storage",
 	fx.Provide(
 		NewStore,
-		func(s storage.Store) ports.Outbox { return s.Outbox() },
 	),
 	fx.Provide(fx.Annotate(func(s storage.Store) Checker {
 		return Checker{Name: "store", Check: s.Ping}

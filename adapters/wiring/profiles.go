@@ -37,7 +37,6 @@ type ProfileDeps struct {
 	Store   storage.Store
 	Tx      ports.UnitOfWork
 	Outbox  ports.Outbox
-	Events  ports.EventsNotifier
 	Metrics *sessionMetrics
 	Runtime ports.BrowserRuntime
 	Blobs   ports.BlobStore
@@ -80,7 +79,7 @@ var Profiles = fx.Module("profiles",
 		func(d ProfileDeps) *profiles.Service {
 			return profiles.New(profiles.Deps{
 				Tx: d.Tx, Teams: d.Store.Teams(), Profiles: d.Store.Profiles(), Users: d.Store.Users(), Proxies: d.Proxies, Outbox: d.Outbox,
-				Events: d.Events, Metrics: d.Metrics,
+				Metrics: d.Metrics,
 				Runtime: d.Runtime, Blobs: d.Blobs, Data: d.Data, BlobRefs: d.Store.BlobRefs(), Snapshots: d.Store.Snapshots(),
 				Clock: d.Clock, IDs: d.IDs, Log: d.Log, Cache: d.Cache.Cache, EngineVersion: engineVersion(d.Runtime),
 				Policy: profiles.Policy{

@@ -19,7 +19,6 @@ type ProxyDeps struct {
 	Store   storage.Store
 	Tx      ports.UnitOfWork
 	Outbox  ports.Outbox
-	Events  ports.EventsNotifier
 	Prober  ports.ProxyProber
 	Box     ports.SecretBox
 	Limiter ports.RateLimiter
@@ -39,7 +38,7 @@ var Proxies = fx.Module("proxies",
 
 func newProxies(d ProxyDeps) *proxies.Service {
 	return proxies.New(proxies.Deps{
-		Tx: d.Tx, Teams: d.Store.Teams(), Proxies: d.Store.Proxies(), Outbox: d.Outbox, Events: d.Events, Prober: d.Prober, Box: d.Box,
+		Tx: d.Tx, Teams: d.Store.Teams(), Proxies: d.Store.Proxies(), Outbox: d.Outbox, Prober: d.Prober, Box: d.Box,
 		Limiter: d.Limiter, Clock: d.Clock, IDs: d.IDs, Log: d.Log,
 		Policy: proxies.Policy{
 			AllowPrivateTargets: d.Config.AllowPrivateTargets,

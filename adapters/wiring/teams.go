@@ -19,7 +19,6 @@ type TeamDeps struct {
 	Store  storage.Store
 	Tx     ports.UnitOfWork
 	Outbox ports.Outbox
-	Events ports.EventsNotifier
 	Mailer ports.Mailer
 	Clock  ports.Clock
 	IDs    ports.IDs
@@ -37,7 +36,7 @@ var Teams = fx.Module("teams",
 			policy.MaxResendsPerDay = d.Config.Quotas.InvitationResendsPerDay
 			return teams.New(teams.Deps{
 				Tx: d.Tx, Teams: d.Store.Teams(), Memberships: d.Store.Memberships(), Invitations: d.Store.Invitations(),
-				Users: d.Store.Users(), Keys: d.Auth, Outbox: d.Outbox, Events: d.Events,
+				Users: d.Store.Users(), Keys: d.Auth, Outbox: d.Outbox,
 				Mailer: d.Mailer, Clock: d.Clock, IDs: d.IDs, Log: d.Log, Policy: policy,
 			})
 		},

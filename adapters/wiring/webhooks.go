@@ -49,6 +49,7 @@ type WebhookDeps struct {
 	IDs     ports.IDs
 	Log     *slog.Logger
 	Waker   *webhooks.Waker
+	Queued  ports.DeliveriesNotifier
 	Config  config.Config
 	Poll    DispatcherPoll
 }
@@ -78,7 +79,7 @@ var Webhooks = fx.Options(
 				timeout := d.Config.WebhookTimeout
 				return webhooks.New(webhooks.Deps{
 					Tx: d.Tx, Teams: d.Store.Teams(), Endpoints: d.Store.WebhookEndpoints(), Deliveries: d.Store.Deliveries(), Outbox: d.Store.Outbox(),
-					Sender: d.Sender, Box: d.Box, Metrics: d.Metrics, Clock: d.Clock, IDs: d.IDs, Log: d.Log, Waker: d.Waker,
+					Sender: d.Sender, Box: d.Box, Metrics: d.Metrics, Clock: d.Clock, IDs: d.IDs, Log: d.Log, Waker: d.Waker, Queued: d.Queued,
 					Policy: webhooks.Policy{
 						Schedule:            webhook.Schedule(d.Config.WebhookRetrySchedule),
 						AllowPrivateTargets: d.Config.AllowPrivateTargets,
@@ -94,28 +95,31 @@ var Webhooks = fx.Options(
 		),
 		fx.Invoke(startPipeline),
 	),
-	// At the root: every module that appends events tells the broadcast
-	// once they have committed.
+	// At the root: every module appends its events to the webhook
+	// service, which queues their deliveries in the same unit and tells
+	// the broadcast once it has committed.
 	fx.Provide(webhooks.NewWaker, newCommitBroadcast,
-		func(b *commitBroadcast) ports.EventsNotifier { return b }),
+		func(b *commitBroadcast) ports.DeliveriesNotifier { return b },
+		func(svc *webhooks.Service) ports.Outbox { return svc }),
 )
 
-// eventsTopic carries "events were committed" to every instance, so that a
-// commit on one wakes the dispatchers of all (each claims its share) rather
-// than only its own, the others finding the events at their next poll.
+// eventsTopic carries "deliveries were queued" to every instance, so that
+// a commit on one wakes the dispatchers of all (each claims its share)
+// rather than only its own, the others finding the deliveries at their
+// next poll.
 const eventsTopic = "webhooks.events"
 
-// commitBroadcast wakes this instance's dispatcher at once when a unit with
-// events commits, and tells the other instances through notices (LISTEN/
+// commitBroadcast wakes this instance's dispatcher at once when a unit that
+// queued deliveries commits, and tells the other instances through notices (LISTEN/
 // NOTIFY on PostgreSQL, pub/sub with Redis). Commits during a publish are
 // told by the next one: one publish at a time whatever the commit rate, so
 // the notices cost stays bounded under a burst of creates.
 type commitBroadcast struct {
-	// wake wakes this instance's dispatcher to fan out.
+	// wake wakes this instance's dispatcher.
 	wake func()
 	// self is what this instance's notices carry, so that it does not
 	// hear its own: its commits woke its dispatcher already, and hearing
-	// them again cost a second fan-out, finding nothing, for each notice.
+	// them again cost a second claim, finding nothing, for each notice.
 	self    string
 	notices ports.Notices
 	log     *zap.Logger
@@ -137,7 +141,7 @@ type commitBroadcast struct {
 const noticeSpacing = 10 * time.Millisecond
 
 func newCommitBroadcast(lc fx.Lifecycle, cfg config.Config, w *webhooks.Waker, n ports.Notices, log *zap.Logger) *commitBroadcast {
-	b := &commitBroadcast{wake: w.EventsCommitted, self: rand.Text(), notices: n, log: log.Named("webhooks"), spacing: noticeSpacing, pause: time.Sleep}
+	b := &commitBroadcast{wake: w.Wake, self: rand.Text(), notices: n, log: log.Named("webhooks"), spacing: noticeSpacing, pause: time.Sleep}
 	if !cfg.WebhookDelivery {
 		// No dispatcher here to wake: only the other instances are told.
 		b.wake = func() {}
@@ -167,7 +171,7 @@ func (b *commitBroadcast) listen() (cancel func()) {
 
 // hear wakes the dispatcher on another instance's notice, or when hearing
 // is (re)gained after notices may have been missed: either way there may
-// be events to fan out.
+// be deliveries due.
 func (b *commitBroadcast) hear(nt ports.Notice) {
 	switch {
 	case nt.Kind == ports.NoticeDeaf:
@@ -177,8 +181,9 @@ func (b *commitBroadcast) hear(nt ports.Notice) {
 	}
 }
 
-// EventsCommitted is told after a unit that appended events has committed.
-func (b *commitBroadcast) EventsCommitted() {
+// DeliveriesQueued is told after a unit that queued deliveries has
+// committed.
+func (b *commitBroadcast) DeliveriesQueued() {
 	b.wake()
 	b.pending.Store(true)
 	if b.running.CompareAndSwap(false, true) {
@@ -199,7 +204,7 @@ func (b *commitBroadcast) publish() {
 			last = time.Now()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			if err := b.notices.Publish(ctx, eventsTopic, b.self); err != nil {
-				b.log.Warn("telling other instances of committed events failed; they find them at their next poll", zap.Error(err))
+				b.log.Warn("telling other instances of queued deliveries failed; they find them at their next poll", zap.Error(err))
 			}
 			cancel()
 		}
@@ -213,9 +218,9 @@ func (b *commitBroadcast) publish() {
 }
 
 // startPipeline runs the dispatcher and the pruner, unless
-// WEBHOOK_DELIVERY is off: such an instance only serves the API and writes
-// events to the outbox, for the instances with it on that share its
-// database to fan out, deliver and prune.
+// WEBHOOK_DELIVERY is off: such an instance only serves the API and queues
+// deliveries with its writes, for the instances with it on that share its
+// database to deliver and prune.
 func startPipeline(lc fx.Lifecycle, cfg config.Config, svc *webhooks.Service, every PruneInterval, log *slog.Logger) {
 	if !cfg.WebhookDelivery {
 		return

@@ -16,7 +16,7 @@ import (
 
 // A commit on one instance wakes the dispatcher of another at once, not
 // at its next poll.
-func TestCommittedEventsWakeEveryInstance(t *testing.T) {
+func TestQueuedDeliveriesWakeEveryInstance(t *testing.T) {
 	t.Parallel()
 	n := notices.NewLocal()
 	var wokeA, wokeB atomic.Int32
@@ -26,7 +26,7 @@ func TestCommittedEventsWakeEveryInstance(t *testing.T) {
 	defer b.listen()()
 	// Hearing begins with a wake: notices before it may have been missed.
 	poll.Until(t, "A and B listening", func() bool { return wokeA.Load() == 1 && wokeB.Load() == 1 })
-	a.EventsCommitted()
+	a.DeliveriesQueued()
 	poll.Until(t, "B woken by A's commit", func() bool { return wokeB.Load() == 2 })
 	if wokeA.Load() < 2 {
 		t.Fatalf("A woke %d times, want its own commit to wake it", wokeA.Load())
@@ -81,10 +81,10 @@ func TestABurstOfCommitsIsToldInOneMoreNotice(t *testing.T) {
 	b := &commitBroadcast{wake: func() { wokeB.Add(1) }, self: "b", notices: g, log: zap.NewNop()}
 	defer b.listen()()
 	poll.Until(t, "B listening", func() bool { return wokeB.Load() == 1 })
-	a.EventsCommitted()
+	a.DeliveriesQueued()
 	poll.Until(t, "the first publish under way", func() bool { return g.published.Load() == 1 })
 	for range 999 {
-		a.EventsCommitted()
+		a.DeliveriesQueued()
 	}
 	close(g.gate)
 	poll.Until(t, "B woken by the notices", func() bool { return wokeB.Load() == 3 })
@@ -107,10 +107,10 @@ func TestNoticesOfAStreamOfCommitsAreSpaced(t *testing.T) {
 		pauses = append(pauses, d)
 		mu.Unlock()
 	}}
-	a.EventsCommitted()
+	a.DeliveriesQueued()
 	poll.Until(t, "the first publish under way", func() bool { return g.published.Load() == 1 })
 	for range 10 {
-		a.EventsCommitted()
+		a.DeliveriesQueued()
 	}
 	close(g.gate)
 	poll.Until(t, "the publisher done", func() bool { return !a.running.Load() })

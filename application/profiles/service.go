@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/profilesvc/profilesvc/application/paging"
-	"github.com/profilesvc/profilesvc/application/unit"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/account"
 	"github.com/profilesvc/profilesvc/domain/browserdata"
@@ -60,10 +59,9 @@ type Deps struct {
 	// Proxies is the team's proxy pool (application/proxies has it); nil
 	// refuses every proxy.
 	Proxies ProxyPool
-	Outbox  ports.Outbox
-	// Events is told of events committed to the outbox; Metrics count the
-	// sessions committed. Nil: nobody is told, nothing is counted.
-	Events  ports.EventsNotifier
+	// Outbox takes the events of every write, in its unit of work.
+	Outbox ports.Outbox
+	// Metrics count the sessions committed; nil counts nothing.
 	Metrics ports.SessionMetrics
 	Runtime ports.BrowserRuntime
 	// Blobs keeps browser data and cookies by content (a launch reads the
@@ -531,7 +529,7 @@ func (s *Service) emit(ctx context.Context, p profile.Profile, typ event.Type, e
 	if err != nil {
 		return err
 	}
-	return unit.Append(ctx, s.d.Outbox, s.d.Events, e)
+	return s.d.Outbox.Append(ctx, e)
 }
 
 // newEvent is the event typ of p, with extra beside data.profile.

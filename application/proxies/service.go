@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/profilesvc/profilesvc/application/paging"
-	"github.com/profilesvc/profilesvc/application/unit"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/proxy"
@@ -37,8 +36,6 @@ type Deps struct {
 	Teams   TeamLock
 	Proxies proxystore.Proxies
 	Outbox  ports.Outbox
-	// Events is told of events committed to the outbox (nil: nobody).
-	Events  ports.EventsNotifier
 	Prober  ports.ProxyProber
 	Box     ports.SecretBox
 	Limiter ports.RateLimiter
@@ -399,5 +396,5 @@ func (s *Service) emit(ctx context.Context, p proxy.Proxy, typ event.Type, extra
 	if err != nil {
 		return err
 	}
-	return unit.Append(ctx, s.d.Outbox, s.d.Events, e)
+	return s.d.Outbox.Append(ctx, e)
 }

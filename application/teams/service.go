@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/profilesvc/profilesvc/application/paging"
-	"github.com/profilesvc/profilesvc/application/unit"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/account"
 	"github.com/profilesvc/profilesvc/domain/event"
@@ -44,13 +43,11 @@ type Deps struct {
 	Users       Users
 	Keys        MemberKeys
 	Outbox      ports.Outbox
-	// Events is told of events committed to the outbox (nil: nobody).
-	Events ports.EventsNotifier
-	Mailer ports.Mailer
-	Clock  ports.Clock
-	IDs    ports.IDs
-	Log    *slog.Logger
-	Policy Policy
+	Mailer      ports.Mailer
+	Clock       ports.Clock
+	IDs         ports.IDs
+	Log         *slog.Logger
+	Policy      Policy
 }
 
 // Users reads the users the accounts module owns (ports/accountstore): the
@@ -436,5 +433,5 @@ func (s *Service) emit(ctx context.Context, t team.Team, m team.Member, typ even
 	if err != nil {
 		return err
 	}
-	return unit.Append(ctx, s.d.Outbox, s.d.Events, e)
+	return s.d.Outbox.Append(ctx, e)
 }

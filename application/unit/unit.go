@@ -12,7 +12,6 @@ import (
 	"context"
 	"sync"
 
-	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/ports"
 )
 
@@ -94,16 +93,4 @@ func OnEnd(ctx context.Context, fn func(ctx context.Context)) {
 		return
 	}
 	fn(ctx)
-}
-
-// Append appends e to outbox in the unit ctx carries and, once the unit has
-// committed, tells events (nil: nobody) that there are events to fan out.
-func Append(ctx context.Context, outbox ports.Outbox, events ports.EventsNotifier, e event.Event) error {
-	if err := outbox.Append(ctx, e); err != nil {
-		return err
-	}
-	if events != nil {
-		OnCommit(ctx, func(context.Context) { events.EventsCommitted() })
-	}
-	return nil
 }

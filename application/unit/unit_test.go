@@ -6,10 +6,8 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/profilesvc/profilesvc/application/unit"
-	"github.com/profilesvc/profilesvc/domain/event"
 )
 
 // store is a unit of work that records what happened, in order.
@@ -39,13 +37,6 @@ func (s *store) Do(ctx context.Context, fn func(ctx context.Context) error) erro
 	s.note("commit")
 	return nil
 }
-
-func (s *store) Append(_ context.Context, e event.Event) error {
-	s.note("append " + e.ID)
-	return nil
-}
-
-func (s *store) EventsCommitted() { s.note("told") }
 
 func (s *store) want(t *testing.T, want ...string) {
 	t.Helper()
@@ -135,31 +126,4 @@ func TestHooksGetTheContextOfDo(t *testing.T) {
 	if err != nil || got != "request-1" {
 		t.Fatalf("hook saw %v (%v), want request-1", got, err)
 	}
-}
-
-func TestAnAppendTellsOfItsEventsOnceCommitted(t *testing.T) {
-	t.Parallel()
-	s := &store{}
-	e := event.Event{ID: "evt_1", TeamID: "team_1", Type: event.ProfileCreated, OccurredAt: time.Unix(0, 0)}
-	err := unit.New(s, nil).Do(context.Background(), func(ctx context.Context) error {
-		return unit.Append(ctx, s, s, e)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.want(t, "begin", "append evt_1", "commit", "told")
-
-	// A unit that rolls back tells nobody.
-	s = &store{}
-	boom := errors.New("boom")
-	err = unit.New(s, nil).Do(context.Background(), func(ctx context.Context) error {
-		if err := unit.Append(ctx, s, s, e); err != nil {
-			return err
-		}
-		return boom
-	})
-	if !errors.Is(err, boom) {
-		t.Fatal(err)
-	}
-	s.want(t, "begin", "append evt_1", "rollback")
 }

@@ -11,53 +11,40 @@ import (
 	"time"
 
 	"github.com/profilesvc/profilesvc/domain"
-	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/webhook"
 	"github.com/profilesvc/profilesvc/ports"
 	"github.com/profilesvc/profilesvc/ports/webhookstore"
 	"golang.org/x/time/rate"
 )
 
-// Waker wakes the dispatcher when there may be work: its fan-out when
-// events were committed, its deliveries when a test or retry was queued,
-// deliveries were fanned out or an attempt finished. Wakes while it is busy
-// collapse into one. Anything may feed it: this process's units of work
-// after they commit, and a notice that another instance committed events
-// (call EventsCommitted), so that every instance fans out and claims at
-// once rather than at its next poll.
-type Waker struct {
-	// ch wakes the delivery loop, fan the fan-out loop.
-	ch, fan chan struct{}
-}
+// Waker wakes the dispatcher's delivery loop when there may be work:
+// deliveries were queued (by a write's unit, a test or a retry) or an
+// attempt finished. Wakes while it is busy collapse into one. Anything may
+// feed it: this process's units of work after they commit, and a notice
+// that another instance queued deliveries, so that every instance claims
+// at once rather than at its next poll.
+type Waker struct{ ch chan struct{} }
 
 // NewWaker returns a waker.
-func NewWaker() *Waker { return &Waker{ch: make(chan struct{}, 1), fan: make(chan struct{}, 1)} }
+func NewWaker() *Waker { return &Waker{ch: make(chan struct{}, 1)} }
 
-// EventsCommitted wakes the dispatcher to fan out new events.
-func (w *Waker) EventsCommitted() { signal(w.fan) }
+// DeliveriesQueued wakes the dispatcher (ports.DeliveriesNotifier).
+func (w *Waker) DeliveriesQueued() { w.Wake() }
 
 // Wake wakes the dispatcher to claim due deliveries.
-func (w *Waker) Wake() { signal(w.ch) }
-
-// signal sends on ch without blocking.
-func signal(ch chan struct{}) {
+func (w *Waker) Wake() {
 	select {
-	case ch <- struct{}{}:
+	case w.ch <- struct{}{}:
 	default:
 	}
 }
 
-// Run fans out and delivers until ctx ends, then waits for the attempts in
-// flight and their records. Every instance with delivery on runs it:
-// claims and leases share the work. Fan-out runs beside the delivery loop,
-// waking it after each batch, so that deliveries of a long backlog start
-// with its first batch rather than once the whole outbox is fanned out.
+// Run delivers until ctx ends, then waits for the attempts in flight and
+// their records. Every instance with delivery on runs it: claims and
+// leases share the work.
 func (s *Service) Run(ctx context.Context) {
 	r := s.newRun()
 	defer r.stop()
-	var fanOut sync.WaitGroup
-	fanOut.Go(func() { s.fanOutLoop(ctx) })
-	defer fanOut.Wait()
 	var checked time.Time
 	for ctx.Err() == nil {
 		wait := s.d.Policy.PollInterval
@@ -98,23 +85,6 @@ func (s *Service) checkPending(ctx context.Context, wait time.Duration) time.Dur
 	return min(wait, s.idle(next.Sub(now)))
 }
 
-// fanOutLoop fans out committed events when woken, and at every poll
-// whatever other instances (or a previous run) left, until ctx ends.
-func (s *Service) fanOutLoop(ctx context.Context) {
-	for ctx.Err() == nil {
-		if err := s.fanOutAll(ctx); err != nil && ctx.Err() == nil {
-			s.d.Log.ErrorContext(ctx, "webhook fan-out", "error", err.Error())
-		}
-		timer := time.NewTimer(s.d.Policy.PollInterval)
-		select {
-		case <-ctx.Done():
-		case <-s.d.Waker.fan:
-		case <-timer.C:
-		}
-		timer.Stop()
-	}
-}
-
 // idle is how long the loop sleeps, unless woken, when the earliest
 // pending delivery is due in until. Work due later shortens the sleep to
 // its time. Work due already does not: this pass has just claimed what it
@@ -129,103 +99,6 @@ func (s *Service) idle(until time.Duration) time.Duration {
 	}
 	return min(until, s.d.Policy.PollInterval)
 }
-
-// fanOutAll turns committed outbox events into deliveries until none is
-// left, waking the delivery loop after each batch that made deliveries:
-// the events of teams without an endpoint that takes them make none, and
-// waking it for them cost the database a claim and a look at the pending
-// deliveries each time.
-func (s *Service) fanOutAll(ctx context.Context) error {
-	for {
-		n, made, err := s.fanOut(ctx)
-		if made > 0 && err == nil {
-			s.d.Waker.Wake()
-		}
-		if err != nil || n < s.d.Policy.FanOutBatch {
-			return err
-		}
-	}
-}
-
-// FanOut takes one batch of undispatched outbox events and, in the same
-// transaction, creates one delivery per enabled endpoint of the event's
-// team that takes it (created before the event was committed, subscribed
-// to its type), a batch of them per statement, and marks the events
-// dispatched. A crash before the commit leaves the events for the next
-// fan-out; nothing is lost or doubled.
-func (s *Service) FanOut(ctx context.Context) (int, error) {
-	n, _, err := s.fanOut(ctx)
-	return n, err
-}
-
-// fanOut is FanOut, also returning how many deliveries it made.
-func (s *Service) fanOut(ctx context.Context) (n, made int, err error) {
-	err = s.d.Tx.Do(ctx, func(ctx context.Context) error {
-		n, made = 0, 0
-		events, err := s.d.Outbox.ClaimUndispatched(ctx, s.d.Policy.FanOutBatch)
-		if err != nil {
-			return err
-		}
-		now := s.d.Clock.Now().UTC()
-		s.d.Metrics.OutboxLag(outboxLag(events, now))
-		if len(events) == 0 {
-			return nil
-		}
-		n = len(events)
-		endpoints := map[string][]webhook.Endpoint{}
-		ids := make([]string, 0, len(events))
-		var batch []webhook.Delivery
-		for _, e := range events {
-			ids = append(ids, e.ID)
-			eps, seen := endpoints[e.TeamID]
-			if !seen {
-				if eps, err = s.d.Endpoints.ListEnabled(ctx, e.TeamID); err != nil {
-					return err
-				}
-				endpoints[e.TeamID] = eps
-			}
-			var payload []byte
-			for _, ep := range eps {
-				if !ep.Takes(e) {
-					continue
-				}
-				if payload == nil {
-					if payload, err = webhook.Payload(e); err != nil {
-						return err
-					}
-				}
-				batch = append(batch, webhook.NewDelivery(s.d.IDs.New("dlv"), ep, e, payload, s.d.Policy.Schedule, now))
-				made++
-				if len(batch) == createBatch {
-					if err := s.d.Deliveries.Create(ctx, batch...); err != nil {
-						return err
-					}
-					batch = batch[:0]
-				}
-			}
-		}
-		if len(batch) > 0 {
-			if err := s.d.Deliveries.Create(ctx, batch...); err != nil {
-				return err
-			}
-		}
-		return s.d.Outbox.MarkDispatched(ctx, ids)
-	})
-	return n, made, err
-}
-
-// outboxLag is how long the oldest of events has waited to be fanned out.
-func outboxLag(events []event.Event, now time.Time) time.Duration {
-	var lag time.Duration
-	for _, e := range events {
-		lag = max(lag, now.Sub(e.OccurredAt))
-	}
-	return lag
-}
-
-// createBatch bounds the deliveries one INSERT writes, so that a team with
-// many endpoints does not make one statement of unbounded size.
-const createBatch = 500
 
 // recordBatch bounds the outcomes one Complete writes.
 const recordBatch = 256

@@ -131,7 +131,6 @@ type fakeMetrics struct {
 	mu       sync.Mutex
 	outcomes []string
 	oldest   []time.Duration
-	lags     []time.Duration
 }
 
 func (m *fakeMetrics) Attempt(outcome string, _ time.Duration) {
@@ -144,18 +143,6 @@ func (m *fakeMetrics) OldestPending(age time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.oldest = append(m.oldest, age)
-}
-
-func (m *fakeMetrics) OutboxLag(age time.Duration) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.lags = append(m.lags, age)
-}
-
-func (m *fakeMetrics) Lags() []time.Duration {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]time.Duration(nil), m.lags...)
 }
 
 func (m *fakeMetrics) Outcomes() []string {
@@ -222,16 +209,6 @@ type enabledHook struct {
 
 func (h *enabledHook) ListEnabled(ctx context.Context, teamID string) ([]webhook.Endpoint, error) {
 	return h.fn(ctx, teamID)
-}
-
-// outboxHook stands in for ClaimUndispatched.
-type outboxHook struct {
-	webhookstore.OutboxClaims
-	fn func(ctx context.Context, limit int) ([]event.Event, error)
-}
-
-func (h *outboxHook) ClaimUndispatched(ctx context.Context, limit int) ([]event.Event, error) {
-	return h.fn(ctx, limit)
 }
 
 // fixture is a webhook service over the memory store with a fake clock,

@@ -1,6 +1,6 @@
 // Package webhooks owns the webhook use cases: a team's endpoints (with
-// their secrets sealed at rest), the fan-out of committed outbox events to
-// deliveries, and the dispatcher that attempts deliveries on SPEC's
+// their secrets sealed at rest), the outbox that queues every event's
+// deliveries with the write that makes it, and the dispatcher that attempts deliveries on SPEC's
 // schedule, signs every body, and records every attempt.
 package webhooks
 
@@ -42,8 +42,6 @@ type Policy struct {
 	// endpoint's default MaxInFlight, so one slow endpoint leaves room for
 	// its team's others.
 	PerTeam int
-	// FanOutBatch is how many outbox events one fan-out unit takes.
-	FanOutBatch int
 	// PollInterval bounds how long the dispatcher sleeps without a wake-up:
 	// work committed by other instances is seen within it.
 	PollInterval time.Duration
@@ -62,7 +60,7 @@ type Deps struct {
 	Teams      TeamLock
 	Endpoints  webhookstore.Endpoints
 	Deliveries webhookstore.Deliveries
-	Outbox     webhookstore.OutboxClaims
+	Outbox     ports.Outbox
 	Sender     ports.WebhookSender
 	Box        ports.SecretBox
 	Metrics    ports.WebhookMetrics
@@ -70,7 +68,10 @@ type Deps struct {
 	IDs        ports.IDs
 	Log        *slog.Logger
 	Waker      *Waker
-	Policy     Policy
+	// Queued is told when a unit that queued deliveries of its events has
+	// committed; nil: this instance's Waker alone.
+	Queued ports.DeliveriesNotifier
+	Policy Policy
 }
 
 // TeamLock takes a team's lock for the rest of the unit of work
@@ -95,9 +96,6 @@ func New(d Deps) *Service {
 	if p.PerTeam <= 0 {
 		p.PerTeam = max(1, p.Workers/2)
 	}
-	if p.FanOutBatch <= 0 {
-		p.FanOutBatch = 200
-	}
 	if p.PollInterval <= 0 {
 		p.PollInterval = time.Second
 	}
@@ -112,6 +110,9 @@ func New(d Deps) *Service {
 	}
 	if d.Waker == nil {
 		d.Waker = NewWaker()
+	}
+	if d.Queued == nil {
+		d.Queued = d.Waker
 	}
 	return &Service{d: d, owner: d.IDs.New("dsp")}
 }
@@ -166,7 +167,6 @@ func (s *Service) Create(ctx context.Context, actor team.Actor, in CreateInput) 
 		if err := team.CheckQuota(n, s.d.Policy.MaxEndpoints, "webhook endpoints"); err != nil {
 			return err
 		}
-		// The store sets ep's AfterSeq, which no caller of Create reads.
 		return s.d.Endpoints.Create(ctx, ep)
 	})
 	if err != nil {

@@ -405,7 +405,7 @@ func TestNewFillsInThePolicyDefaults(t *testing.T) {
 	s := New(Deps{IDs: apptest.NewPrefixIDs()})
 
 	p := s.d.Policy
-	if p.LeaseTTL != time.Minute || p.Workers != 64 || p.PerTeam != 32 || p.FanOutBatch != 200 || p.PollInterval != time.Second {
+	if p.LeaseTTL != time.Minute || p.Workers != 64 || p.PerTeam != 32 || p.PollInterval != time.Second {
 		t.Fatalf("policy %+v", p)
 	}
 	if s.d.Waker == nil || s.owner != "dsp_001" {

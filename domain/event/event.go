@@ -47,9 +47,6 @@ type Event struct {
 	Type       Type
 	OccurredAt time.Time
 	Data       json.RawMessage
-	// Seq is the event's place in the outbox, set by the store: events
-	// committed later have higher numbers. Zero until stored.
-	Seq int64
 }
 
 // New builds an event, encoding data as its JSON object.

@@ -52,10 +52,6 @@ type Endpoint struct {
 	// second (0: no limit), for receivers that must not be flooded.
 	MaxInFlight int
 	RateLimit   int
-	// AfterSeq is the outbox's highest event number when the endpoint was
-	// stored, set by the store: the endpoint takes only events above it,
-	// those committed after it existed.
-	AfterSeq int64
 }
 
 // NewEndpoint returns an enabled endpoint of teamID. url and events are
@@ -104,12 +100,6 @@ func (e Endpoint) Change(ch EndpointChange, now time.Time) Endpoint {
 // Wants reports whether the endpoint takes events of type t.
 func (e Endpoint) Wants(t event.Type) bool {
 	return e.Enabled && (slices.Contains(e.Events, AllEvents) || slices.Contains(e.Events, string(t)))
-}
-
-// Takes reports whether the committed event ev goes to the endpoint: one
-// of a type it wants, committed after the endpoint was created.
-func (e Endpoint) Takes(ev event.Event) bool {
-	return ev.Seq > e.AfterSeq && e.Wants(ev.Type)
 }
 
 // CheckURL validates an endpoint address: https, or http too when private

@@ -197,24 +197,6 @@ func TestCheckLimits(t *testing.T) {
 	}
 }
 
-func TestTakesOnlyEventsAfterTheEndpoint(t *testing.T) {
-	ep := webhook.Endpoint{Events: []string{string(event.ProfileCreated)}, Enabled: true, AfterSeq: 5}
-	for _, c := range []struct {
-		seq  int64
-		typ  event.Type
-		want bool
-	}{
-		{4, event.ProfileCreated, false},
-		{5, event.ProfileCreated, false},
-		{6, event.ProfileCreated, true},
-		{6, event.ProfileDeleted, false},
-	} {
-		if got := ep.Takes(event.Event{Seq: c.seq, Type: c.typ}); got != c.want {
-			t.Errorf("endpoint after 5 takes %s number %d: %v, want %v", c.typ, c.seq, got, c.want)
-		}
-	}
-}
-
 // An attempt claimed and lost with its instance counts: the next one is
 // numbered after it and the schedule moves on past it.
 func TestLostAttemptsCount(t *testing.T) {

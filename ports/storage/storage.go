@@ -21,11 +21,10 @@ import (
 // Missing rows are reported as domain not-found errors, unique-key clashes as
 // domain conflict errors; anything else is an internal error.
 
-// Outbox is the whole outbox table: what every module appends, what the
-// webhook pipeline claims, and a plain read for tests and operators.
+// Outbox is the whole outbox table: what the webhook pipeline appends for
+// every module, and a plain read for tests and operators.
 type Outbox interface {
 	ports.Outbox
-	webhookstore.OutboxClaims
 	// ListAfter returns up to limit events with an id greater than afterID
 	// ("" for the first), in id order.
 	ListAfter(ctx context.Context, afterID string, limit int) ([]event.Event, error)

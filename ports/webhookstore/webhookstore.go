@@ -1,6 +1,6 @@
 // Package webhookstore is the storage port of application/webhooks: a team's
-// endpoints, the deliveries of events to them with the leases dispatchers
-// hold, and the claims on the outbox that fan events out.
+// endpoints, and the deliveries of events to them with the leases
+// dispatchers hold.
 //
 // Missing rows are reported as domain not-found errors, unique-key clashes as
 // domain conflict errors; anything else is an internal error.
@@ -10,7 +10,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/webhook"
 )
 
@@ -24,7 +23,8 @@ type Endpoints interface {
 	List(ctx context.Context, teamID, beforeID string, limit int) ([]webhook.Endpoint, error)
 	// Count returns how many endpoints the team has, enabled or not.
 	Count(ctx context.Context, teamID string) (int, error)
-	// ListEnabled returns every enabled endpoint of the team, for fan-out.
+	// ListEnabled returns every enabled endpoint of the team, for the
+	// deliveries of its events.
 	ListEnabled(ctx context.Context, teamID string) ([]webhook.Endpoint, error)
 	// Update replaces url, events, sealed secret, enabled, max in flight,
 	// rate limit and updated time.
@@ -99,11 +99,9 @@ type Deliveries interface {
 	Pending(ctx context.Context) (nextDue, oldestCreated time.Time, ok bool, err error)
 	// Prune deletes, in one call, up to limit succeeded or failed deliveries
 	// last updated before cutoff, and up to limit outbox events that
-	// occurred before cutoff, have been dispatched, and that no pending
-	// delivery (leased or not) refers to, oldest (by update, by occurrence)
-	// first. The
-	// event appended last always stays, so that the outbox's numbering
-	// (event.Seq) goes on from it. A limit below one deletes nothing.
+	// occurred before cutoff and that no pending delivery (leased or not)
+	// refers to, oldest (by update, by occurrence) first. A limit below one
+	// deletes nothing.
 	Prune(ctx context.Context, cutoff time.Time, limit int) (Pruned, error)
 }
 
@@ -111,19 +109,4 @@ type Deliveries interface {
 type Pruned struct {
 	Events     int
 	Deliveries int
-}
-
-// OutboxClaims is how the pipeline takes committed events for fan-out.
-type OutboxClaims interface {
-	// ClaimUndispatched returns up to limit events not yet fanned out to
-	// webhook deliveries, lowest id first, locked for the caller's unit of
-	// work: concurrent units (other instances) skip them (PostgreSQL:
-	// FOR UPDATE SKIP LOCKED) and see them again if the unit rolls back.
-	// A store may start above ids it returned a while ago: an event it
-	// then passes over (committed long after its id was made, or skipped
-	// by a unit that rolled back) is returned within a second or so.
-	ClaimUndispatched(ctx context.Context, limit int) ([]event.Event, error)
-	// MarkDispatched records that the events have been fanned out; ids
-	// not in the outbox, or marked already, are ignored.
-	MarkDispatched(ctx context.Context, ids []string) error
 }

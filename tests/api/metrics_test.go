@@ -76,7 +76,7 @@ func TestMetricsAfterAScenario(t *testing.T) {
 		}
 		for _, family := range []string{"profilesvc_http_requests_total", "profilesvc_http_requests_in_flight",
 			"go_goroutines", "process_resident_memory_bytes", "profilesvc_webhook_attempts_total",
-			"profilesvc_webhook_oldest_pending_seconds", "profilesvc_outbox_lag_seconds"} {
+			"profilesvc_webhook_oldest_pending_seconds"} {
 			if !strings.Contains(page, "# TYPE "+family+" ") {
 				t.Errorf("no family %s", family)
 			}

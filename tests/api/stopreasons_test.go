@@ -10,6 +10,7 @@ import (
 
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/profile"
+	"github.com/profilesvc/profilesvc/ports/webhookstore"
 	"github.com/profilesvc/profilesvc/tests/poll"
 )
 
@@ -29,8 +30,8 @@ func stoppedReasons(rc *receiver) map[string]string {
 
 // carryOver gives the instance next what a persistent store would have
 // kept for it from the stopped instance prev, whose memory store ended with
-// it: the team's endpoint and the profile.stopped events of the profile,
-// as prev committed them.
+// it: the team's endpoint, and the profile.stopped events of the profile
+// with their deliveries to it, as prev committed them.
 func carryOver(t *testing.T, prev, next *harness, teamID, endpointID, profileID string) {
 	t.Helper()
 	ctx := context.Background()
@@ -41,12 +42,23 @@ func carryOver(t *testing.T, prev, next *harness, teamID, endpointID, profileID 
 	if err := next.store.WebhookEndpoints().Create(ctx, ep); err != nil {
 		t.Fatal(err)
 	}
+	ds, err := prev.store.Deliveries().List(ctx, teamID, endpointID, webhookstore.DeliveryFilter{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, e := range prev.events(t, event.ProfileStopped) {
 		if eventData(t, e)["profile"].(map[string]any)["id"] != profileID {
 			continue
 		}
 		if err := next.store.Outbox().Append(ctx, e); err != nil {
 			t.Fatal(err)
+		}
+		for _, d := range ds {
+			if d.EventID == e.ID {
+				if err := next.store.Deliveries().Create(ctx, d); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
 	}
 }
@@ -121,6 +133,9 @@ func TestEveryStopReasonIsEmittedAsDocumented(t *testing.T) {
 			shutdown, _ := launch("shutdown", 3600)
 			h.stop()
 			next := start(t, webhookOptions(url))
+			// The instances' clocks agree, as real ones do: the delivery
+			// queued on the stopping instance is due on the next one.
+			next.clock.Advance(h.clock.Now().Sub(next.clock.Now()))
 			if b.name == "memory" {
 				carryOver(t, h, next, a.teamID, endpoint, shutdown)
 			}

@@ -58,7 +58,6 @@ func RunStore(t *testing.T, newStore NewStore) {
 	t.Run("profiles", func(t *testing.T) { runProfileRepository(t, newStore) })
 	t.Run("profile node sessions", func(t *testing.T) { runProfileNodeSessions(t, newStore) })
 	t.Run("outbox", func(t *testing.T) { runOutbox(t, newStore) })
-	t.Run("outbox dispatch", func(t *testing.T) { runOutboxDispatch(t, newStore) })
 	t.Run("proxies", func(t *testing.T) { runProxyRepository(t, newStore) })
 	t.Run("snapshots", func(t *testing.T) { runSnapshotRepository(t, newStore) })
 	t.Run("blob refs", func(t *testing.T) { runBlobRefs(t, newStore) })

@@ -11,7 +11,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/webhook"
 )
 
@@ -56,8 +55,6 @@ var timeType = reflect.TypeFor[time.Time]()
 
 // storeNumbered are the fields a store sets, by type and name.
 var storeNumbered = map[reflect.Type]map[string]bool{
-	reflect.TypeFor[event.Event]():      {"Seq": true},
-	reflect.TypeFor[webhook.Endpoint](): {"AfterSeq": true},
 	reflect.TypeFor[webhook.Delivery](): {"Started": true},
 }
 

@@ -12,7 +12,7 @@ import (
 
 // WithQueryHook returns s seeing every statement bun runs through h.
 func WithQueryHook(s *Store, h bun.QueryHook) *Store {
-	return &Store{db: s.db.WithQueryHook(h), pool: s.pool, dialect: s.dialect, queryTimeout: s.queryTimeout, claims: s.claims}
+	return &Store{db: s.db.WithQueryHook(h), pool: s.pool, dialect: s.dialect, queryTimeout: s.queryTimeout}
 }
 
 // OpenTraced is Open with every statement pgx sends to PostgreSQL seen by

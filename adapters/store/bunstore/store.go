@@ -44,8 +44,6 @@ type Store struct {
 	// queryTimeout is Options.QueryTimeout, for the statements that pass
 	// their parameters to pgx (prepared) instead of through bun's hooks.
 	queryTimeout time.Duration
-	// claims is where the outbox's claims start, on PostgreSQL.
-	claims *claimFloor
 }
 
 // Options says which database Open connects to.
@@ -89,7 +87,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, pool: pool, dialect: dialect, queryTimeout: o.QueryTimeout, claims: &claimFloor{}}
+	s := &Store{db: db, pool: pool, dialect: dialect, queryTimeout: o.QueryTimeout}
 	if err := db.PingContext(ctx); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("connect to %s database: %w", dialect, err)

@@ -346,11 +346,6 @@ var finishedStatuses = bun.List([]string{string(webhook.StatusSucceeded), string
 // DELETE repeats the subquery's conditions on the row itself: on
 // PostgreSQL, a row a concurrent unit changed (a delivery retried, so
 // pending again) is re-checked as it now stands and kept.
-//
-// The event with the highest seq stays because SQLite's trigger numbers a
-// new event one above the highest left: were it deleted, the next event
-// would take its number, and an endpoint created after it (after_seq)
-// would never receive that event.
 func (r deliveryRepository) Prune(ctx context.Context, cutoff time.Time, limit int) (webhookstore.Pruned, error) {
 	var out webhookstore.Pruned
 	if limit < 1 {
@@ -378,8 +373,6 @@ func (r deliveryRepository) Prune(ctx context.Context, cutoff time.Time, limit i
 		events := tx.NewSelect().Model((*outboxEventRow)(nil)).
 			Column("id").
 			Where("occurred_at < ?", cutoff).
-			Where("NOT EXISTS (SELECT 1 FROM outbox_pending AS op WHERE op.id = o.id)").
-			Where("seq < (SELECT max(seq) FROM outbox_events)").
 			Where("NOT EXISTS (SELECT 1 FROM webhook_deliveries AS pd WHERE pd.event_id = o.id AND pd.status = ?)",
 				string(webhook.StatusPending)).
 			OrderExpr("occurred_at ASC, id ASC").

@@ -27,7 +27,6 @@ type webhookEndpointRow struct {
 	UpdatedAt    time.Time `bun:"updated_at"`
 	MaxInFlight  int       `bun:"max_in_flight"`
 	RateLimit    int       `bun:"rate_limit"`
-	AfterSeq     int64     `bun:"after_seq"`
 }
 
 // webhookEndpointUpdateColumns are what Update replaces.
@@ -82,7 +81,6 @@ func (r *webhookEndpointRow) endpoint() (webhook.Endpoint, error) {
 		UpdatedAt:    utc(r.UpdatedAt),
 		MaxInFlight:  r.MaxInFlight,
 		RateLimit:    r.RateLimit,
-		AfterSeq:     r.AfterSeq,
 	}, nil
 }
 
@@ -105,12 +103,7 @@ func (r webhookEndpointRepository) Create(ctx context.Context, e webhook.Endpoin
 	if err != nil {
 		return err
 	}
-	// The statement reads the outbox as committed when it starts: every
-	// event committed before the endpoint's unit began is at or below
-	// after_seq, every event written after the endpoint committed above it.
-	_, err = conn(ctx, r.db).NewInsert().Model(row).
-		Value("after_seq", "(SELECT coalesce(max(seq), 0) FROM outbox_events)").
-		Exec(ctx)
+	_, err = conn(ctx, r.db).NewInsert().Model(row).Exec(ctx)
 	if err != nil {
 		return writeErr(err, "webhook endpoint", "webhook endpoint already exists")
 	}

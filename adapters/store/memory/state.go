@@ -32,11 +32,8 @@ type state struct {
 	garbage     table[garbageRow]
 	endpoints   table[webhook.Endpoint]
 	deliveries  table[deliveryRow]
-	outbox      table[outboxRow]
+	outbox      table[event.Event]
 	idempotency table[ports.IdempotencyRecord]
-	// outboxSeq is the number of the last event appended. It only grows: a
-	// unit that rolls back leaves a gap, as a database sequence does.
-	outboxSeq int64
 }
 
 // deliveryRow is a delivery with the lease a dispatcher holds on it, which
@@ -49,14 +46,6 @@ type deliveryRow struct {
 }
 
 func pending(row *deliveryRow) bool { return row.d.Status == webhook.StatusPending }
-
-// outboxRow is an event and whether it has been fanned out to deliveries.
-type outboxRow struct {
-	e          event.Event
-	dispatched bool
-}
-
-func undispatched(row *outboxRow) bool { return !row.dispatched }
 
 func newState() state {
 	return state{
@@ -74,7 +63,7 @@ func newState() state {
 		garbage:     newTable("blob candidate", func(g *garbageRow) rowKey { return rowKey{id: g.sha256} }, cloneGarbageRow),
 		endpoints:   newTable("webhook endpoint", func(e *webhook.Endpoint) rowKey { return rowKey{e.ID, e.TeamID} }, cloneEndpoint),
 		deliveries:  newTable("delivery", func(r *deliveryRow) rowKey { return rowKey{r.d.ID, r.d.TeamID} }, cloneDeliveryRow).withBacklog(pending),
-		outbox:      newTable("event", func(r *outboxRow) rowKey { return rowKey{r.e.ID, r.e.TeamID} }, cloneOutboxRow).withBacklog(undispatched),
+		outbox:      newTable("event", func(e *event.Event) rowKey { return rowKey{e.ID, e.TeamID} }, cloneEvent),
 		idempotency: newTable("idempotency record", idempotencyRowKey, cloneIdempotencyRecord),
 	}
 }
@@ -201,10 +190,5 @@ func cloneDelivery(d webhook.Delivery) webhook.Delivery {
 func cloneDeliveryRow(r deliveryRow) deliveryRow {
 	r.d = cloneDelivery(r.d)
 	r.leaseUntil = r.leaseUntil.UTC()
-	return r
-}
-
-func cloneOutboxRow(r outboxRow) outboxRow {
-	r.e = cloneEvent(r.e)
 	return r
 }

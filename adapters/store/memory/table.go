@@ -38,8 +38,8 @@ func newTable[T any](name string, key func(*T) rowKey, clone func(T) T) table[T]
 }
 
 // withBacklog keeps the ids of the rows waiting accepts apart, for a table
-// that a poller drains (events not yet fanned out, pending deliveries), so
-// that a poll costs what is waiting rather than every row ever written:
+// that a poller drains (pending deliveries), so that a poll costs what is
+// waiting rather than every row ever written:
 // without it the memory benchmarks of webhook delivery and of launching
 // profiles ran markedly slower, as the webhook pipeline polls on every
 // commit.

@@ -6,17 +6,15 @@ import (
 	"slices"
 	"time"
 
+	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/webhook"
 	"github.com/profilesvc/profilesvc/ports/webhookstore"
 )
 
 type webhookEndpoints struct{ s *Store }
 
-// Create numbers the endpoint after the last event appended: units of work
-// run one at a time, so every event before it has committed.
 func (r webhookEndpoints) Create(ctx context.Context, e webhook.Endpoint) error {
 	return r.s.write(ctx, func(st *state, undo *undoLog) error {
-		e.AfterSeq = st.outboxSeq
 		return st.endpoints.insert(undo, e)
 	})
 }
@@ -37,7 +35,7 @@ func (r webhookEndpoints) Count(ctx context.Context, teamID string) (int, error)
 	})
 }
 
-// ListEnabled returns the endpoints oldest first, so that fan-out creates a
+// ListEnabled returns the endpoints oldest first, so that an append queues a
 // team's deliveries in the same order every time.
 func (r webhookEndpoints) ListEnabled(ctx context.Context, teamID string) ([]webhook.Endpoint, error) {
 	return readValue(ctx, r.s, func(st *state) ([]webhook.Endpoint, error) {
@@ -270,18 +268,13 @@ func (r deliveries) Prune(ctx context.Context, cutoff time.Time, limit int) (web
 		for row := range st.deliveries.scanBacklog(all, nil) {
 			waiting[row.d.EventID] = true
 		}
-		var lastSeq int64
-		for row := range st.outbox.scan(all, nil) {
-			lastSeq = max(lastSeq, row.e.Seq)
-		}
-		events := st.outbox.query(func(row *outboxRow) bool {
-			return row.dispatched && row.e.OccurredAt.Before(cutoff) &&
-				row.e.Seq != lastSeq && !waiting[row.e.ID]
-		}, func(a, b *outboxRow) int {
-			return cmp.Or(a.e.OccurredAt.Compare(b.e.OccurredAt), cmp.Compare(a.e.ID, b.e.ID))
+		events := st.outbox.query(func(e *event.Event) bool {
+			return e.OccurredAt.Before(cutoff) && !waiting[e.ID]
+		}, func(a, b *event.Event) int {
+			return cmp.Or(a.OccurredAt.Compare(b.OccurredAt), cmp.Compare(a.ID, b.ID))
 		}, limit)
-		for _, row := range events {
-			st.outbox.remove(undo, row.e.ID)
+		for _, e := range events {
+			st.outbox.remove(undo, e.ID)
 		}
 		out.Events = len(events)
 		return out, nil
