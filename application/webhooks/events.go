@@ -26,7 +26,7 @@ func (s *Service) Append(ctx context.Context, e event.Event) error {
 	}
 	var queued []webhook.Delivery
 	var payload []byte
-	now := s.d.Clock.Now().UTC()
+	now := s.d.Clock.Now()
 	for _, ep := range endpoints {
 		if !ep.Wants(e.Type) {
 			continue
@@ -46,8 +46,15 @@ func (s *Service) Append(ctx context.Context, e event.Event) error {
 			return err
 		}
 	}
-	unit.OnCommit(ctx, func(context.Context) { s.d.Queued.DeliveriesQueued() })
+	s.queued(ctx)
 	return nil
+}
+
+// queued tells the dispatchers (Deps.Queued), once ctx's unit has
+// committed, that it queued deliveries: those of events, a test event's,
+// a retried one.
+func (s *Service) queued(ctx context.Context) {
+	unit.OnCommit(ctx, func(context.Context) { s.d.Queued.DeliveriesQueued() })
 }
 
 // createBatch bounds the deliveries one INSERT writes, so that a team with

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -118,6 +119,9 @@ func TestAnAppendThatFailsLeavesNoEventAndNoDelivery(t *testing.T) {
 	if !errors.Is(err, boom) {
 		t.Fatalf("the unit returned %v", err)
 	}
+	if f.woken() {
+		t.Fatal("a write whose unit rolled back woke the dispatcher")
+	}
 
 	working := f.deps.Endpoints
 	f.deps.Endpoints = &enabledHook{Endpoints: working, fn: func(context.Context, string) ([]webhook.Endpoint, error) {
@@ -136,9 +140,6 @@ func TestAnAppendThatFailsLeavesNoEventAndNoDelivery(t *testing.T) {
 	}
 	wantStrings(t, "outbox", f.outbox(t))
 	wantStrings(t, "deliveries", f.deliveredEvents(t, "team_1", ep.ID))
-	if f.woken() {
-		t.Fatal("a write that failed woke the dispatcher")
-	}
 }
 
 // The dispatcher is woken once a write that queued deliveries has
@@ -168,6 +169,45 @@ func TestAppendWakesTheDispatcherOnceItsDeliveriesCommit(t *testing.T) {
 	f.commit(t, "evt_c", "team_2", event.ProfileDeleted)
 	if f.woken() {
 		t.Fatal("writes that queued no delivery woke the dispatcher")
+	}
+}
+
+// queuedCount counts what the dispatchers are told.
+type queuedCount struct{ n atomic.Int32 }
+
+func (q *queuedCount) DeliveriesQueued() { q.n.Add(1) }
+
+// Every way of queueing a delivery tells every instance's dispatcher
+// (Deps.Queued), not only this one's: an event's, a test event's and a
+// retried failure's.
+func TestEveryQueuedDeliveryIsTold(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, reply{status: 500})
+	told := &queuedCount{}
+	f.deps.Queued = told
+	f.deps.Policy.Schedule = webhook.Schedule{0}
+	f.build()
+	ep := f.endpoint(t, "https://a.example.com", "*")
+	f.commit(t, "evt_a", "team_1", event.ProfileCreated)
+	if n := told.n.Load(); n != 1 {
+		t.Fatalf("told %d times after an event's delivery, want 1", n)
+	}
+	id, err := f.svc.Test(ctx, admin, ep.ID, string(event.ProfileDeleted))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := told.n.Load(); n != 2 {
+		t.Fatalf("told %d times after a test event, want 2", n)
+	}
+	f.dispatchOnce()
+	if d := f.stored(t, id); d.Status != webhook.StatusFailed {
+		t.Fatalf("the test delivery is %s after its one attempt failed", d.Status)
+	}
+	if _, err := f.svc.Retry(ctx, admin, ep.ID, id); err != nil {
+		t.Fatal(err)
+	}
+	if n := told.n.Load(); n != 3 {
+		t.Fatalf("told %d times after a retry, want 3", n)
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/profilesvc/profilesvc/application/paging"
-	"github.com/profilesvc/profilesvc/application/unit"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/event"
 	"github.com/profilesvc/profilesvc/domain/team"
@@ -328,7 +327,7 @@ func (s *Service) Test(ctx context.Context, actor team.Actor, id, eventType stri
 		if err := s.d.Deliveries.Create(ctx, d); err != nil {
 			return err
 		}
-		unit.OnCommit(ctx, func(context.Context) { s.d.Waker.Wake() })
+		s.queued(ctx)
 		return nil
 	})
 	if err != nil {
@@ -387,7 +386,7 @@ func (s *Service) Retry(ctx context.Context, actor team.Actor, endpointID, deliv
 		if !requeued {
 			return domain.Conflict("the delivery is no longer failed")
 		}
-		unit.OnCommit(ctx, func(context.Context) { s.d.Waker.Wake() })
+		s.queued(ctx)
 		return nil
 	})
 	if err != nil {
