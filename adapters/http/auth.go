@@ -116,7 +116,7 @@ func (h *AuthHandlers) register(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &in); err != nil {
 		return err
 	}
-	s, err := h.svc.Register(r.Context(), auth.RegisterInput{Email: in.Email, Password: in.Password, Name: in.Name, ClientAddr: clientAddr(r)})
+	s, err := h.svc.Register(r.Context(), auth.RegisterInput{Email: in.Email, Password: in.Password, Name: in.Name, ClientAddr: ClientAddr(r)})
 	if err != nil {
 		return err
 	}
@@ -134,7 +134,7 @@ func (h *AuthHandlers) login(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &in); err != nil {
 		return err
 	}
-	s, err := h.svc.Login(r.Context(), auth.LoginInput{Email: in.Email, Password: in.Password, ClientAddr: clientAddr(r)})
+	s, err := h.svc.Login(r.Context(), auth.LoginInput{Email: in.Email, Password: in.Password, ClientAddr: ClientAddr(r)})
 	if err != nil {
 		return err
 	}
@@ -142,9 +142,9 @@ func (h *AuthHandlers) login(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// clientAddr is the client's IP: the one TrustProxies found in
+// ClientAddr is the client's IP: the one TrustProxies found in
 // X-Forwarded-For, else the peer's.
-func clientAddr(r *http.Request) string {
+func ClientAddr(r *http.Request) string {
 	if addr, ok := r.Context().Value(clientAddrKey{}).(string); ok {
 		return addr
 	}

@@ -198,7 +198,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		a := actorFrom(r.Context())
 		RequestLogger(r.Context()).Warn("request throttled",
 			zap.String("team_id", a.TeamID), zap.String("user_id", a.UserID), zap.String("api_key_id", a.APIKeyID),
-			zap.String("client", clientAddr(r)), zap.String("method", r.Method), zap.String("path", r.URL.Path),
+			zap.String("client", ClientAddr(r)), zap.String("method", r.Method), zap.String("path", r.URL.Path),
 			zap.String("reason", res.message), zap.Int("retry_after_s", retryAfterSeconds(res.retryAfter)),
 		)
 	}

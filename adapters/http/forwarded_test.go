@@ -30,7 +30,7 @@ func TestTrustProxiesReadsForwardedOnlyFromThem(t *testing.T) {
 		"a header that is not an address": {trusted, "127.0.0.1:5000", []string{"127.9.9.9, unknown"}, "127.0.0.1"},
 	} {
 		var got string
-		h := TrustProxies(c.trusted)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = clientAddr(r) }))
+		h := TrustProxies(c.trusted)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = ClientAddr(r) }))
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
 		r.RemoteAddr = c.remote
 		for _, v := range c.xff {

@@ -386,7 +386,7 @@ func LimitRequests(svc *ratelimit.Service) Middleware {
 func LimitAddresses(svc *ratelimit.Service) func(HandlerFunc) HandlerFunc {
 	return func(next HandlerFunc) HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) error {
-			q, err := svc.TakeAddress(r.Context(), clientAddr(r))
+			q, err := svc.TakeAddress(r.Context(), ClientAddr(r))
 			setRateLimitHeaders(w.Header(), q)
 			if err != nil {
 				return err

@@ -52,6 +52,8 @@ type AccountDeps struct {
 	IDs     ports.IDs
 	Log     *slog.Logger
 	Policy  auth.Policy
+	Config  config.Config
+	Listen  *ListenAddr
 }
 
 // Accounts provides the account use cases.
@@ -62,6 +64,7 @@ var Accounts = fx.Module("accounts", fx.Provide(func(d AccountDeps) (*auth.Servi
 		Teams: d.Store.Teams(), Memberships: d.Store.Memberships(),
 		Hasher: d.Hasher, Tokens: d.Tokens, Limiter: d.Limiter, Mailer: d.Mailer,
 		Notices: d.Notices, Clock: d.Clock, IDs: d.IDs, Log: d.Log, Policy: d.Policy,
+		ConsoleURL: consoleURL(d.Config, d.Listen),
 	})
 	if err != nil {
 		return nil, err

@@ -112,6 +112,12 @@ func publicURL(cfg config.Config, listen *ListenAddr) func() string {
 	return listen.BaseURL
 }
 
+// consoleURL is the web console's base URL: PUBLIC_URL/app.
+func consoleURL(cfg config.Config, listen *ListenAddr) func() string {
+	public := publicURL(cfg, listen)
+	return func() string { return public() + "/app" }
+}
+
 // nodeURL is NODE_URL, or PUBLIC_URL. Without either, it is the address
 // the server listens on, and before the server has started (when
 // recoverBrowsers runs) the one it will listen on: HTTP_ADDR, unless that

@@ -25,6 +25,7 @@ type TeamDeps struct {
 	Log    *slog.Logger
 	Auth   *auth.Service
 	Config config.Config
+	Listen *ListenAddr
 }
 
 // Teams provides the team use cases and their routes.
@@ -38,6 +39,7 @@ var Teams = fx.Module("teams",
 				Tx: d.Tx, Teams: d.Store.Teams(), Memberships: d.Store.Memberships(), Invitations: d.Store.Invitations(),
 				Users: d.Store.Users(), Keys: d.Auth, Outbox: d.Outbox,
 				Mailer: d.Mailer, Clock: d.Clock, IDs: d.IDs, Log: d.Log, Policy: policy,
+				ConsoleURL: consoleURL(d.Config, d.Listen),
 			})
 		},
 		fx.Annotate(func(svc *teams.Service) Routes { return httpapi.NewTeamHandlers(svc).Routes() }, fx.ResultTags(`group:"routes"`)),

@@ -45,6 +45,7 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		Webhooks,
 		Prober,
 		Proxies,
+		Web,
 		HTTP,
 		Metrics,
 		fx.Provide(newSummary),

@@ -11,12 +11,15 @@ import (
 	"github.com/profilesvc/profilesvc/domain/team"
 )
 
-// Credentials are what a request presents: a bearer access token or an API
-// key, and optionally the team it wants to act in.
+// Credentials are what a request presents: a bearer access token, an API
+// key or a dashboard session, and optionally the team it wants to act in.
 type Credentials struct {
 	BearerToken string
 	APIKey      string
-	TeamID      string
+	// SessionToken is the dashboard's session cookie; only the web console
+	// presents it, never with the others.
+	SessionToken string
+	TeamID       string
 }
 
 var errNoCredentials = domain.Unauthorized("authentication required: send Authorization: Bearer <token> or X-API-Key")
@@ -34,6 +37,11 @@ var errRevokedToken = domain.Unauthorized("access token was revoked (password re
 // by every instance and evicts it.
 func (s *Service) Authenticate(ctx context.Context, c Credentials) (team.Actor, error) {
 	switch {
+	case c.SessionToken != "":
+		if c.BearerToken != "" || c.APIKey != "" {
+			return team.Actor{}, domain.Unauthorized("a dashboard session is presented alone")
+		}
+		return s.authenticateSession(ctx, c)
 	case c.BearerToken != "" && c.APIKey != "":
 		return team.Actor{}, domain.Unauthorized("send either a bearer token or an API key, not both")
 	case strings.HasPrefix(c.BearerToken, apiKeyPrefix):

@@ -75,6 +75,7 @@ func newEnv() *env {
 		IDs:           ids,
 		Log:           e.logs.Logger(),
 		Policy:        auth.DefaultPolicy(),
+		ConsoleURL:    func() string { return "https://console.test/app" },
 	}
 	return e
 }

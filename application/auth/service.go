@@ -83,6 +83,10 @@ type Deps struct {
 	IDs     ports.IDs
 	Log     *slog.Logger
 	Policy  Policy
+	// ConsoleURL is the web console's base URL (PUBLIC_URL/app), known once
+	// the server listens: a reset mail links to its page that takes the
+	// token.
+	ConsoleURL func() string
 }
 
 // Service runs the auth use cases.
@@ -480,12 +484,15 @@ func (s *Service) ForgotPassword(ctx context.Context, email string) error {
 	if err := s.d.ResetTokens.Create(ctx, t); err != nil {
 		return err
 	}
+	token := t.ID + "." + secret
 	msg := ports.Mail{
 		To:      u.Email,
 		Subject: "Reset your profilesvc password",
 		Text: "Someone asked to reset the password of this account.\n\n" +
-			"Reset token: " + t.ID + "." + secret + "\n\n" +
-			"POST it with a new password to /api/v1/auth/reset-password within " + s.d.Policy.ResetTTL.String() + ".\n" +
+			"Choose a new password at " + s.d.ConsoleURL() + "/reset-password?token=" + token + "\n" +
+			"or POST the token with a new password to /api/v1/auth/reset-password.\n\n" +
+			"Reset token: " + token + "\n\n" +
+			"Either works within " + s.d.Policy.ResetTTL.String() + ".\n" +
 			"If you did not ask for this, ignore this message.\n",
 	}
 	if err := s.d.Mailer.Send(ctx, msg); err != nil {

@@ -54,6 +54,7 @@ func newEnv() *env {
 		Log:         e.logs.Logger(),
 		Policy:      teams.DefaultPolicy(),
 		Keys:        &memberKeys{},
+		ConsoleURL:  func() string { return "https://console.test/app" },
 	}
 	return e
 }

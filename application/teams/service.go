@@ -48,6 +48,10 @@ type Deps struct {
 	IDs         ports.IDs
 	Log         *slog.Logger
 	Policy      Policy
+	// ConsoleURL is the web console's base URL (PUBLIC_URL/app), known once
+	// the server listens: an invitation mail links to its page that
+	// accepts the token.
+	ConsoleURL func() string
 }
 
 // Users reads the users the accounts module owns (ports/accountstore): the
@@ -186,8 +190,10 @@ func (s *Service) Invite(ctx context.Context, actor team.Actor, email, role stri
 		To:      email,
 		Subject: "You are invited to " + t.Name + " on profilesvc",
 		Text: "You are invited to the team " + t.Name + " as " + string(r) + ".\n\n" +
+			"Accept at " + s.d.ConsoleURL() + "/invitations/accept?token=" + inv.ID + "." + secret + "\n" +
+			"(sign in or register with this email first), or POST the token to /api/v1/teams/invitations/accept.\n\n" +
 			"Invitation token: " + inv.ID + "." + secret + "\n\n" +
-			"Sign in (or register) with this email and POST the token to /api/v1/teams/invitations/accept within " +
+			"Either works within " +
 			s.d.Policy.InvitationTTL.String() + ".\n",
 	}
 	if err := s.d.Mailer.Send(ctx, msg); err != nil {

@@ -119,6 +119,16 @@ func rule(r, dep string, owners map[string]string) string {
 		if isLib(dep, "github.com/uptrace/bun", "github.com/redis/go-redis", "go.uber.org/fx") {
 			return "the CDP relay knows no storage, cache or fx"
 		}
+	case under(r, "adapters/web"):
+		// The dashboard is a driving adapter mounted in the HTTP
+		// transport's router, as the CDP relay is: it drives the
+		// application and answers through the transport's access log.
+		if own && !under(depRel, "domain", "ports", "application", "adapters/http", "adapters/web") {
+			return "the dashboard drives the application through the HTTP transport and knows no other adapter"
+		}
+		if isLib(dep, "github.com/uptrace/bun", "github.com/redis/go-redis", "go.uber.org/fx") {
+			return "the dashboard knows no storage, cache or fx"
+		}
 	case under(r, "adapters/wiring"):
 		// The composition root may know everything.
 	case under(r, "adapters"):
