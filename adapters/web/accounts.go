@@ -16,6 +16,24 @@ type accountForm struct {
 	Sent bool
 }
 
+func (c *Console) accountRoutes() []route {
+	get, post := http.MethodGet, http.MethodPost
+	return []route{
+		{get, Prefix + "/signup", c.public(c.signupForm)},
+		{post, Prefix + "/signup", c.public(c.signup)},
+		{get, Prefix + "/signin", c.public(c.signinForm)},
+		{post, Prefix + "/signin", c.public(c.signin)},
+		{post, Prefix + "/signout", c.public(c.signout)},
+		{get, Prefix + "/forgot-password", c.public(c.forgotForm)},
+		{post, Prefix + "/forgot-password", c.public(c.forgot)},
+		{get, Prefix + "/reset-password", c.public(c.resetForm)},
+		{post, Prefix + "/reset-password", c.public(c.reset)},
+		{get, Prefix + "/invitations/accept", c.signedIn(c.acceptForm)},
+		{post, Prefix + "/invitations/accept", c.signedIn(c.accept)},
+		{post, Prefix + "/team/switch", c.signedIn(c.switchTeam)},
+	}
+}
+
 func (c *Console) home(q *request) error {
 	return c.redirect(q, Prefix+"/profiles", "")
 }

@@ -14,8 +14,12 @@ import (
 
 	httpapi "github.com/profilesvc/profilesvc/adapters/http"
 	"github.com/profilesvc/profilesvc/application/auth"
+	"github.com/profilesvc/profilesvc/application/browserdata"
 	"github.com/profilesvc/profilesvc/application/profiles"
+	"github.com/profilesvc/profilesvc/application/proxies"
+	"github.com/profilesvc/profilesvc/application/snapshots"
 	"github.com/profilesvc/profilesvc/application/teams"
+	"github.com/profilesvc/profilesvc/application/webhooks"
 )
 
 // Prefix is where the console lives; "/" sends a browser there.
@@ -26,9 +30,13 @@ var files embed.FS
 
 // Services are the use cases the console drives.
 type Services struct {
-	Auth     *auth.Service
-	Profiles *profiles.Service
-	Teams    *teams.Service
+	Auth      *auth.Service
+	Profiles  *profiles.Service
+	Teams     *teams.Service
+	Proxies   *proxies.Service
+	Webhooks  *webhooks.Service
+	Snapshots *snapshots.Service
+	Data      *browserdata.Service
 }
 
 // Options configure the console.
@@ -66,44 +74,24 @@ func New(svc Services, opts Options) (*Console, error) {
 	return c, nil
 }
 
+// route is one page or action of the console.
+type route struct {
+	method, path string
+	h            http.Handler
+}
+
 // Routes lists the console's pages and actions. Every one is public in the
 // transport's table: the console resolves its own session (signedIn) and
 // renders its own errors.
 func (c *Console) Routes() []httpapi.Route {
-	get, post := http.MethodGet, http.MethodPost
-	rs := []struct {
-		method, path string
-		h            http.Handler
-	}{
-		{get, "/", http.RedirectHandler(Prefix+"/", http.StatusFound)},
-		{get, Prefix, http.RedirectHandler(Prefix+"/", http.StatusMovedPermanently)},
-		{get, Prefix + "/", c.signedIn(c.home)},
-		{get, Prefix + "/static/{name}", http.HandlerFunc(c.static)},
-
-		{get, Prefix + "/signup", c.public(c.signupForm)},
-		{post, Prefix + "/signup", c.public(c.signup)},
-		{get, Prefix + "/signin", c.public(c.signinForm)},
-		{post, Prefix + "/signin", c.public(c.signin)},
-		{post, Prefix + "/signout", c.public(c.signout)},
-		{get, Prefix + "/forgot-password", c.public(c.forgotForm)},
-		{post, Prefix + "/forgot-password", c.public(c.forgot)},
-		{get, Prefix + "/reset-password", c.public(c.resetForm)},
-		{post, Prefix + "/reset-password", c.public(c.reset)},
-		{get, Prefix + "/invitations/accept", c.signedIn(c.acceptForm)},
-		{post, Prefix + "/invitations/accept", c.signedIn(c.accept)},
-		{post, Prefix + "/team/switch", c.signedIn(c.switchTeam)},
-
-		{get, Prefix + "/profiles", c.signedIn(c.profileList)},
-		{get, Prefix + "/profiles/status", c.signedIn(c.profileStatus)},
-		{get, Prefix + "/profiles/new", c.signedIn(c.profileNew)},
-		{post, Prefix + "/profiles/new", c.signedIn(c.profileCreate)},
-		{get, Prefix + "/profiles/{id}", c.signedIn(c.profileShow)},
-		{get, Prefix + "/profiles/{id}/edit", c.signedIn(c.profileEdit)},
-		{post, Prefix + "/profiles/{id}/edit", c.signedIn(c.profileUpdate)},
-		{get, Prefix + "/profiles/{id}/delete", c.signedIn(c.profileDeleteForm)},
-		{post, Prefix + "/profiles/{id}/delete", c.signedIn(c.profileDelete)},
-		{post, Prefix + "/profiles/{id}/launch", c.signedIn(c.profileLaunch)},
-		{post, Prefix + "/profiles/{id}/release", c.signedIn(c.profileRelease)},
+	rs := []route{
+		{http.MethodGet, "/", http.RedirectHandler(Prefix+"/", http.StatusFound)},
+		{http.MethodGet, Prefix, http.RedirectHandler(Prefix+"/", http.StatusMovedPermanently)},
+		{http.MethodGet, Prefix + "/", c.signedIn(c.home)},
+		{http.MethodGet, Prefix + "/static/{name}", http.HandlerFunc(c.static)},
+	}
+	for _, group := range [][]route{c.accountRoutes(), c.profileRoutes(), c.settingsRoutes(), c.teamRoutes(), c.proxyRoutes(), c.dataRoutes()} {
+		rs = append(rs, group...)
 	}
 	out := make([]httpapi.Route, 0, len(rs))
 	for _, r := range rs {

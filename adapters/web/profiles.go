@@ -15,6 +15,23 @@ import (
 	"github.com/profilesvc/profilesvc/domain/profile"
 )
 
+func (c *Console) profileRoutes() []route {
+	get, post := http.MethodGet, http.MethodPost
+	return []route{
+		{get, Prefix + "/profiles", c.signedIn(c.profileList)},
+		{get, Prefix + "/profiles/status", c.signedIn(c.profileStatus)},
+		{get, Prefix + "/profiles/new", c.signedIn(c.profileNew)},
+		{post, Prefix + "/profiles/new", c.signedIn(c.profileCreate)},
+		{get, Prefix + "/profiles/{id}", c.signedIn(c.profileShow)},
+		{get, Prefix + "/profiles/{id}/edit", c.signedIn(c.profileEdit)},
+		{post, Prefix + "/profiles/{id}/edit", c.signedIn(c.profileUpdate)},
+		{get, Prefix + "/profiles/{id}/delete", c.signedIn(c.profileDeleteForm)},
+		{post, Prefix + "/profiles/{id}/delete", c.signedIn(c.profileDelete)},
+		{post, Prefix + "/profiles/{id}/launch", c.signedIn(c.profileLaunch)},
+		{post, Prefix + "/profiles/{id}/release", c.signedIn(c.profileRelease)},
+	}
+}
+
 // profileListPage is the profile list with its filters and the link to the
 // next page.
 type profileListPage struct {
