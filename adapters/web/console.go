@@ -90,7 +90,7 @@ func (c *Console) Routes() []httpapi.Route {
 		{http.MethodGet, Prefix + "/", c.signedIn(c.home)},
 		{http.MethodGet, Prefix + "/static/{name}", http.HandlerFunc(c.static)},
 	}
-	for _, group := range [][]route{c.accountRoutes(), c.profileRoutes(), c.settingsRoutes(), c.teamRoutes(), c.proxyRoutes(), c.dataRoutes()} {
+	for _, group := range [][]route{c.accountRoutes(), c.profileRoutes(), c.liveRoutes(), c.settingsRoutes(), c.teamRoutes(), c.proxyRoutes(), c.dataRoutes()} {
 		rs = append(rs, group...)
 	}
 	out := make([]httpapi.Route, 0, len(rs))

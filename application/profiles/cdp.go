@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 
 	"github.com/profilesvc/profilesvc/domain"
+	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/ports"
 )
 
@@ -62,4 +63,47 @@ func (s *Service) CDPTarget(ctx context.Context, sessionID, token string) (CDPTa
 		return CDPTarget{}, errBadCDPToken
 	}
 	return CDPTarget{Node: sess.Node}, nil
+}
+
+// LiveView is what the console's live view of a running profile may do:
+// where its browser is (as for the relay), and whether the actor may send
+// input to it (a viewer watches only).
+type LiveView struct {
+	CDPTarget
+	Input bool
+}
+
+// errNotLive is the live view of a profile without a browser of this
+// service's.
+var errNotLive = domain.Conflict("the profile runs no browser of this service to watch; launch it first")
+
+// LiveView opens the live view of a running profile of the actor's team.
+// A team's member reads it as they read the profile; input is for those
+// who may act on it.
+func (s *Service) LiveView(ctx context.Context, actor team.Actor, id string) (LiveView, error) {
+	p, err := s.Get(ctx, actor, id)
+	if err != nil {
+		return LiveView{}, err
+	}
+	sess := p.Session
+	if sess == nil || sess.Expired(s.d.Clock.Now()) || sess.CDPURL == "" {
+		return LiveView{}, errNotLive
+	}
+	view := LiveView{Input: actor.Role.Can(team.ActWrite)}
+	sessionID := sess.ID
+	switch {
+	case s.runsHere(sessionID):
+		view.Connect = func(ctx context.Context) (CDPConn, error) {
+			conn, err := s.d.Runtime.Connect(ctx, sessionID)
+			if domain.IsKind(err, domain.KindNotFound) {
+				return nil, errNotLive
+			}
+			return conn, err
+		}
+	case sess.Node != "" && sess.Node != s.d.Policy.NodeURL():
+		view.Node = sess.Node
+	default:
+		return LiveView{}, errNotLive
+	}
+	return view, nil
 }
