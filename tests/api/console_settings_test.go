@@ -587,3 +587,91 @@ func TestConsoleSettingsCannotBeFramedAndRunsNoInlineScript(t *testing.T) {
 		t.Errorf("a missing endpoint's page: %d", p.status)
 	}
 }
+
+// TestConsoleSettingsFailedDeliveriesPage: the page shows a few failed
+// deliveries of each endpoint and links to the older ones, a page at a
+// time; a retry from there comes back to it.
+func TestConsoleSettingsFailedDeliveriesPage(t *testing.T) {
+	t.Parallel()
+	h := start(t, webhookOptions("memory://"))
+	rc := newReceiver(t, 500)
+	a := h.register(t)
+	u := h.console(t)
+	u.signin(a)
+	ep := h.subscribe(t, a, rc.srv.URL+"/hook", "profile.created")
+	quiet := h.subscribe(t, a, "https://"+publicReceiver+"/quiet", "proxy.added")
+	const n = 12
+	for range n {
+		h.createProfile(t, a, nil)
+	}
+	settled := func(status string, attempts int) func() bool {
+		return func() bool {
+			got := 0
+			for _, d := range h.deliveries(t, a, ep, status) {
+				if len(asList(d["attempts"])) == attempts {
+					got++
+				}
+			}
+			return got == n
+		}
+	}
+	poll.Until(t, "every first attempt", settled("pending", 1))
+	for i, gap := range []time.Duration{5 * time.Second, 25 * time.Second} {
+		h.clock.Advance(gap)
+		poll.Until(t, "every next attempt", settled("pending", i+2))
+	}
+	h.clock.Advance(125 * time.Second)
+	poll.Until(t, "every delivery failed", settled("failed", 4))
+	var failed []string
+	for _, d := range h.deliveries(t, a, ep, "failed") {
+		failed = append(failed, str(d["eventId"]))
+	}
+
+	shown := func(p consolePage) []string {
+		var out []string
+		for _, evt := range failed {
+			if strings.Contains(text(p), evt) {
+				out = append(out, evt)
+			}
+		}
+		return out
+	}
+	first := u.get("/app/settings/webhooks/failed")
+	if got := shown(first); len(got) != 10 || !slices.Equal(got, failed[:10]) {
+		t.Fatalf("the first page shows %d of the newest failed deliveries: %v", len(got), got)
+	}
+	if strings.Contains(text(first), publicReceiver) {
+		t.Errorf("the endpoint without failures is listed: %s", text(first))
+	}
+	var more string
+	walk(first.doc, func(n *html.Node) {
+		if n.Data == "a" && attr(n, "rel") == "next" {
+			more = attr(n, "href")
+		}
+	})
+	if !strings.HasPrefix(more, "/app/settings/webhooks/failed?") {
+		t.Fatalf("no link to the older failed deliveries: %s", text(first))
+	}
+	older := u.get(more)
+	if got := shown(older); !slices.Equal(got, failed[10:]) {
+		t.Errorf("the older page shows %v, want %v", got, failed[10:])
+	}
+	if p := u.get("/app/settings/webhooks/failed?endpoint=" + quiet); p.status != http.StatusOK || !strings.Contains(text(p), "No failed deliveries") {
+		t.Errorf("the endpoint without failures: %d %s", p.status, text(p))
+	}
+	if p := u.get("/app/settings/webhooks/failed?endpoint=" + ep + "&cursor=nonsense"); p.status != http.StatusBadRequest {
+		t.Errorf("a cursor of nothing: %d %s", p.status, text(p))
+	}
+
+	// A retry from one endpoint's page comes back to it.
+	var dlv string
+	for _, d := range h.deliveries(t, a, ep, "failed") {
+		if str(d["eventId"]) == failed[n-1] {
+			dlv = str(d["id"])
+		}
+	}
+	back := u.post("/app/settings/webhooks/"+ep+"/deliveries/"+dlv+"/retry", url.Values{"endpoint": {ep}})
+	if back.status != http.StatusSeeOther || back.location != "/app/settings/webhooks/failed?endpoint="+ep {
+		t.Errorf("a retry from the endpoint's page: %d %q", back.status, back.location)
+	}
+}
