@@ -139,6 +139,17 @@ func TestConsoleTeamAndProxiesInviteChangeRoleAndRemove(t *testing.T) {
 			t.Errorf("an owner may invite %v", got)
 		}
 
+		// A refused invitation is said in words on the form, filled again.
+		bad := u.post("/app/team/invite", url.Values{"email": {"not an email"}, "role": {"member"}})
+		if bad.status != http.StatusUnprocessableEntity || !strings.Contains(text(bad), "Please check the form") || !strings.Contains(text(bad), "must be an email address") {
+			t.Errorf("an invalid invitation: %d %s", bad.status, text(bad))
+		}
+		walk(bad.doc, func(n *html.Node) {
+			if n.Data == "input" && attr(n, "name") == "email" && attr(n, "value") != "not an email" {
+				t.Errorf("the refused form lost its email: %q", attr(n, "value"))
+			}
+		})
+
 		// An invitation from the console shows as invited, and its mail
 		// holds the console's link.
 		sent := u.follow(u.post("/app/team/invite", url.Values{"email": {invitee.email}, "role": {"admin"}}))
@@ -678,6 +689,47 @@ func TestConsoleTeamAndProxiesCannotBeFramedAndRunNoInlineScript(t *testing.T) {
 	} {
 		if csp := p.header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") {
 			t.Errorf("a POST's answer may be framed: %q", csp)
+		}
+	}
+}
+
+func TestConsoleTeamAndProxiesPageThroughLongLists(t *testing.T) {
+	t.Parallel()
+	h := start(t, options{databaseURL: "memory://", env: consoleTeamEnv(t)})
+	owner := h.register(t)
+	for i := range 30 {
+		expect(t, h.post("/api/v1/teams/invite", map[string]any{"email": fmt.Sprintf("paged%d@example.com", i), "role": "viewer"}, bearer(owner.access)...), http.StatusCreated)
+		h.addProxy(t, owner, map[string]any{"name": fmt.Sprintf("Paged %d", i), "type": "http", "host": "127.0.0.1", "port": 3000 + i})
+	}
+	u := h.console(t)
+	u.signin(owner)
+	// Every member and every proxy shows once over the pages, each page
+	// linking the next.
+	for path, want := range map[string]func(i int) string{
+		"/app/team":    func(i int) string { return fmt.Sprintf("paged%d@example.com", i) },
+		"/app/proxies": func(i int) string { return fmt.Sprintf("127.0.0.1:%d", 3000+i) },
+	} {
+		seen, pages := "", 0
+		for next := path; next != ""; pages++ {
+			p := u.get(next)
+			if p.status != http.StatusOK || pages > 5 {
+				t.Fatalf("%s: %d %s", next, p.status, text(p))
+			}
+			seen += text(p) + "\n"
+			next = ""
+			walk(p.doc, func(n *html.Node) {
+				if n.Data == "a" && attr(n, "rel") == "next" {
+					next = attr(n, "href")
+				}
+			})
+		}
+		if pages != 2 {
+			t.Errorf("%s: %d pages, want 2", path, pages)
+		}
+		for i := range 30 {
+			if n := strings.Count(seen, want(i)+" "); n != 1 {
+				t.Errorf("%s shows %s %d times", path, want(i), n)
+			}
 		}
 	}
 }
