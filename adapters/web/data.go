@@ -444,7 +444,10 @@ func restoreChanges(cur profile.Profile, sn snapshot.Snapshot) []snapshotChange 
 	if !sameDevice(a, b) {
 		out = append(out, snapshotChange{"Other device details", "this device (hardware, languages, WebGL, fonts, noise)", "the snapshot's device"})
 	}
-	add("Proxy", proxyOf(cur.ProxyID, cur.Proxy), proxyOf(st.ProxyID, st.Proxy))
+	// The proxy is restored by its id; how it looks may have changed since.
+	if cur.ProxyID != st.ProxyID {
+		out = append(out, snapshotChange{"Proxy", proxyOf(cur.ProxyID, cur.Proxy), proxyOf(st.ProxyID, st.Proxy)})
+	}
 	add("Tags", listOf(cur.Tags), listOf(st.Tags))
 	add("Notes", textOf(cur.Notes), textOf(st.Notes))
 	var curData *profile.Content
@@ -513,7 +516,7 @@ func (c *Console) snapshotRestoreForm(q *request) error {
 	if err != nil {
 		return err
 	}
-	return c.render(q, http.StatusOK, "snapshot_restore", "Restore a snapshot of "+data.Profile.Name, data)
+	return c.render(q, http.StatusOK, "snapshots_restore", "Restore a snapshot of "+data.Profile.Name, data)
 }
 
 func (c *Console) snapshotRestore(q *request) error {
@@ -534,7 +537,7 @@ func (c *Console) snapshotRestore(q *request) error {
 		if data.Profile.Session != nil {
 			err = &domain.Error{Kind: domain.KindConflict, Message: "The profile is running, so it cannot be restored: release it first, then restore (" + de.Message + ").", Err: de}
 		}
-		return c.renderWith(q, 0, "snapshot_restore", "Restore a snapshot of "+data.Profile.Name, data, err)
+		return c.renderWith(q, 0, "snapshots_restore", "Restore a snapshot of "+data.Profile.Name, data, err)
 	}
 	return c.redirect(q, Prefix+"/profiles/"+url.PathEscape(id)+"/snapshots",
 		"Snapshot restored. The state before it was kept as an automatic snapshot: restore that one to undo.")
@@ -545,7 +548,7 @@ func (c *Console) snapshotDeleteForm(q *request) error {
 	if err != nil {
 		return err
 	}
-	return c.render(q, http.StatusOK, "snapshot_delete", "Delete a snapshot of "+data.Profile.Name, data)
+	return c.render(q, http.StatusOK, "snapshots_delete", "Delete a snapshot of "+data.Profile.Name, data)
 }
 
 func (c *Console) snapshotDelete(q *request) error {

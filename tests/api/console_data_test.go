@@ -299,12 +299,14 @@ func restoreRows(p consolePage) map[string][2]string {
 
 func TestConsoleDataSnapshotRestoreShowsWhatChanges(t *testing.T) {
 	t.Parallel()
-	eachBackend(t, func(t *testing.T, h *harness) {
+	// A prober that reaches no network, for the profile's proxy.
+	eachProxyBackend(t, nil, func(t *testing.T, h *harness, _ *fakeProber, _ string) {
 		a := h.register(t)
 		auth := bearer(a.access)
 		id := h.createProfile(t, a, map[string]any{
 			"name": "Before name", "tags": []string{"old"}, "notes": "old notes",
 			"fingerprint": map[string]any{"locale": "en-US", "timezone": "America/New_York"},
+			"proxy":       map[string]any{"type": "socks5", "host": "proxy.example.com", "port": 1080},
 		})
 		expect(t, h.do(archiveReq(id, testArchive(t, archiveA), auth)), http.StatusOK)
 		shaA := apiSHA(t, h, a, id)
@@ -333,7 +335,7 @@ func TestConsoleDataSnapshotRestoreShowsWhatChanges(t *testing.T) {
 		version := h.get("/api/v1/profiles/"+id, auth...).data()["version"].(float64)
 		r := h.patch("/api/v1/profiles/"+id, map[string]any{
 			"name": "After name", "tags": []string{"new", "shop"}, "notes": "new notes",
-			"fingerprint": map[string]any{"locale": "de-DE", "timezone": "Europe/Berlin"},
+			"fingerprint": map[string]any{"locale": "de-DE", "timezone": "Europe/Berlin"}, "proxy": nil,
 		}, append(auth, "If-Match", `"`+strconv.Itoa(int(version))+`"`)...)
 		expect(t, r, http.StatusOK)
 		expect(t, h.do(archiveReq(id, testArchive(t, archiveB), auth)), http.StatusOK)
@@ -355,10 +357,13 @@ func TestConsoleDataSnapshotRestoreShowsWhatChanges(t *testing.T) {
 				t.Errorf("the restore of %s shows %q, want %q", field, rows[field], want)
 			}
 		}
+		if px := rows["Proxy"]; px[0] != "none" || !strings.HasPrefix(px[1], "socks5://proxy.example.com:1080") {
+			t.Errorf("the restore of the proxy shows %q, want none → socks5://proxy.example.com:1080", px)
+		}
 		if d := rows["Browser data"]; !strings.Contains(d[0], shaB[:12]) || !strings.Contains(d[1], shaA[:12]) {
 			t.Errorf("the restore of the data shows %q, want %s → %s", d, shaB[:12], shaA[:12])
 		}
-		for _, same := range []string{"Template", "Platform", "User agent", "Screen", "Proxy", "Cookies"} {
+		for _, same := range []string{"Template", "Platform", "User agent", "Screen", "Cookies"} {
 			if v, ok := rows[same]; ok {
 				t.Errorf("the restore lists %s as changed: %q", same, v)
 			}
@@ -388,7 +393,8 @@ func TestConsoleDataSnapshotRestoreShowsWhatChanges(t *testing.T) {
 		p := h.get("/api/v1/profiles/"+id, auth...).data()
 		fp := p["fingerprint"].(map[string]any)
 		if str(p["name"]) != "Before name" || str(p["notes"]) != "old notes" || !reflect.DeepEqual(p["tags"], []any{"old"}) ||
-			str(fp["locale"]) != "en-US" || str(fp["timezone"]) != "America/New_York" || apiSHA(t, h, a, id) != shaA {
+			str(fp["locale"]) != "en-US" || str(fp["timezone"]) != "America/New_York" || apiSHA(t, h, a, id) != shaA ||
+			p["proxy"] == nil || str(p["proxy"].(map[string]any)["host"]) != "proxy.example.com" {
 			t.Errorf("the API after the restore: %v", p)
 		}
 		snaps = asList(h.get("/api/v1/time-machine/"+id+"/snapshots", auth...).env["data"])
