@@ -11,6 +11,7 @@ package web
 import (
 	"embed"
 	"net/http"
+	"time"
 
 	httpapi "github.com/profilesvc/profilesvc/adapters/http"
 	"github.com/profilesvc/profilesvc/application/auth"
@@ -44,6 +45,10 @@ type Options struct {
 	// Secure marks the session cookie Secure: the console is served over
 	// https (PUBLIC_URL says so).
 	Secure bool
+	// UploadTimeout lifts the server's read timeout, meant for small
+	// forms, for a browser data upload (PROFILE_DATA_UPLOAD_TIMEOUT); the
+	// service bounds the upload itself by the same.
+	UploadTimeout time.Duration
 }
 
 // Console serves the dashboard's pages.

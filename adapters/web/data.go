@@ -57,10 +57,6 @@ const (
 	dataUploadSlack = 1 << 20
 	// maxCookiesFile bounds a cookie file, as the API bounds a cookie list.
 	maxCookiesFile = 8 << 20
-	// dataUploadTimeout lifts the server's read timeout, meant for small
-	// forms, for an archive upload; the upload itself is bounded by the
-	// service (PROFILE_DATA_UPLOAD_TIMEOUT).
-	dataUploadTimeout = time.Hour
 )
 
 // dataPage is a profile's browser data and cookies with what the page
@@ -177,7 +173,7 @@ func (c *Console) dataUpload(q *request) error {
 	if err := q.actor.Require(team.ActWrite); err != nil {
 		return err
 	}
-	if err := http.NewResponseController(q.w).SetReadDeadline(time.Now().Add(dataUploadTimeout)); err != nil {
+	if err := http.NewResponseController(q.w).SetReadDeadline(time.Now().Add(c.opts.UploadTimeout)); err != nil {
 		httpapi.RequestLogger(q.r.Context()).Warn("could not extend the read deadline of a console upload: " + err.Error())
 	}
 	body, err := uploadedFile(q, "archive", c.svc.Data.DataMax()+dataUploadSlack)
