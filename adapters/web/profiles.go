@@ -10,9 +10,11 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/profilesvc/profilesvc/application/paging"
 	"github.com/profilesvc/profilesvc/application/profiles"
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/profile"
+	"github.com/profilesvc/profilesvc/domain/proxy"
 )
 
 func (c *Console) profileRoutes() []route {
@@ -92,16 +94,31 @@ func (c *Console) profileStatus(q *request) error {
 // profileForm is the create and edit form as sent, shown again on refusal.
 type profileForm struct {
 	ID, Name, TemplateID, Locale, Timezone, Tags, Notes string
-	Version                                             int
-	Templates                                           []profiles.Template
+	// ProxyID is the stored proxy chosen, "" for none.
+	ProxyID   string
+	Version   int
+	Templates []profiles.Template
+	// Proxies are the team's stored proxies to choose from (the newest
+	// 100; a proxy beyond them is kept when the form is sent back).
+	Proxies []proxy.Proxy
 	// Chosen is the template the form shows the device of.
 	Chosen *profiles.Template
 }
 
+// templates fills what the form offers: the templates and the team's
+// proxies.
 func (c *Console) templates(q *request, f *profileForm) error {
 	ts, err := c.svc.Profiles.Templates(q.actor)
 	if err != nil {
 		return err
+	}
+	px, err := c.svc.Proxies.List(q.r.Context(), q.actor, "", "", paging.MaxLimit)
+	if err != nil {
+		return err
+	}
+	f.Proxies = px.Items
+	if f.ProxyID != "" && !slices.ContainsFunc(f.Proxies, func(p proxy.Proxy) bool { return p.ID == f.ProxyID }) {
+		f.Proxies = append(f.Proxies, proxy.Proxy{ID: f.ProxyID, Name: f.ProxyID})
 	}
 	f.Templates = ts
 	if f.TemplateID == "" && len(ts) > 0 {
@@ -129,6 +146,7 @@ func readProfileForm(q *request) (profileForm, error) {
 	f := profileForm{
 		Name: v.Get("name"), TemplateID: v.Get("template"), Locale: strings.TrimSpace(v.Get("locale")),
 		Timezone: strings.TrimSpace(v.Get("timezone")), Tags: v.Get("tags"), Notes: v.Get("notes"),
+		ProxyID: v.Get("proxy"),
 	}
 	if s := v.Get("version"); s != "" {
 		if f.Version, err = strconv.Atoi(s); err != nil {
@@ -168,6 +186,7 @@ func (c *Console) profileCreate(q *request) error {
 	}
 	p, err := c.svc.Profiles.Create(q.r.Context(), q.actor, profile.Settings{
 		Name: f.Name, TemplateID: f.TemplateID, Fingerprint: f.fingerprint(), Tags: f.tags(), Notes: f.Notes,
+		ProxyID: f.ProxyID,
 	})
 	if err != nil {
 		if terr := c.templates(q, &f); terr != nil {
@@ -201,7 +220,7 @@ func (c *Console) profileEdit(q *request) error {
 	}
 	f := profileForm{
 		ID: p.ID, Name: p.Name, TemplateID: p.TemplateID, Locale: p.Fingerprint.Locale, Timezone: p.Fingerprint.Timezone,
-		Tags: strings.Join(p.Tags, ", "), Notes: p.Notes, Version: p.Version,
+		Tags: strings.Join(p.Tags, ", "), Notes: p.Notes, Version: p.Version, ProxyID: p.ProxyID,
 	}
 	if err := c.templates(q, &f); err != nil {
 		return err
@@ -224,6 +243,9 @@ func (c *Console) profileUpdate(q *request) error {
 	patch := profile.Patch{Name: &f.Name, Tags: &tags, Notes: &f.Notes}
 	if f.TemplateID != cur.TemplateID {
 		patch.TemplateID = &f.TemplateID
+	}
+	if f.ProxyID != cur.ProxyID {
+		patch.ProxyID = &f.ProxyID
 	}
 	if fp := f.fingerprint(); f.Locale != cur.Fingerprint.Locale || f.Timezone != cur.Fingerprint.Timezone || patch.TemplateID != nil {
 		patch.Fingerprint = &fp

@@ -590,3 +590,44 @@ func TestConsolePasswordResetAndInvitationLinks(t *testing.T) {
 		}
 	})
 }
+
+func TestConsoleProfileFormAssignsAStoredProxy(t *testing.T) {
+	t.Parallel()
+	eachProxyBackend(t, nil, func(t *testing.T, h *harness, _ *fakeProber, _ string) {
+		a := h.register(t)
+		px := str(h.addProxy(t, a, map[string]any{"name": "Office", "type": "socks5", "host": "proxy.example.com", "port": 1080})["id"])
+		u := h.console(t)
+		u.signin(a)
+		form := u.get("/app/profiles/new")
+		var options []string
+		walk(form.doc, func(n *html.Node) {
+			if n.Data == "option" && n.Parent != nil && attr(n.Parent, "name") == "proxy" {
+				options = append(options, attr(n, "value"))
+			}
+		})
+		if !slices.Equal(options, []string{"", px}) {
+			t.Fatalf("the proxy choices are %v, want none and %s", options, px)
+		}
+		p := u.post("/app/profiles/new", url.Values{"name": {"Proxied"}, "template": {windowsTemplate}, "proxy": {px}})
+		id := profileIDInPath.FindStringSubmatch(p.location)
+		if id == nil {
+			t.Fatalf("create: %d %s", p.status, text(p))
+		}
+		r := h.get("/api/v1/profiles/"+id[1], bearer(a.access)...)
+		if proxy, _ := r.data()["proxy"].(map[string]any); str(proxy["id"]) != px {
+			t.Fatalf("the created profile's proxy is %v, want %s", r.data()["proxy"], px)
+		}
+		// Edit: "none" removes it; a proxy of another team is not found.
+		stranger := h.register(t)
+		theirs := str(h.addProxy(t, stranger, map[string]any{"name": "Theirs", "type": "socks5", "host": "proxy.example.com", "port": 1081})["id"])
+		if p := u.post("/app/profiles/"+id[1]+"/edit", url.Values{"version": {"1"}, "name": {"Proxied"}, "template": {windowsTemplate}, "proxy": {theirs}}); p.status != http.StatusNotFound && p.status != http.StatusUnprocessableEntity {
+			t.Errorf("another team's proxy: %d %s", p.status, text(p))
+		}
+		if p := u.post("/app/profiles/"+id[1]+"/edit", url.Values{"version": {"1"}, "name": {"Proxied"}, "template": {windowsTemplate}, "proxy": {""}}); p.status != http.StatusSeeOther {
+			t.Fatalf("removing the proxy: %d %s", p.status, text(p))
+		}
+		if r := h.get("/api/v1/profiles/"+id[1], bearer(a.access)...); r.data()["proxy"] != nil {
+			t.Errorf("after removing, the profile's proxy is %v", r.data()["proxy"])
+		}
+	})
+}
