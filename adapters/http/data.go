@@ -270,8 +270,9 @@ func (h *DataHandlers) deleteData(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
-// cookieDTO is Playwright's cookie shape.
-type cookieDTO struct {
+// CookieDTO is Playwright's cookie shape: the API's cookie list, and the
+// dashboard's cookie file.
+type CookieDTO struct {
 	Name     string   `json:"name"`
 	Value    string   `json:"value"`
 	Domain   string   `json:"domain"`
@@ -282,16 +283,37 @@ type cookieDTO struct {
 	SameSite string   `json:"sameSite"`
 }
 
-func toCookieDTOs(cs []browserdata.Cookie) []cookieDTO {
-	out := make([]cookieDTO, len(cs))
+// CookieDTOs are cookies in Playwright's shape.
+func CookieDTOs(cs []browserdata.Cookie) []CookieDTO {
+	out := make([]CookieDTO, len(cs))
 	for i, c := range cs {
 		exp := c.Expires
-		out[i] = cookieDTO{
+		out[i] = CookieDTO{
 			Name: c.Name, Value: c.Value, Domain: c.Domain, Path: c.Path, Expires: &exp,
 			HTTPOnly: c.HTTPOnly, Secure: c.Secure, SameSite: string(c.SameSite),
 		}
 	}
 	return out
+}
+
+// CookiesOf reads cookies sent in Playwright's shape: at most
+// browserdata.MaxCookies, a missing expiry being a session cookie's (-1).
+func CookiesOf(in []CookieDTO) ([]browserdata.Cookie, error) {
+	if len(in) > browserdata.MaxCookies {
+		return nil, domain.Invalid("cookies", fmt.Sprintf("at most %d cookies", browserdata.MaxCookies))
+	}
+	cs := make([]browserdata.Cookie, len(in))
+	for i, c := range in {
+		exp := -1.0
+		if c.Expires != nil {
+			exp = *c.Expires
+		}
+		cs[i] = browserdata.Cookie{
+			Name: c.Name, Value: c.Value, Domain: c.Domain, Path: c.Path, Expires: exp,
+			HTTPOnly: c.HTTPOnly, Secure: c.Secure, SameSite: browserdata.SameSite(c.SameSite),
+		}
+	}
+	return cs, nil
 }
 
 // wantsText reports whether the client asks for cookies.txt: text/plain is
@@ -315,7 +337,7 @@ func (h *DataHandlers) getCookies(w http.ResponseWriter, r *http.Request) error 
 		}
 		return nil
 	}
-	writeJSON(w, http.StatusOK, toCookieDTOs(cs))
+	writeJSON(w, http.StatusOK, CookieDTOs(cs))
 	return nil
 }
 
@@ -331,29 +353,19 @@ func (h *DataHandlers) putCookies(w http.ResponseWriter, r *http.Request) error 
 			return err
 		}
 	} else {
-		var in []cookieDTO
+		var in []CookieDTO
 		if err := decodeJSONUpTo(w, r, &in, maxCookiesBody); err != nil {
 			return err
 		}
-		if len(in) > browserdata.MaxCookies {
-			return domain.Invalid("cookies", fmt.Sprintf("at most %d cookies", browserdata.MaxCookies))
-		}
-		cs = make([]browserdata.Cookie, len(in))
-		for i, c := range in {
-			exp := -1.0
-			if c.Expires != nil {
-				exp = *c.Expires
-			}
-			cs[i] = browserdata.Cookie{
-				Name: c.Name, Value: c.Value, Domain: c.Domain, Path: c.Path, Expires: exp,
-				HTTPOnly: c.HTTPOnly, Secure: c.Secure, SameSite: browserdata.SameSite(c.SameSite),
-			}
+		var err error
+		if cs, err = CookiesOf(in); err != nil {
+			return err
 		}
 	}
 	stored, err := h.svc.PutCookies(r.Context(), actorFrom(r.Context()), mux.Vars(r)["id"], cs)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toCookieDTOs(stored))
+	writeJSON(w, http.StatusOK, CookieDTOs(stored))
 	return nil
 }

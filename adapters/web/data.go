@@ -230,33 +230,13 @@ func (c *Console) dataDelete(q *request) error {
 	return c.redirect(q, Prefix+"/profiles/"+url.PathEscape(id)+"/data", "Browser data and cookies deleted.")
 }
 
-// cookieJSON is a cookie as the API answers it (Playwright's shape).
-type cookieJSON struct {
-	Name     string   `json:"name"`
-	Value    string   `json:"value"`
-	Domain   string   `json:"domain"`
-	Path     string   `json:"path"`
-	Expires  *float64 `json:"expires"`
-	HTTPOnly bool     `json:"httpOnly"`
-	Secure   bool     `json:"secure"`
-	SameSite string   `json:"sameSite"`
-}
-
 func (c *Console) cookiesExport(q *request) error {
 	id := mux.Vars(q.r)["id"]
 	cs, err := c.svc.Data.Cookies(q.r.Context(), q.actor, id)
 	if err != nil {
 		return err
 	}
-	out := make([]cookieJSON, len(cs))
-	for i, ck := range cs {
-		exp := ck.Expires
-		out[i] = cookieJSON{
-			Name: ck.Name, Value: ck.Value, Domain: ck.Domain, Path: ck.Path, Expires: &exp,
-			HTTPOnly: ck.HTTPOnly, Secure: ck.Secure, SameSite: string(ck.SameSite),
-		}
-	}
-	b, err := json.MarshalIndent(out, "", "  ")
+	b, err := json.MarshalIndent(httpapi.CookieDTOs(cs), "", "  ")
 	if err != nil {
 		return err
 	}
@@ -283,25 +263,11 @@ func readCookies(r io.Reader) ([]browserdata.Cookie, error) {
 	if !bytes.HasPrefix(trimmed, []byte("[")) {
 		return browserdata.ParseNetscape(bytes.NewReader(raw), maxCookiesFile)
 	}
-	var in []cookieJSON
+	var in []httpapi.CookieDTO
 	if err := jsonv2.Unmarshal(trimmed, &in, jsonv2.RejectUnknownMembers(true)); err != nil {
 		return nil, domain.Invalid("cookies", "the file is not a JSON list of cookies with name, value, domain, path, expires, httpOnly, secure and sameSite, as the export writes")
 	}
-	if len(in) > browserdata.MaxCookies {
-		return nil, domain.Invalid("cookies", fmt.Sprintf("at most %d cookies", browserdata.MaxCookies))
-	}
-	cs := make([]browserdata.Cookie, len(in))
-	for i, ck := range in {
-		exp := -1.0
-		if ck.Expires != nil {
-			exp = *ck.Expires
-		}
-		cs[i] = browserdata.Cookie{
-			Name: ck.Name, Value: ck.Value, Domain: ck.Domain, Path: ck.Path, Expires: exp,
-			HTTPOnly: ck.HTTPOnly, Secure: ck.Secure, SameSite: browserdata.SameSite(ck.SameSite),
-		}
-	}
-	return cs, nil
+	return httpapi.CookiesOf(in)
 }
 
 func (c *Console) cookiesImport(q *request) error {

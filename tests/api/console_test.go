@@ -46,16 +46,23 @@ type consolePage struct {
 
 func (u *consoleUser) do(method, path string, form url.Values, headers ...string) consolePage {
 	u.t.Helper()
-	var body io.Reader
-	if form != nil {
-		body = strings.NewReader(form.Encode())
+	if form == nil {
+		return u.send(method, path, "", nil, headers...)
 	}
+	return u.send(method, path, "application/x-www-form-urlencoded", strings.NewReader(form.Encode()), headers...)
+}
+
+// send sends a body of contentType ("" for none) as the console's own
+// pages do (Origin of the console, Sec-Fetch-Site: same-origin), unless
+// headers forge others.
+func (u *consoleUser) send(method, path, contentType string, body io.Reader, headers ...string) consolePage {
+	u.t.Helper()
 	req, err := http.NewRequest(method, u.h.base+path, body)
 	if err != nil {
 		u.t.Fatal(err)
 	}
-	if form != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 		req.Header.Set("Origin", u.h.base)
 		req.Header.Set("Sec-Fetch-Site", "same-origin")
 	}
@@ -346,28 +353,60 @@ func TestConsoleCannotBeFramedAndRunsNoInlineScript(t *testing.T) {
 	u.signup(account{email: "frame@example.com", password: "a console passphrase", name: "Framed"})
 	id := u.createProfile("Framed", "")
 	for _, path := range []string{"/app/signin", "/app/signup", "/app/forgot-password", "/app/reset-password", "/app/profiles", "/app/profiles/new", "/app/profiles/" + id, "/app/profiles/" + id + "/edit", "/app/profiles/" + id + "/delete", "/app/invitations/accept", "/app/profiles/prf_missing"} {
-		p := u.get(path)
-		csp := p.header.Get("Content-Security-Policy")
-		if !strings.Contains(csp, "frame-ancestors 'none'") || p.header.Get("X-Frame-Options") != "DENY" {
-			t.Errorf("%s may be framed: CSP %q, X-Frame-Options %q", path, csp, p.header.Get("X-Frame-Options"))
-		}
-		if !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") || strings.Contains(csp, "unsafe-eval") {
-			t.Errorf("%s: CSP %q allows scripts it should not", path, csp)
-		}
-		walk(p.doc, func(n *html.Node) {
-			if n.Data == "script" && (attr(n, "src") == "" || n.FirstChild != nil) {
-				t.Errorf("%s has an inline script", path)
-			}
-			if attr(n, "style") != "" {
-				t.Errorf("%s has an inline style on <%s>", path, n.Data)
-			}
-			for _, at := range n.Attr {
-				if strings.HasPrefix(at.Key, "on") {
-					t.Errorf("%s has an inline handler %s on <%s>", path, at.Key, n.Data)
-				}
-			}
-		})
+		checkConsolePage(t, "GET "+path, u.get(path))
 	}
+	checkConsolePage(t, "POST launch", u.post("/app/profiles/"+id+"/launch", url.Values{}))
+}
+
+// checkConsolePage checks what every answer of the console carries: no
+// framing (frame-ancestors 'none' and X-Frame-Options), only its own
+// scripts (no inline script, style or handler, nothing unsafe in the
+// policy), no sniffing, and on a page a label for every field.
+func checkConsolePage(t *testing.T, name string, p consolePage) {
+	t.Helper()
+	csp := p.header.Get("Content-Security-Policy")
+	if !strings.Contains(csp, "frame-ancestors 'none'") || p.header.Get("X-Frame-Options") != "DENY" {
+		t.Errorf("%s may be framed: CSP %q, X-Frame-Options %q", name, csp, p.header.Get("X-Frame-Options"))
+	}
+	if !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") || strings.Contains(csp, "unsafe-eval") {
+		t.Errorf("%s: CSP %q allows scripts it should not", name, csp)
+	}
+	if p.header.Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("%s may be sniffed", name)
+	}
+	labelled := map[string]bool{}
+	walk(p.doc, func(n *html.Node) {
+		if n.Data == "label" {
+			labelled[attr(n, "for")] = true
+		}
+	})
+	walk(p.doc, func(n *html.Node) {
+		if n.Data == "script" && (attr(n, "src") == "" || n.FirstChild != nil) {
+			t.Errorf("%s has an inline script", name)
+		}
+		if n.Data == "style" || attr(n, "style") != "" {
+			t.Errorf("%s has an inline style on <%s>", name, n.Data)
+		}
+		for _, at := range n.Attr {
+			if strings.HasPrefix(at.Key, "on") {
+				t.Errorf("%s has an inline handler %s on <%s>", name, at.Key, n.Data)
+			}
+		}
+		if (n.Data == "input" && attr(n, "type") != "hidden") || n.Data == "select" || n.Data == "textarea" {
+			if id := attr(n, "id"); (id == "" || !labelled[id]) && !insideLabel(n) {
+				t.Errorf("%s: a <%s name=%q> has no label", name, n.Data, attr(n, "name"))
+			}
+		}
+	})
+}
+
+func insideLabel(n *html.Node) bool {
+	for p := n.Parent; p != nil; p = p.Parent {
+		if p.Type == html.ElementNode && p.Data == "label" {
+			return true
+		}
+	}
+	return false
 }
 
 func TestConsoleSessionCookie(t *testing.T) {
