@@ -189,7 +189,12 @@ func (s *liveSession) run(parent context.Context, log *zap.Logger) {
 		reason = "the browser has no page to show"
 	} else {
 		_ = s.ws.Write(ctx, websocket.MessageText, mustJSON(map[string]any{"type": "ready", "input": s.input}))
-		s.readViewer(ctx)
+		// A read cancelled by ctx would drop the viewer's connection
+		// without a word: when the browser's side ends first, the viewer
+		// is told why and its read ends with the close.
+		stop := context.AfterFunc(ctx, func() { _ = s.ws.Close(websocket.StatusNormalClosure, reason) })
+		s.readViewer(context.WithoutCancel(ctx))
+		stop()
 	}
 	cancel()
 	_ = s.cdp.Close()

@@ -43,6 +43,7 @@ type options struct {
 	hooks           hookOptions
 	browsers        browserOptions
 	mixed           mixedOptions
+	live            liveOptions
 }
 
 func main() {
@@ -51,7 +52,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "tests/bench/RESULTS.md", "where the table is written (empty: nowhere)")
 	flag.StringVar(&o.database, "database", "", "PostgreSQL URL (empty: PostgreSQL runs skipped)")
 	flag.StringVar(&o.redis, "redis", "", "Redis URL (empty: Redis runs skipped)")
-	flag.StringVar(&o.only, "only", "", "comma-separated parts to run: backend keys (sqlite, sqlitenocache, pg, pgcache), mixed and browsers; empty: all")
+	flag.StringVar(&o.only, "only", "", "comma-separated parts to run: backend keys (sqlite, sqlitenocache, pg, pgcache), mixed, browsers and live; empty: all")
 	flag.IntVar(&o.profiles, "profiles", 100, "profiles seeded per service (at least 50 and one per connection)")
 	flag.IntVar(&o.restarts, "starts", 5, "measured starts per service")
 	flag.IntVar(&o.load.conns, "conns", 64, "connections per server")
@@ -73,6 +74,8 @@ func main() {
 	flag.DurationVar(&o.mixed.round, "mixed-round", 10*time.Second, "duration of one round of the mixed load")
 	flag.IntVar(&o.mixed.rounds, "mixed-rounds", 3, "rounds of the mixed load at each rate")
 	flag.IntVar(&o.mixed.conns, "mixed-conns", 256, "requests in flight at most in the mixed load, and connections of its saturation run")
+	flag.DurationVar(&o.live.window, "live-window", 10*time.Second, "window over which the live view's frames are counted")
+	flag.IntVar(&o.live.clicks, "live-clicks", 30, "clicks timed through the live view")
 	flag.Parse()
 	o.hooks.conns = o.load.conns
 	for r := range strings.SplitSeq(*mixedRates, ",") {
@@ -82,6 +85,10 @@ func main() {
 			os.Exit(2)
 		}
 		o.mixed.rates = append(o.mixed.rates, rate)
+	}
+	if o.live.window <= 0 || o.live.clicks < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -live-window must be positive and -live-clicks at least 1")
+		os.Exit(2)
 	}
 	if o.browsers.launches < 1 || o.browsers.connects < 1 || o.browsers.roundTrips < 1 || o.browsers.memory < 1 {
 		fmt.Fprintln(os.Stderr, "bench: every -browser-* count must be at least 1")
@@ -240,7 +247,7 @@ func run(o options) (err error) {
 		}
 		rep.instances = append(rep.instances, in)
 	}
-	if len(rep.instances) == 0 && !selected("browsers") && !selected("mixed") {
+	if len(rep.instances) == 0 && !selected("browsers") && !selected("mixed") && !selected("live") {
 		return errors.New("no backend could run")
 	}
 
@@ -369,6 +376,18 @@ func run(o options) (err error) {
 				rep.browsersSkipped = "Browser figures not taken: " + err.Error()
 			}
 			rep.browserOpts = o.browsers
+		}
+	}
+	// The live view, on a service of its own with an automation client.
+	if selected("live") {
+		if chromiumPath, bwrapPath, why := findBrowser(); why != "" {
+			rep.liveSkipped = "Live view figures skipped: " + why
+		} else {
+			fmt.Fprintln(os.Stderr, "measuring the live view beside an automation client")
+			if rep.live, err = measureLive(ctx, svcBin, dir, chromiumPath, bwrapPath, o.live); err != nil {
+				fmt.Fprintln(os.Stderr, "live view:", err)
+				rep.liveSkipped = "Live view figures not taken: " + err.Error()
+			}
 		}
 	}
 	rep.machine = append(rep.machine, [2]string{"load average (1 min) before / after", loadBefore + " / " + loadAverage()})

@@ -28,6 +28,8 @@ type report struct {
 	browsers        *browserFigures
 	browserOpts     browserOptions
 	browsersSkipped string
+	live            *liveFigures
+	liveSkipped     string
 }
 
 func (r *report) find(id string) *target {
@@ -231,6 +233,7 @@ func (r *report) markdown() string {
 		r.mixed.section(p)
 	}
 	r.browserSection(p)
+	r.liveSection(p)
 
 	var notes []string
 	notes = append(notes, r.skipped...)
