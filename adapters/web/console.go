@@ -44,6 +44,10 @@ type Options struct {
 	// Secure marks the session cookie Secure: the console is served over
 	// https (PUBLIC_URL says so).
 	Secure bool
+	// WebhookAttempts is how many attempts a webhook delivery gets before
+	// it fails: the length of WEBHOOK_RETRY_SCHEDULE, which the Settings
+	// pages state.
+	WebhookAttempts int
 }
 
 // Console serves the dashboard's pages.

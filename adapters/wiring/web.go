@@ -37,7 +37,8 @@ var Web = fx.Module("web",
 				Auth: d.Auth, Profiles: d.Profiles, Teams: d.Teams, Proxies: d.Proxies,
 				Webhooks: d.Webhooks, Snapshots: d.Snapshots, Data: d.Data,
 			}, web.Options{
-				Secure: strings.HasPrefix(d.Config.Browser.PublicURL, "https://"),
+				Secure:          strings.HasPrefix(d.Config.Browser.PublicURL, "https://"),
+				WebhookAttempts: len(d.Config.WebhookRetrySchedule),
 			})
 			if err != nil {
 				return nil, err
