@@ -132,7 +132,8 @@ const isRed = (p) => p && p.r > 150 && p.g < 90 && p.b < 90;
 const isGreen = (p) => p && p.g > 130 && p.r < 90 && p.b < 90;
 
 // screenPixel reads the live picture where the button is, left of its
-// label, by drawing the picture on a canvas.
+// label, by drawing the picture on a canvas; src is a digest (FNV-1a) of
+// the picture's address, which holds the whole frame.
 function screenPixel(page) {
   return page.evaluate(() => {
     const img = document.getElementById('live-screen');
@@ -143,7 +144,9 @@ function screenPixel(page) {
     const g = c.getContext('2d');
     g.drawImage(img, 0, 0);
     const [r, gr, b] = g.getImageData(Math.floor(c.width / 10), Math.floor(c.height / 3), 1, 1).data;
-    return { r, g: gr, b, src: img.src.length > 64 ? img.src.slice(-64) : img.src };
+    let h = 0x811c9dc5;
+    for (let i = 0; i < img.src.length; i++) h = Math.imul(h ^ img.src.charCodeAt(i), 0x01000193);
+    return { r, g: gr, b, src: (h >>> 0).toString(16) + ':' + img.src.length };
   });
 }
 
