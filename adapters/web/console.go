@@ -49,6 +49,10 @@ type Options struct {
 	// forms, for a browser data upload (PROFILE_DATA_UPLOAD_TIMEOUT); the
 	// service bounds the upload itself by the same.
 	UploadTimeout time.Duration
+	// WebhookAttempts is how many attempts a webhook delivery gets before
+	// it fails: the length of WEBHOOK_RETRY_SCHEDULE, which the Settings
+	// pages state.
+	WebhookAttempts int
 }
 
 // Console serves the dashboard's pages.

@@ -144,6 +144,8 @@ type webhooksPage struct {
 	Next       string
 	NeedAdmin  bool
 	EventTypes []event.Type
+	// Attempts is how many attempts a delivery gets before it fails.
+	Attempts int
 }
 
 // needAdmin renders page with the words that the user's role may not read
@@ -160,7 +162,7 @@ func (c *Console) webhookList(q *request) error {
 	if err != nil {
 		return c.needAdmin(q, err, "settings_webhooks", "Webhooks", webhooksPage{NeedAdmin: true})
 	}
-	data := webhooksPage{Endpoints: page.Items, EventTypes: event.Types}
+	data := webhooksPage{Endpoints: page.Items, EventTypes: event.Types, Attempts: c.opts.WebhookAttempts}
 	if page.NextCursor != "" {
 		data.Next = Prefix + "/settings/webhooks?" + url.Values{"cursor": {page.NextCursor}}.Encode()
 	}
@@ -324,6 +326,8 @@ type failedPage struct {
 	// Endpoint is set when the page shows one endpoint's deliveries.
 	Endpoint string
 	Total    int
+	// Attempts is how many attempts a delivery gets before it fails.
+	Attempts int
 }
 
 func excerpt(s string) string {
@@ -373,7 +377,7 @@ func (c *Console) failedOf(q *request, ep webhook.Endpoint, cursor string, limit
 func (c *Console) failedDeliveries(q *request) error {
 	ctx := q.r.Context()
 	query := q.r.URL.Query()
-	data := failedPage{Endpoint: query.Get("endpoint")}
+	data := failedPage{Endpoint: query.Get("endpoint"), Attempts: c.opts.WebhookAttempts}
 	if data.Endpoint != "" {
 		ep, err := c.svc.Webhooks.Get(ctx, q.actor, data.Endpoint)
 		if err != nil {

@@ -37,8 +37,9 @@ var Web = fx.Module("web",
 				Auth: d.Auth, Profiles: d.Profiles, Teams: d.Teams, Proxies: d.Proxies,
 				Webhooks: d.Webhooks, Snapshots: d.Snapshots, Data: d.Data,
 			}, web.Options{
-				Secure:        strings.HasPrefix(d.Config.Browser.PublicURL, "https://"),
-				UploadTimeout: d.Config.ProfileDataUploadTimeout,
+				Secure:          strings.HasPrefix(d.Config.Browser.PublicURL, "https://"),
+				UploadTimeout:   d.Config.ProfileDataUploadTimeout,
+				WebhookAttempts: len(d.Config.WebhookRetrySchedule),
 			})
 			if err != nil {
 				return nil, err
