@@ -64,9 +64,6 @@ function watch(page, who) {
     const csp = /Content Security Policy|CSP violation/i.test(text);
     if (m.type() !== 'error' && !csp) return;
     if (!csp && expected.some((re) => re.test(text))) return;
-    // The browser asks every site for /favicon.ico by itself; the console
-    // has none, which is no fault of its pages.
-    if (!csp && new URL(m.location().url || 'about:blank', base).pathname === '/favicon.ico') return;
     problems.push(`${who} ${m.type()} on ${page.url()}: ${text}`);
   });
   page.on('pageerror', (e) => problems.push(`${who} script error on ${page.url()}: ${e.message}`));
@@ -381,7 +378,7 @@ async function viewer(browser) {
     const send = async (path, form) => {
       const res = await fetch(path, { method: 'POST', body: new URLSearchParams(form) });
       const text = await res.text();
-      const heading = /<h2>([^<]*)<\/h2>/.exec(text);
+      const heading = /<div class="problem" role="alert">\s*<h[12]>([^<]*)<\/h[12]>/.exec(text);
       return { status: res.status, heading: heading ? heading[1] : '' };
     };
     return {

@@ -229,23 +229,29 @@ try {
       await page.click('form[action$="/launch"] button[type=submit]');
     }, '#cdp-url');
     // An automation client opens a page in the running browser, so the
-    // live view has something to show.
+    // live view has something to show. It stays connected until the live
+    // view is audited: the tab it opened is closed with its connection.
+    let remote;
     try {
-      const remote = await chromium.connectOverCDP(await page.inputValue('#cdp-url'), { timeout: step });
-      const tab = remote.contexts()[0].pages()[0] ?? await remote.contexts()[0].newPage();
+      remote = await chromium.connectOverCDP(await page.inputValue('#cdp-url'), { timeout: step });
+      const tab = await remote.contexts()[0].newPage();
       await tab.goto(livePage, { timeout: step });
-      await remote.close();
     } catch (err) {
       results.push({ page: 'live', as, width: 0, url: page.url(), error: 'opening a page in the running browser: ' + err });
     }
     await visit(page, 'profile-running', as, `/app/profiles/${id.runner}`);
     await page.goto(cfg.base + `/app/profiles/${id.runner}/live`, { timeout: step });
     try {
-      await page.waitForSelector('#live-screen[data-frames]', { timeout: step, state: 'attached' });
+      // A frame has come and the picture shows it.
+      await page.waitForFunction(() => {
+        const img = document.getElementById('live-screen');
+        return img && img.dataset.frames && img.complete && img.naturalWidth > 0;
+      }, null, { timeout: step });
     } catch (err) {
       results.push({ page: 'live', as, width: 0, url: page.url(), error: 'no frame in the live view: ' + err });
     }
     await audit(page, 'live', as, 200);
+    await remote?.close();
 
     await visit(page, 'settings-api-keys', as, '/app/settings/api-keys');
     await submit(page, 'settings-api-key-created', as, async () => {
