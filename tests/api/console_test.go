@@ -670,3 +670,39 @@ func TestConsoleProfileFormAssignsAStoredProxy(t *testing.T) {
 		}
 	})
 }
+
+// TestEveryConsoleActionRefusesAnotherSite walks the route table: every
+// state-changing route of the console, present and future, refuses a
+// request that a page of another site sends, before it reads anything.
+func TestEveryConsoleActionRefusesAnotherSite(t *testing.T) {
+	t.Parallel()
+	h := start(t, options{databaseURL: "memory://"})
+	u := h.console(t)
+	u.signup(account{email: "walk@example.com", password: "a console passphrase", name: "Walker"})
+	id := u.createProfile("Walked", "")
+	ids := strings.NewReplacer("{id}", id, "{snapshotId}", "snp_x", "{delivery}", "dlv_x", "{name}", "x")
+	actions := 0
+	for _, route := range h.routes {
+		if !strings.HasPrefix(route.Name, "console ") || route.Method == http.MethodGet {
+			continue
+		}
+		actions++
+		path := ids.Replace(route.Path)
+		for how, headers := range map[string][]string{
+			"cross-site":                        {"Origin", "https://attacker.test", "Sec-Fetch-Site", "cross-site"},
+			"same-site":                         {"Origin", "https://evil.localhost", "Sec-Fetch-Site", "same-site"},
+			"another origin, no fetch metadata": {"Origin", "https://attacker.test", "Sec-Fetch-Site", ""},
+		} {
+			p := u.do(route.Method, path, url.Values{}, headers...)
+			if p.status != http.StatusForbidden || !strings.Contains(text(p), "came from another site") {
+				t.Errorf("%s %s from %s: %d %s", route.Method, path, how, p.status, text(p))
+			}
+		}
+	}
+	if actions < 30 {
+		t.Errorf("only %d console actions in the route table", actions)
+	}
+	if r := h.get("/api/v1/profiles/"+id, bearer(h.login(t, "walk@example.com", "a console passphrase"))...); r.status != http.StatusOK || r.data()["version"] != float64(1) {
+		t.Errorf("the profile after the forged requests: %d %v", r.status, r.data())
+	}
+}
