@@ -54,7 +54,9 @@ func (c *Console) signup(q *request) error {
 	if err != nil {
 		return c.renderWith(q, 0, "signup", "Create an account", in, err)
 	}
-	c.startSession(q.w, s.Tokens.RefreshToken)
+	if err := c.startSession(q, s.Tokens.RefreshToken); err != nil {
+		return err
+	}
 	return c.redirect(q, localPath(in.Next), "Welcome, "+s.User.Name+". Your team "+s.Team.Name+" is ready.")
 }
 
@@ -72,7 +74,9 @@ func (c *Console) signin(q *request) error {
 	if err != nil {
 		return c.renderWith(q, 0, "signin", "Sign in", in, err)
 	}
-	c.startSession(q.w, s.Tokens.RefreshToken)
+	if err := c.startSession(q, s.Tokens.RefreshToken); err != nil {
+		return err
+	}
 	return c.redirect(q, localPath(in.Next), "")
 }
 

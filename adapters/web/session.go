@@ -100,10 +100,17 @@ func (c *Console) resolve(q *request) error {
 }
 
 // startSession keeps a signed-in user's session token in the session
-// cookie, in their sign-in team.
-func (c *Console) startSession(w http.ResponseWriter, token string) {
-	c.setCookie(w, sessionCookie, token, sessionMaxAge)
-	c.setCookie(w, teamCookie, "", -1)
+// cookie, in their sign-in team. A session the browser held before (a
+// sign-in over another) is ended, not left to run out.
+func (c *Console) startSession(q *request, token string) error {
+	if old := cookieValue(q.r, sessionCookie); old != "" {
+		if err := c.svc.Auth.SignOut(q.r.Context(), old); err != nil {
+			return err
+		}
+	}
+	c.setCookie(q.w, sessionCookie, token, sessionMaxAge)
+	c.setCookie(q.w, teamCookie, "", -1)
+	return nil
 }
 
 func (c *Console) clearSession(w http.ResponseWriter) {

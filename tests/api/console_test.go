@@ -461,6 +461,18 @@ func TestConsoleSignOutEndsTheSession(t *testing.T) {
 	if p := stolen.post("/app/profiles/new", url.Values{"name": {"After"}, "template": {windowsTemplate}}); p.status != http.StatusUnauthorized {
 		t.Errorf("an action with the signed-out cookie: %d %s", p.status, text(p))
 	}
+
+	// Signing in over a session ends the one the browser held.
+	u.signin(a)
+	copied := h.console(t)
+	copied.c.Jar.SetCookies(base, u.c.Jar.Cookies(base))
+	u.signin(a)
+	if p := copied.get("/app/profiles"); p.status != http.StatusSeeOther {
+		t.Errorf("the session signed in over still opens the console: %d", p.status)
+	}
+	if p := u.get("/app/profiles"); p.status != http.StatusOK {
+		t.Errorf("the new session: %d", p.status)
+	}
 }
 
 func TestConsoleSignInSendsBackOnlyToItsOwnPages(t *testing.T) {
