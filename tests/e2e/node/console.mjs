@@ -10,6 +10,10 @@
 //                                        failed delivery, and its retry
 //   node console.mjs viewer   '<json>'   an invitation as viewer, what the
 //                                        viewer is shown, and forged posts
+//   node console.mjs keeper   '<json>'   a forgotten password reset through
+//                                        the mail, an API key, a proxy tested
+//                                        and checked, browser data, cookies
+//                                        and the time machine
 //
 // The JSON argument holds the base URL and what the journey needs (its
 // accounts, the addresses of the Go test's receiver). CHROMIUM_PATH is the
@@ -19,12 +23,13 @@
 // Every page of the person's browser is watched: a JavaScript error or a
 // console error (a Content-Security-Policy violation is one) is reported
 // in "problems", except the refusals a journey provokes on purpose.
+import { readFile } from 'node:fs/promises';
 import { chromium } from 'playwright-core';
 
 const [journey, rawArgs] = process.argv.slice(2);
-const journeys = { live, webhooks, viewer };
+const journeys = { live, webhooks, viewer, keeper };
 if (!journeys[journey] || !rawArgs) {
-  console.error('usage: node console.mjs live|webhooks|viewer <json>');
+  console.error('usage: node console.mjs live|webhooks|viewer|keeper <json>');
   process.exit(2);
 }
 const args = JSON.parse(rawArgs);
@@ -109,11 +114,12 @@ async function details(list) {
   });
 }
 
-async function createProfile(page, name, template) {
+async function createProfile(page, name, template, notes) {
   await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Profiles' }).click();
   await page.getByRole('link', { name: 'New profile' }).click();
   await page.getByLabel('Name', { exact: true }).fill(name);
   if (template) await page.getByRole('combobox', { name: 'Template' }).selectOption({ label: template });
+  if (notes) await page.getByLabel('Notes', { exact: true }).fill(notes);
   await page.getByRole('button', { name: 'Create the profile' }).click();
   await page.waitForURL(/\/app\/profiles\/prf_[^/]+$/);
   return { id: new URL(page.url()).pathname.split('/').pop(), flash: await flash(page) };
@@ -391,6 +397,187 @@ async function viewer(browser) {
   expected = [];
   await viewerContext.close();
   await ownerContext.close();
+  return out;
+}
+
+// rows reads the body rows of a table as lists of cell texts.
+async function rows(table) {
+  return table.locator('tbody tr').evaluateAll((trs) =>
+    trs.map((r) => [...r.cells].map((c) => c.textContent.replace(/\s+/g, ' ').trim())));
+}
+
+// section is the section of the page headed name.
+function section(page, name) {
+  return page.locator('section').filter({ has: page.getByRole('heading', { name, exact: true }) });
+}
+
+// keeper: someone who forgot their password resets it through the mailed
+// link, makes an API key for a program and revokes it, adds a proxy after
+// testing it and checks it, and keeps a profile's browser data, cookies
+// and settings with the time machine.
+async function keeper(browser) {
+  const out = {};
+  const context = await person(browser, 'keeper');
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
+  const page = await context.newPage();
+  const main = page.getByRole('navigation', { name: 'Main' });
+  await page.goto(base + '/app/signup');
+  await signUp(page, args.owner);
+  await page.getByRole('button', { name: 'Create the account' }).click();
+  await page.waitForURL('**/app/profiles');
+  await page.getByRole('button', { name: /^Sign out/ }).click();
+  await page.waitForURL('**/app/signin');
+  out.signedOut = await flash(page);
+
+  // 1. The password is forgotten: the mail's link leads to a new one.
+  await page.getByRole('link', { name: 'Forgot your password?' }).click();
+  await page.getByLabel('Email').fill(args.owner.email);
+  await page.getByRole('button', { name: 'Send the link' }).click();
+  out.resetAsked = await flash(page);
+  const link = await until('the password reset mail', async () => {
+    const res = await fetch(args.mail);
+    return res.ok && (await res.text()).trim();
+  });
+  out.resetLink = link;
+  await page.goto(link);
+  out.resetHeading = (await page.getByRole('heading', { level: 1 }).textContent()).trim();
+  out.resetTokenPrefilled = (await page.getByLabel('Reset token').inputValue()) !== '';
+  await page.getByLabel('New password').fill(args.newPassword);
+  await page.getByLabel('The same again').fill(args.newPassword);
+  await page.getByRole('button', { name: 'Change the password' }).click();
+  await page.waitForURL('**/app/signin');
+  out.resetDone = await flash(page);
+
+  // The old password is refused in words; the new one signs in.
+  expected = [/status of 401/];
+  await page.getByLabel('Email').fill(args.owner.email);
+  await page.getByLabel('Password').fill(args.owner.password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  const refusal = page.getByRole('alert');
+  await refusal.waitFor();
+  out.oldPasswordRefused = (await refusal.innerText()).replace(/\s+/g, ' ').trim();
+  expected = [];
+  out.emailKept = await page.getByLabel('Email').inputValue();
+  await page.getByLabel('Password').fill(args.newPassword);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL('**/app/profiles');
+  out.signedInAs = (await page.getByRole('button', { name: /^Sign out/ }).textContent()).trim();
+
+  // 2. An API key, shown once, copied, then revoked.
+  await main.getByRole('link', { name: 'Settings' }).click();
+  const settings = page.getByRole('navigation', { name: 'Settings' });
+  await settings.getByRole('link', { name: 'API keys', exact: true }).click();
+  out.noKeys = (await page.locator('p.empty').textContent()).trim();
+  await page.getByRole('textbox', { name: /^Name/ }).fill(args.keyName);
+  await page.getByRole('button', { name: 'Create key' }).click();
+  out.keyHeading = (await page.getByRole('heading', { level: 2 }).first().textContent()).trim();
+  out.keyWarning = (await page.locator('p.warn[role="alert"]').textContent()).trim();
+  const keyField = page.getByLabel('Your new API key');
+  out.key = await keyField.inputValue();
+  out.keyDetails = await details(page.locator('main dl').first());
+  const copy = page.getByRole('button', { name: 'Copy' });
+  // The button says Copied for a moment: a watcher set up before the
+  // click keeps what it said.
+  await copy.evaluate((b) => {
+    window.copySaid = [];
+    new MutationObserver(() => window.copySaid.push(b.textContent.trim())).observe(b, { childList: true, characterData: true, subtree: true });
+  });
+  await copy.click();
+  await until('the Copy button to say Copied', () => page.evaluate(() => window.copySaid.includes('Copied')));
+  out.copied = await until('the key in the clipboard', () => page.evaluate(() => navigator.clipboard.readText()));
+  // The Go test uses the key while it lives, through the API.
+  const used = await fetch(args.keyCheck, { method: 'POST', body: out.key });
+  if (!used.ok) throw new Error(`the key check answered ${used.status}`);
+  await page.getByRole('link', { name: 'Back to your API keys' }).click();
+  await page.waitForURL('**/app/settings/api-keys');
+  out.keyListHoldsKey = (await page.content()).includes(out.key);
+  out.keyRows = await rows(page.getByRole('table'));
+  await page.getByRole('link', { name: 'Revoke ' + args.keyName, exact: true }).click();
+  out.revokeHeading = (await page.getByRole('heading', { level: 2 }).textContent()).trim();
+  await page.getByRole('button', { name: 'Revoke the key' }).click();
+  out.revoked = await flash(page);
+  out.keysAfterRevoke = (await page.locator('p.empty').textContent()).trim();
+
+  // 3. A proxy by its short form: tested, added, checked.
+  await main.getByRole('link', { name: 'Proxies' }).click();
+  await page.getByRole('link', { name: 'Add or test a proxy' }).click();
+  await page.getByRole('textbox', { name: /^Name/ }).fill(args.proxyName);
+  await page.getByLabel('Proxy URL').fill(args.proxyUrl);
+  await page.getByRole('button', { name: 'Test without saving' }).click();
+  const result = page.locator('section.proxy-result');
+  await result.waitFor();
+  out.testHeading = (await result.getByRole('heading').textContent()).trim();
+  out.tested = await details(result.locator('dl'));
+  out.testShowsPassword = (await page.content()).includes(args.proxyPassword);
+  out.testPasswordWarning = (await page.locator('main p.warn').textContent()).trim();
+  out.testKeptName = await page.getByRole('textbox', { name: /^Name/ }).inputValue();
+  await page.getByLabel('Proxy URL').fill(args.proxyUrl);
+  await page.getByRole('button', { name: 'Add the proxy' }).click();
+  await page.waitForURL(/\/app\/proxies\/prx_[^/]+$/);
+  out.proxyId = new URL(page.url()).pathname.split('/').pop();
+  out.proxyAdded = await flash(page);
+  out.proxySettings = await details(section(page, 'Settings').locator('dl'));
+  out.proxyStatusBefore = (await page.locator('.heading .status').textContent()).trim();
+  await page.getByRole('button', { name: 'Check now' }).click();
+  out.checked = await flash(page);
+  out.proxyStatusAfter = (await page.locator('.heading .status').textContent()).trim();
+  out.lastCheck = await details(section(page, 'Last check').locator('dl'));
+  out.proxyPageShowsPassword = (await page.content()).includes(args.proxyPassword);
+  await page.getByRole('link', { name: 'Back to the proxies' }).click();
+  out.proxyRow = (await page.getByRole('row').filter({ hasText: args.proxyName }).innerText()).replace(/\s+/g, ' ').trim();
+
+  // 4. A profile's browser data and cookies, and its time machine.
+  const created = await createProfile(page, args.profile, undefined, args.notesBefore);
+  out.profileId = created.id;
+  await page.getByRole('navigation', { name: 'This profile' }).getByRole('link', { name: 'Browser data and cookies' }).click();
+  await page.waitForURL('**/data');
+  out.noData = (await page.locator('p.empty').first().textContent()).trim();
+  await page.getByLabel('Archive').setInputFiles(args.archive);
+  await page.getByRole('button', { name: 'Upload the archive' }).click();
+  out.uploaded = await flash(page);
+  const stored = section(page, 'Stored browser data');
+  out.stored = await details(stored.locator('dl'));
+  out.storedSha = await stored.locator('dl code').getAttribute('title');
+  await page.getByLabel('Cookie file').setInputFiles(args.cookies);
+  await page.getByRole('button', { name: 'Import the cookies' }).click();
+  out.cookiesImported = await flash(page);
+  const [download] = await Promise.all([
+    page.waitForEvent('download'),
+    page.getByRole('link', { name: 'Export cookies (JSON)' }).click(),
+  ]);
+  out.exportName = download.suggestedFilename();
+  const exportPath = await download.path();
+  out.exported = JSON.parse(await readFile(exportPath, 'utf8'));
+
+  await page.getByRole('navigation', { name: 'This profile' }).getByRole('link', { name: 'Time machine' }).click();
+  await page.waitForURL('**/snapshots');
+  out.noSnapshots = (await page.locator('p.empty').textContent()).trim();
+  await page.getByRole('textbox', { name: /^Label/ }).fill(args.snapshotLabel);
+  await page.getByRole('button', { name: 'Take a snapshot' }).click();
+  out.snapshotTaken = await flash(page);
+  out.snapshotRows = await rows(page.getByRole('table'));
+
+  await page.getByRole('link', { name: '← ' + args.profile }).click();
+  await page.getByRole('link', { name: 'Edit', exact: true }).click();
+  out.notesInForm = await page.getByLabel('Notes', { exact: true }).inputValue();
+  await page.getByLabel('Notes', { exact: true }).fill(args.notesAfter);
+  await page.getByRole('button', { name: 'Save' }).click();
+  await page.waitForURL(new RegExp('/app/profiles/' + out.profileId + '$'));
+  out.saved = await flash(page);
+  out.notesShown = (await details(section(page, 'Settings').locator('dl')))['Notes'];
+
+  await page.getByRole('navigation', { name: 'This profile' }).getByRole('link', { name: 'Time machine' }).click();
+  await page.getByRole('row').filter({ hasText: args.snapshotLabel }).getByRole('link', { name: 'Compare and restore…' }).click();
+  await page.waitForURL('**/restore');
+  out.restoreHeading = (await page.getByRole('heading', { level: 1 }).textContent()).trim();
+  out.changes = await rows(page.getByRole('table'));
+  await page.getByRole('button', { name: 'Restore this snapshot' }).click();
+  await page.waitForURL('**/snapshots');
+  out.restored = await flash(page);
+  out.snapshotRowsAfter = await rows(page.getByRole('table'));
+  await page.getByRole('link', { name: '← ' + args.profile }).click();
+  out.notesAfterRestore = (await details(section(page, 'Settings').locator('dl')))['Notes'];
+  await context.close();
   return out;
 }
 
