@@ -10,12 +10,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 	"github.com/coder/websocket"
 )
@@ -340,4 +342,104 @@ func getJSON(base, path, token string, out any) (int, error) {
 		return resp.StatusCode, err
 	}
 	return resp.StatusCode, json.Unmarshal(env.Data, out)
+}
+
+// tabSizes is what a page reads of its window: inside, then outside.
+type tabSizes struct {
+	Inner [2]int `json:"inner"`
+	Outer [2]int `json:"outer"`
+}
+
+const readSizes = `({inner: [innerWidth, innerHeight], outer: [outerWidth, outerHeight]})`
+
+// TestEveryTemplatesFirstTabIsItsDevice launches a profile of every
+// template, headless and headed, and opens the device's page in the tab
+// the browser starts with, which a client that connects finds as its
+// first page (Playwright's contexts()[0].pages()[0]): the tab is the only
+// page a client finds, it is the device as the API shows it, and its
+// window is the one a tab the client opens itself gets, not a strip.
+func TestEveryTemplatesFirstTabIsItsDevice(t *testing.T) {
+	if _, err := exec.LookPath("Xvfb"); err != nil {
+		missingTool(t, "the first tab test", "apt-get install xvfb")("Xvfb: " + err.Error())
+	}
+	chromium, _ := browserTools(t)
+	pages := devicePages(t)
+	_, port, _ := net.SplitHostPort(pages.Listener.Addr().String())
+	pageHost := net.JoinHostPort("localhost", port)
+	proxy := newJourneyProxy(t, map[string]string{pageHost: pages.Listener.Addr().String()})
+	d := startServiceWithProxy(t, chromium, proxy, "first-tab@example.com")
+	pageURL := "http://" + pageHost + "/device"
+
+	for _, tpl := range d.templateIDs(t) {
+		s := d.newProfile(t, "First tab "+tpl, tpl)
+		var prof struct {
+			Fingerprint apiFingerprint `json:"fingerprint"`
+		}
+		if code, err := getJSON(d.base, "/api/v1/profiles/"+s.profile, d.token, &prof); err != nil || code != http.StatusOK {
+			t.Fatalf("get profile: %d %v", code, err)
+		}
+		fp := prof.Fingerprint
+		for _, headless := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/headless=%v", tpl, headless), func(t *testing.T) {
+				cdpURL := s.launchAs(t, headless)
+				defer s.release(t)
+				var first, opened seenDevice
+				var firstSizes, openedSizes tabSizes
+				withTab(t, cdpURL, func(ctx context.Context) error {
+					targets, err := chromedp.Targets(ctx)
+					if err != nil {
+						return err
+					}
+					var tabs []*target.Info
+					for _, info := range targets {
+						if info.Type == "page" {
+							tabs = append(tabs, info)
+						}
+					}
+					if len(tabs) != 1 {
+						return fmt.Errorf("a client finds %d pages at launch, want the browser's one tab:%s", len(tabs), describeTargets(targets))
+					}
+					// The tab the browser started with, as a client that
+					// takes it finds it.
+					tabCtx, cancelTab := chromedp.NewContext(ctx, chromedp.WithTargetID(tabs[0].TargetID))
+					defer cancelTab()
+					if err := chromedp.Do(tabCtx, chromedp.Navigate(pageURL)); err != nil {
+						return fmt.Errorf("the first tab: %w", err)
+					}
+					if first, err = chromedp.Run(tabCtx, chromedp.Evaluate[seenDevice]("window.first")); err != nil {
+						return err
+					}
+					if firstSizes, err = chromedp.Run(tabCtx, chromedp.Evaluate[tabSizes](readSizes)); err != nil {
+						return err
+					}
+					// A tab of the client's own.
+					if err := chromedp.Do(ctx, chromedp.Navigate(pageURL)); err != nil {
+						return fmt.Errorf("a new tab: %w", err)
+					}
+					if opened, err = chromedp.Run(ctx, chromedp.Evaluate[seenDevice]("window.first")); err != nil {
+						return err
+					}
+					openedSizes, err = chromedp.Run(ctx, chromedp.Evaluate[tabSizes](readSizes))
+					return err
+				})
+				want, _ := json.Marshal(fp.expected(true))
+				for _, c := range []struct {
+					where string
+					got   seenDevice
+				}{{"the first tab", first}, {"a new tab", opened}} {
+					if g, _ := json.Marshal(c.got); string(g) != string(want) {
+						t.Errorf("%s sees\n%s\nthe API says\n%s", c.where, g, want)
+					}
+				}
+				if firstSizes != openedSizes {
+					t.Errorf("the first tab's window is %+v, a new tab's %+v", firstSizes, openedSizes)
+				}
+				// A page, not a strip: at least half of the screen's
+				// available part inside, either way.
+				if in := firstSizes.Inner; 2*in[0] < fp.Screen.AvailWidth || 2*in[1] < fp.Screen.AvailHeight {
+					t.Errorf("the first tab is %dx%d inside, on a screen of %dx%d available", in[0], in[1], fp.Screen.AvailWidth, fp.Screen.AvailHeight)
+				}
+			})
+		}
+	}
 }

@@ -403,7 +403,13 @@ func browserArgs(headless bool, fp profile.Fingerprint) []string {
 		"--disable-dev-shm-usage",
 		"--password-store=basic",
 		"--use-mock-keychain",
-		"--disable-features=Translate,MediaRouter,OptimizationHints,NetworkTimeServiceQuerying,CertificateTransparencyComponentUpdater,OptimizationGuideModelDownloading,OptimizationHintsFetching,OptimizationTargetPrediction,AutofillServerCommunication,InterestFeedContentSuggestions,MediaDrmPreprovisioning",
+		// The omnibox's popups drawn as web pages (WebUIOmniboxPopup and
+		// its AI mode and full-frame kinds) are pages Chromium loads with
+		// every window, before any tab: a client sees them as tabs, the
+		// first of them among its pages, a window of a pixel or a strip
+		// of the toolbar's height, without the device. The native popup
+		// leaves the browser's tabs its only pages.
+		"--disable-features=Translate,MediaRouter,OptimizationHints,NetworkTimeServiceQuerying,CertificateTransparencyComponentUpdater,OptimizationGuideModelDownloading,OptimizationHintsFetching,OptimizationTargetPrediction,AutofillServerCommunication,InterestFeedContentSuggestions,MediaDrmPreprovisioning,WebUIOmniboxPopup,WebUIOmniboxAimPopup,WebUIOmniboxFullPopup",
 		"--disable-component-extensions-with-background-pages",
 		// navigator.webdriver stays false: the pipe is for the service and
 		// its clients, not a mark for every page to read.

@@ -81,7 +81,10 @@ var hostEtc = []string{"/etc/fonts", "/etc/ld.so.cache", "/etc/ld.so.conf", "/et
 // policies are Chromium's managed policies, bound where Chromium (and
 // Google Chrome) read them: no sign-in, sync, updates or Google services
 // of its own, no extensions, no file: or browser-internal URL, no file
-// chooser, downloads into the sandbox's own folder only.
+// chooser, downloads into the sandbox's own folder only; and no warning
+// about its flags (--disable-blink-features is one Chromium warns of) in
+// a bar above the first tab, which would make that tab's page shorter
+// than every other's.
 var policies = map[string]any{
 	"URLBlocklist": []string{"file://*", "chrome://*", "chrome-untrusted://*", "devtools://*", "view-source:*",
 		"chrome-extension://*", "chrome-search://*"},
@@ -106,6 +109,7 @@ var policies = map[string]any{
 	"FeedbackSurveysEnabled":                  false,
 	"CloudPrintProxyEnabled":                  false,
 	"ShoppingListEnabled":                     false,
+	"CommandLineFlagSecurityWarningsEnabled":  false,
 }
 
 // policyDirs are where Chromium builds read managed policies.
