@@ -16,6 +16,9 @@ type WebhookRequest struct {
 type WebhookResponse struct {
 	StatusCode int
 	Latency    time.Duration
+	// Answer is the start of the answer's body, as webhook.Excerpt makes
+	// it.
+	Answer string
 }
 
 // WebhookSender sends deliveries to customers' servers.

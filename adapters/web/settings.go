@@ -302,6 +302,8 @@ type attemptView struct {
 	At        time.Time
 	Outcome   string
 	LatencyMs int64
+	// Answer is the start of what the receiver answered.
+	Answer string
 }
 
 // failedDelivery is one failed delivery with its attempts.
@@ -341,7 +343,7 @@ func excerpt(s string) string {
 func toFailed(d webhook.Delivery) failedDelivery {
 	out := failedDelivery{ID: d.ID, EventID: d.EventID, EventType: d.EventType, CreatedAt: d.CreatedAt}
 	for _, a := range d.Attempts {
-		v := attemptView{N: a.N, At: a.At, LatencyMs: a.LatencyMs}
+		v := attemptView{N: a.N, At: a.At, LatencyMs: a.LatencyMs, Answer: a.Answer}
 		switch {
 		case a.Error != "" && a.StatusCode != 0:
 			v.Outcome = "HTTP " + strconv.Itoa(a.StatusCode) + ": " + excerpt(a.Error)

@@ -20,6 +20,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/profilesvc/profilesvc/adapters/netguard"
+	"github.com/profilesvc/profilesvc/domain/webhook"
 	"github.com/profilesvc/profilesvc/ports"
 )
 
@@ -32,6 +33,9 @@ const (
 	// usual short answer, so the connection goes back to the pool, and
 	// small enough that a receiver streaming gigabytes costs nothing.
 	drainLimit = 64 << 10
+	// answerHead is what is read of an answer for its excerpt: enough for
+	// webhook.MaxAnswerRunes characters of any UTF-8.
+	answerHead = 4 * webhook.MaxAnswerRunes
 	// minIdlePerHost keeps connections to a busy receiver open between
 	// attempts; net/http's default of 2 halves throughput.
 	minIdlePerHost = 32
@@ -138,10 +142,13 @@ func (s *Sender) Send(ctx context.Context, r ports.WebhookRequest) (ports.Webhoo
 		return ports.WebhookResponse{}, s.describe(ctx, u.Hostname(), err)
 	}
 	// The status is the answer; a body cut short (time-out, reset) does
-	// not change it, so a read error is not an attempt error.
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
+	// not change it, so a read error is not an attempt error. Its start is
+	// kept for the attempt log, the rest drained.
+	head := make([]byte, answerHead)
+	n, _ := io.ReadFull(resp.Body, head)
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit-int64(n)))
 	_ = resp.Body.Close()
-	return ports.WebhookResponse{StatusCode: resp.StatusCode, Latency: time.Since(start)}, nil
+	return ports.WebhookResponse{StatusCode: resp.StatusCode, Latency: time.Since(start), Answer: webhook.Excerpt(head[:n])}, nil
 }
 
 // CheckTarget refuses a URL the sender would not deliver to: not https

@@ -384,3 +384,21 @@ func TestTransportSettings(t *testing.T) {
 		t.Error("TLS below 1.2 allowed")
 	}
 }
+
+func TestSendKeepsTheStartOfTheAnswerAsOneLineOfText(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, "  down for\tmaintenance\x00\u202e\r\n\xff back soon "+strings.Repeat("x", 70_000))
+	}))
+	t.Cleanup(srv.Close)
+	resp, err := local(2*time.Second).Send(context.Background(), ports.WebhookRequest{URL: srv.URL + "/hook", Body: []byte(`{}`)})
+	if err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("Send = %+v, %v", resp, err)
+	}
+	prefix := "down for maintenance \ufffd back soon "
+	want := prefix + strings.Repeat("x", 200-len([]rune(prefix)))
+	if resp.Answer != want {
+		t.Fatalf("answer %q,\nwant   %q", resp.Answer, want)
+	}
+}

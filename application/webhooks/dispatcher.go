@@ -478,7 +478,7 @@ func (s *Service) attempt(ctx context.Context, d webhook.Delivery, ep webhook.En
 			resp.Latency = time.Since(began)
 			a.Error = err.Error()
 		}
-		a.StatusCode, a.LatencyMs = resp.StatusCode, resp.Latency.Milliseconds()
+		a.StatusCode, a.LatencyMs, a.Answer = resp.StatusCode, resp.Latency.Milliseconds(), resp.Answer
 	}
 	return d.Record(a, s.d.Policy.Schedule, s.d.Clock.Now()), resp.Latency
 }

@@ -2,7 +2,9 @@ package webhook
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/profilesvc/profilesvc/domain/event"
 )
@@ -33,6 +35,41 @@ type Attempt struct {
 	StatusCode int // 0 when no answer came
 	LatencyMs  int64
 	Error      string
+	// Answer is the start of the receiver's answer, as text (Excerpt).
+	Answer string
+}
+
+// MaxAnswerRunes bounds what an attempt keeps of the receiver's answer.
+const MaxAnswerRunes = 200
+
+// Excerpt is the start of a receiver's answer as an attempt keeps it: at
+// most MaxAnswerRunes characters of valid UTF-8, each run of control
+// characters and spaces folded into one space, so that whatever a
+// receiver sends reads as one line of text.
+func Excerpt(body []byte) string {
+	var b strings.Builder
+	space := false
+	n := 0
+	for _, r := range strings.ToValidUTF8(string(body), "\uFFFD") {
+		if n == MaxAnswerRunes {
+			break
+		}
+		if unicode.IsSpace(r) || unicode.IsControl(r) || unicode.In(r, unicode.Cf) {
+			space = b.Len() > 0
+			continue
+		}
+		if space {
+			if n+1 == MaxAnswerRunes {
+				break
+			}
+			b.WriteByte(' ')
+			n++
+			space = false
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return b.String()
 }
 
 // Succeeded reports whether the receiver took the delivery: only 200 counts.

@@ -321,7 +321,7 @@ func TestConsoleSettingsFailedDeliveriesRetry(t *testing.T) {
 			if p.status != http.StatusOK || !slices.Contains(actions(p), retry) {
 				t.Fatalf("%s: %d %v %s", path, p.status, actions(p), text(p))
 			}
-			for _, want := range []string{target, "profile.created", evt, "HTTP 503"} {
+			for _, want := range []string{target, "profile.created", evt, "HTTP 503", "receiver says 503"} {
 				if !strings.Contains(text(p), want) {
 					t.Errorf("%s lacks %q: %s", path, want, text(p))
 				}

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -87,6 +88,9 @@ func newReceiver(t *testing.T, script ...int) *receiver {
 			w.Header().Set("Location", rc.srv.URL+"/elsewhere")
 		}
 		w.WriteHeader(status)
+		if status >= 400 {
+			_, _ = fmt.Fprintf(w, "receiver says %d\n", status)
+		}
 	}))
 	t.Cleanup(rc.srv.Close)
 	return rc

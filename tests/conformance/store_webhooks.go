@@ -317,7 +317,7 @@ func runDeliveries(t *testing.T, newStore NewStore) {
 		tried.Status = webhook.StatusFailed
 		tried.RoundStart = 2
 		tried.Attempts = []webhook.Attempt{
-			{N: 1, At: storeAt(time.Second).In(storeZone), StatusCode: 500, LatencyMs: 1234},
+			{N: 1, At: storeAt(time.Second).In(storeZone), StatusCode: 500, LatencyMs: 1234, Answer: "temporarily down \u2014 \u00e9\u4e16 \"quoted\""},
 			{N: 2, At: storeAt(time.Minute + 7), Error: "dial tcp: connection refused \u2014 \u00e9\u4e16 \"quoted\""},
 			{N: 3, At: storeAt(time.Hour), StatusCode: 301, LatencyMs: 0},
 		}

@@ -62,6 +62,7 @@ type attemptJSON struct {
 	StatusCode int    `json:"statusCode"`
 	LatencyMs  int64  `json:"latencyMs"`
 	Error      string `json:"error"`
+	Answer     string `json:"answer,omitempty"`
 }
 
 func encodeAttempts(attempts []webhook.Attempt) (string, error) {
@@ -69,7 +70,7 @@ func encodeAttempts(attempts []webhook.Attempt) (string, error) {
 	for i, a := range attempts {
 		out[i] = attemptJSON{
 			N: a.N, At: a.At.UTC().Format(time.RFC3339Nano),
-			StatusCode: a.StatusCode, LatencyMs: a.LatencyMs, Error: a.Error,
+			StatusCode: a.StatusCode, LatencyMs: a.LatencyMs, Error: a.Error, Answer: a.Answer,
 		}
 	}
 	raw, err := json.Marshal(out)
@@ -91,7 +92,7 @@ func decodeAttempts(raw string) ([]webhook.Attempt, error) {
 			return nil, err
 		}
 		out[i] = webhook.Attempt{
-			N: a.N, At: at.UTC(), StatusCode: a.StatusCode, LatencyMs: a.LatencyMs, Error: a.Error,
+			N: a.N, At: at.UTC(), StatusCode: a.StatusCode, LatencyMs: a.LatencyMs, Error: a.Error, Answer: a.Answer,
 		}
 	}
 	return out, nil
