@@ -66,6 +66,12 @@ func (c *Console) livePage(q *request) error {
 }
 
 func (c *Console) liveSocket(q *request) error {
+	// A page of another site cannot open a viewer's live view with its
+	// cookie: checked here, before anything, because the hop to another
+	// instance speaks for the console there with an Origin of its own.
+	if !sameOrigin(q.r) {
+		return errCrossOrigin
+	}
 	id := mux.Vars(q.r)["id"]
 	view, err := c.svc.Profiles.LiveView(q.r.Context(), q.actor, id)
 	if err != nil {
@@ -84,8 +90,6 @@ func (c *Console) liveSocket(q *request) error {
 	}
 	defer conn.Close()
 	liftDeadlines(q)
-	// Accept refuses an Origin other than the console's own host: a page
-	// of another site cannot open a viewer's live view with its cookie.
 	ws, err := websocket.Accept(q.w, q.r, nil)
 	if err != nil {
 		return nil
@@ -125,6 +129,18 @@ func (c *Console) liveHop(q *request, node string) error {
 	}
 	proxy.ServeHTTP(q.w, q.r)
 	return failed
+}
+
+// sameOrigin reports whether a WebSocket request comes from a page of the
+// console's own origin (a browser always says which), or from a program
+// that is no page (no Origin).
+func sameOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	return err == nil && strings.EqualFold(u.Host, r.Host)
 }
 
 // liftDeadlines clears the server's deadlines, meant for one request, on a
@@ -184,11 +200,13 @@ func (s *liveSession) run(parent context.Context, log *zap.Logger) {
 	go func() { defer wg.Done(); defer cancel(); s.writeFrames(ctx) }()
 	go func() { defer wg.Done(); s.follow(ctx, log) }()
 	reason := "the browser's session ended"
+	// The viewer hears that it is connected, and whether it may act,
+	// before the first frame can come.
+	_ = s.ws.Write(ctx, websocket.MessageText, mustJSON(map[string]any{"type": "ready", "input": s.input}))
 	if err := s.attach(ctx); err != nil {
 		log.Info("live view could not watch the page", zap.Error(err))
 		reason = "the browser has no page to show"
 	} else {
-		_ = s.ws.Write(ctx, websocket.MessageText, mustJSON(map[string]any{"type": "ready", "input": s.input}))
 		// A read cancelled by ctx would drop the viewer's connection
 		// without a word: when the browser's side ends first, the viewer
 		// is told why and its read ends with the close.
