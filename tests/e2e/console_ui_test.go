@@ -326,7 +326,9 @@ func (c consoleRun) webhooks(t *testing.T, desk *consoleDesk) {
 		t.Errorf("the failed delivery lists %d attempts, want 2: %v", len(s.Attempts), s.Attempts)
 	}
 	for i, a := range s.Attempts {
-		if len(a) != 4 || a[0] != fmt.Sprint(i+1) || !strings.HasPrefix(a[2], "HTTP 500") {
+		// #, time, status, what the receiver said (its answer as one
+		// line), how long it took.
+		if len(a) != 5 || a[0] != fmt.Sprint(i+1) || !strings.HasPrefix(a[2], "HTTP 500") || a[3] != "desk closed: back at nine" {
 			t.Errorf("attempt row %d reads %q", i+1, a)
 		}
 	}
@@ -837,6 +839,9 @@ func newConsoleDesk(t *testing.T) *consoleDesk {
 		})
 		d.mu.Unlock()
 		w.WriteHeader(code)
+		if code != http.StatusOK {
+			_, _ = io.WriteString(w, "desk closed:\n\tback at nine")
+		}
 	})
 	mux.HandleFunc("POST /hook/accept", func(w http.ResponseWriter, r *http.Request) {
 		d.accept.Store(true)
