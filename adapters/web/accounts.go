@@ -153,6 +153,9 @@ func (c *Console) switchTeam(q *request) error {
 		return err
 	}
 	id := f.Get("team")
+	if err := c.layout(q); err != nil {
+		return err
+	}
 	for _, tv := range q.teams {
 		if tv.Team.ID == id {
 			c.setCookie(q.w, teamCookie, id, sessionMaxAge)

@@ -94,6 +94,9 @@ func (c *Console) dataRefused(q *request, id string, failure error) error {
 	}
 	data, title := c.dataPageOf(p), "Browser data of "+p.Name
 	if tooBig, ok := tooLargeProblem(failure, data); ok {
+		if err := c.layout(q); err != nil {
+			return err
+		}
 		v := view{Title: title, Me: q.me, Teams: q.teams, Actor: q.actor, Assets: c.assets, Data: data, Error: &tooBig}
 		return c.write(q.w, tooBig.Status, "data", v)
 	}

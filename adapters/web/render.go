@@ -167,6 +167,9 @@ func (c *Console) render(q *request, status int, name, title string, data any) e
 
 // renderWith is render with a failure shown above the page's form.
 func (c *Console) renderWith(q *request, status int, name, title string, data any, failure error) error {
+	if err := c.layout(q); err != nil {
+		return err
+	}
 	v := view{Title: title, Me: q.me, Teams: q.teams, Actor: q.actor, Assets: c.assets, Data: data, Flash: c.takeFlash(q)}
 	if failure != nil {
 		p := c.problemOf(q.r, failure)
@@ -245,6 +248,9 @@ func (c *Console) problemOf(r *http.Request, err error) problem {
 func (c *Console) renderError(w http.ResponseWriter, r *http.Request, q *request, err error) {
 	v := view{Title: "Error", Assets: c.assets}
 	if q != nil {
+		// A page that failed still shows who is signed in, when that
+		// can be read; the error is the page's either way.
+		_ = c.layout(q)
 		v.Me, v.Teams, v.Actor = q.me, q.teams, q.actor
 	}
 	p := c.problemOf(r, err)

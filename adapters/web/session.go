@@ -90,13 +90,27 @@ func (c *Console) resolve(q *request) error {
 		return err
 	}
 	q.actor = actor
-	me, err := c.svc.Auth.Me(ctx, actor)
+	return nil
+}
+
+// layout reads what the layout shows of a signed-in user (their name, team
+// and role, and their teams to switch to), once and only for a page: the
+// status polls, the live view and downloads need none of it.
+func (c *Console) layout(q *request) error {
+	if q.me != nil || q.actor.UserID == "" {
+		return nil
+	}
+	ctx := q.r.Context()
+	me, err := c.svc.Auth.Me(ctx, q.actor)
 	if err != nil {
 		return err
 	}
-	q.me = &me
-	q.teams, err = c.svc.Teams.ListTeams(ctx, actor)
-	return err
+	teams, err := c.svc.Teams.ListTeams(ctx, q.actor)
+	if err != nil {
+		return err
+	}
+	q.me, q.teams = &me, teams
+	return nil
 }
 
 // startSession keeps a signed-in user's session token in the session
