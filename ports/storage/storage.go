@@ -45,6 +45,8 @@ type Store interface {
 	Invitations() teamstore.Invitations
 
 	Profiles() profilestore.Profiles
+	// Instances is the fleet's registry, shared by every instance on the store.
+	Instances() profilestore.Instances
 
 	Proxies() proxystore.Proxies
 

@@ -12,6 +12,7 @@ import (
 	"github.com/profilesvc/profilesvc/domain/team"
 	"github.com/profilesvc/profilesvc/domain/webhook"
 	"github.com/profilesvc/profilesvc/ports"
+	"github.com/profilesvc/profilesvc/ports/profilestore"
 )
 
 // state is every table of the store. Stored values are never changed in
@@ -34,6 +35,7 @@ type state struct {
 	deliveries  table[deliveryRow]
 	outbox      table[event.Event]
 	idempotency table[ports.IdempotencyRecord]
+	instances   table[profilestore.Instance]
 }
 
 // deliveryRow is a delivery with the lease a dispatcher holds on it, which
@@ -65,6 +67,7 @@ func newState() state {
 		deliveries:  newTable("delivery", func(r *deliveryRow) rowKey { return rowKey{r.d.ID, r.d.TeamID} }, cloneDeliveryRow).withBacklog(pending),
 		outbox:      newTable("event", func(e *event.Event) rowKey { return rowKey{e.ID, e.TeamID} }, cloneEvent),
 		idempotency: newTable("idempotency record", idempotencyRowKey, cloneIdempotencyRecord),
+		instances:   newTable("instance", instanceRowKey, cloneInstance),
 	}
 }
 

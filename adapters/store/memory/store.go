@@ -1,10 +1,11 @@
 // Package memory owns the in-memory storage.Store: one table per kind of row
 // (users, teams, memberships, invitations, API keys, tokens, profiles, proxies,
 // snapshots, blob uploads and blob candidates, webhook endpoints, deliveries,
-// the outbox, idempotency records) held in process memory behind one lock,
-// and the undo log that rolls a unit of work back. It is the reference implementation of the store contract, used by
-// tests and by adopters who boot the service without a database; it keeps
-// nothing across restarts.
+// the outbox, idempotency records, the fleet's instances) held in process
+// memory behind one lock, and the undo log that rolls a unit of work back. It
+// is the reference implementation of the store contract, used by tests and by
+// adopters who boot the service without a database; it keeps nothing across
+// restarts.
 package memory
 
 import (
