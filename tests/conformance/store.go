@@ -26,8 +26,10 @@ type NewStore func(t *testing.T) storage.Store
 // that nothing of any team refers to, uploads that keep a collecting unit's
 // blobs safe, webhook endpoints and their deliveries, delivery leases that
 // concurrent claims never share, a unit of work that commits all of its
-// writes or none of them, even under concurrency, and idempotency records
-// claimed in the unit of their request's effect.
+// writes or none of them, even under concurrency, idempotency records
+// claimed in the unit of their request's effect, and the fleet's registry of
+// instances, whose beats, gone marks and removals each apply once among
+// concurrent callers.
 //
 // Every field of an entity read back is compared with what was written,
 // unexported ones included. Times: the suite writes times with nanoseconds,
@@ -57,6 +59,7 @@ func RunStore(t *testing.T, newStore NewStore) {
 	t.Run("reset tokens", func(t *testing.T) { runResetTokenRepository(t, newStore) })
 	t.Run("profiles", func(t *testing.T) { runProfileRepository(t, newStore) })
 	t.Run("profile node sessions", func(t *testing.T) { runProfileNodeSessions(t, newStore) })
+	t.Run("instances", func(t *testing.T) { runInstances(t, newStore) })
 	t.Run("outbox", func(t *testing.T) { runOutbox(t, newStore) })
 	t.Run("proxies", func(t *testing.T) { runProxyRepository(t, newStore) })
 	t.Run("snapshots", func(t *testing.T) { runSnapshotRepository(t, newStore) })
