@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // Browser is how launches run browsers: BROWSER_RUNTIME picks the runtime
@@ -27,6 +28,10 @@ type Browser struct {
 	// one browser, and RelayConnections (CDP_CONNECTIONS_MAX) the relayed
 	// CDP connections of the instance.
 	ClientsPerSession, RelayConnections int
+	// CookieCheckpoint (COOKIE_CHECKPOINT_INTERVAL) is how often the
+	// cookies of running browsers are saved: what an instance lost
+	// without a shutdown loses at most.
+	CookieCheckpoint time.Duration
 }
 
 // browserRuntime is BROWSER_RUNTIME on the system goos. Chromium runs only
@@ -51,6 +56,7 @@ func (l *loader) browser() Browser {
 
 		ClientsPerSession: l.atLeastOne("CDP_CLIENTS_PER_SESSION", 16),
 		RelayConnections:  l.atLeastOne("CDP_CONNECTIONS_MAX", 512),
+		CookieCheckpoint:  l.duration("COOKIE_CHECKPOINT_INTERVAL", time.Minute),
 	}
 }
 

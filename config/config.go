@@ -36,6 +36,7 @@ type Config struct {
 	SMTP                 SMTP
 	BrowserRuntime       string
 	Browser              Browser
+	Fleet                Fleet
 	SessionTTLDefault    time.Duration
 	SessionTTLMax        time.Duration
 	WebhookRetrySchedule []time.Duration
@@ -208,6 +209,7 @@ func (l *loader) load() Config {
 	c.ProfileDataUploadTimeout = l.duration("PROFILE_DATA_UPLOAD_TIMEOUT", time.Hour)
 	c.SnapshotsPerProfile = l.atLeastOne("SNAPSHOTS_PER_PROFILE", 20)
 	c.Browser = l.browser()
+	c.Fleet = l.fleet()
 	l.check(c)
 	// Read by Load itself, after the rest.
 	l.note("JWT_SECRET", "generated once, kept in DATA_DIR/jwt_secret")

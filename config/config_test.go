@@ -66,7 +66,8 @@ func TestLoadDefaults(t *testing.T) {
 		ProfileDataMax:           512 << 20,
 		ProfileDataUploadTimeout: time.Hour,
 		SnapshotsPerProfile:      20,
-		Browser:                  config.Browser{Max: 4, ClientsPerSession: 16, RelayConnections: 512},
+		Browser:                  config.Browser{Max: 4, ClientsPerSession: 16, RelayConnections: 512, CookieCheckpoint: time.Minute},
+		Fleet:                    config.Fleet{Heartbeat: 5 * time.Second, Timeout: 30 * time.Second, DrainTimeout: 15 * time.Second},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("Load with nothing set =\n%+v\nwant\n%+v", cfg, want)

@@ -91,9 +91,12 @@ type BrowserRuntime interface {
 	Exits() <-chan BrowserExit
 }
 
-// SessionMetrics count sessions as they commit: each launch, and each stop
-// by its reason.
+// SessionMetrics count sessions as they commit (each launch, and each stop
+// by its reason), and the launches an instance placed on another one or
+// refused because the whole fleet was full.
 type SessionMetrics interface {
 	Launched()
 	Stopped(reason string)
+	PlacedElsewhere()
+	FleetFull()
 }

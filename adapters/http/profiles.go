@@ -36,6 +36,7 @@ func (h *ProfileHandlers) Routes() []Route {
 		{Method: http.MethodPost, Path: "/api/v1/profiles/{id}/launch", Handler: h.launch, Name: "profiles.launch"},
 		{Method: http.MethodPost, Path: "/api/v1/profiles/{id}/heartbeat", Handler: h.heartbeat, Name: "profiles.heartbeat"},
 		{Method: http.MethodPost, Path: "/api/v1/profiles/{id}/release", Handler: h.release, Name: "profiles.release"},
+		{Method: http.MethodGet, Path: "/api/v1/fleet", Handler: h.fleet, Name: "fleet.read"},
 	}
 }
 

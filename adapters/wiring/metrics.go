@@ -26,6 +26,8 @@ var Metrics = fx.Options(
 type sessionMetrics struct {
 	launches prometheus.Counter
 	stops    *prometheus.CounterVec
+	placed   prometheus.Counter
+	refused  prometheus.Counter
 }
 
 // Launched counts a launch.
@@ -33,6 +35,12 @@ func (m *sessionMetrics) Launched() { m.launches.Inc() }
 
 // Stopped counts a stop for reason.
 func (m *sessionMetrics) Stopped(reason string) { m.stops.WithLabelValues(reason).Inc() }
+
+// PlacedElsewhere counts a launch this instance placed on another.
+func (m *sessionMetrics) PlacedElsewhere() { m.placed.Inc() }
+
+// FleetFull counts a launch refused because no instance had room.
+func (m *sessionMetrics) FleetFull() { m.refused.Inc() }
 
 func newSessionMetrics(reg *prometheus.Registry) *sessionMetrics {
 	m := &sessionMetrics{
@@ -44,8 +52,16 @@ func newSessionMetrics(reg *prometheus.Registry) *sessionMetrics {
 			Name: "profilesvc_session_stops_total",
 			Help: "Sessions ended (profile.stopped committed) by this instance, by reason: released, expired, failed, closed, crashed, shutdown.",
 		}, []string{"reason"}),
+		placed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "profilesvc_launches_placed_elsewhere_total",
+			Help: "Launches received by this instance, which had no room, and started on another instance of the fleet.",
+		}),
+		refused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "profilesvc_launches_refused_total",
+			Help: "Launches received by this instance and refused with 503 because no instance of the fleet had room.",
+		}),
 	}
-	reg.MustRegister(m.launches, m.stops)
+	reg.MustRegister(m.launches, m.stops, m.placed, m.refused)
 	return m
 }
 
@@ -86,7 +102,18 @@ func registerServiceMetrics(reg *prometheus.Registry, b Build, store storage.Sto
 	reg.MustRegister(info, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "profilesvc_browsers_running",
 		Help: "Browsers this instance runs, one per session it serves.",
-	}, func() float64 { return float64(svc.BrowsersRunning()) }), &sessionsRunning{svc: svc, log: log})
+	}, func() float64 { return float64(svc.BrowsersRunning()) }), prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "profilesvc_browsers_capacity",
+		Help: "Browsers this instance may run at once (BROWSERS_MAX; 0 for a runtime that runs none).",
+	}, func() float64 { return float64(svc.BrowsersCapacity()) }), prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "profilesvc_draining",
+		Help: "1 while this instance drains: it starts no more browsers, and the fleet places its launches elsewhere.",
+	}, func() float64 {
+		if svc.Draining() {
+			return 1
+		}
+		return 0
+	}), &sessionsRunning{svc: svc, log: log})
 	s, ok := store.(*bunstore.Store)
 	if !ok {
 		return

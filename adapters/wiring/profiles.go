@@ -48,6 +48,7 @@ type ProfileDeps struct {
 	Config  config.Config
 	Listen  *ListenAddr
 	Cache   ProfileCache
+	Fleet   profiles.Fleet
 }
 
 // ProfileCache is the cache of PROFILE_CACHE (redis or local), or nil:
@@ -81,7 +82,7 @@ var Profiles = fx.Module("profiles",
 				Tx: d.Tx, Teams: d.Store.Teams(), Profiles: d.Store.Profiles(), Users: d.Store.Users(), Proxies: d.Proxies, Outbox: d.Outbox,
 				Metrics: d.Metrics,
 				Runtime: d.Runtime, Blobs: d.Blobs, Data: d.Data, BlobRefs: d.Store.BlobRefs(), Snapshots: d.Store.Snapshots(),
-				Clock: d.Clock, IDs: d.IDs, Log: d.Log, Cache: d.Cache.Cache, EngineVersion: engineVersion(d.Runtime),
+				Clock: d.Clock, IDs: d.IDs, Log: d.Log, Cache: d.Cache.Cache, EngineVersion: engineVersion(d.Runtime), Fleet: d.Fleet,
 				Policy: profiles.Policy{
 					SessionTTLDefault: d.Config.SessionTTLDefault, SessionTTLMax: d.Config.SessionTTLMax,
 					MaxProfiles: d.Config.Quotas.Profiles, PublicURL: publicURL(d.Config, d.Listen), NodeURL: nodeURL(d.Config, d.Listen),
@@ -90,7 +91,7 @@ var Profiles = fx.Module("profiles",
 			})
 		},
 		func() ReaperInterval { return defaultReaperInterval },
-		func() CheckpointInterval { return defaultCheckpointInterval },
+		func(cfg config.Config) CheckpointInterval { return CheckpointInterval(cfg.Browser.CookieCheckpoint) },
 		fx.Annotate(func(svc *profiles.Service) Routes { return httpapi.NewProfileHandlers(svc).Routes() }, fx.ResultTags(`group:"routes"`)),
 		fx.Annotate(func(svc *profiles.Service, cfg config.Config, listen *ListenAddr) Routes {
 			return cdprelay.New(svc, cdprelay.Options{
@@ -168,10 +169,9 @@ func browsersMax(cfg config.Config, rt ports.BrowserRuntime) int {
 }
 
 // CheckpointInterval is how often the cookies of the browsers an instance
-// runs are saved. Tests replace it (fx.Decorate).
+// runs are saved (COOKIE_CHECKPOINT_INTERVAL). Tests replace it
+// (fx.Decorate).
 type CheckpointInterval time.Duration
-
-const defaultCheckpointInterval = CheckpointInterval(time.Minute)
 
 // runBrowsers ends the sessions of browsers that exit by themselves, saves
 // the cookies of running ones every interval, and at shutdown closes every

@@ -39,6 +39,7 @@ func Options(cfg config.Config, extra ...fx.Option) fx.Option {
 		Mail,
 		Accounts,
 		Profiles,
+		Fleet,
 		BrowserData,
 		Snapshots,
 		Teams,

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/profilesvc/profilesvc/domain"
 	"github.com/profilesvc/profilesvc/domain/profile"
@@ -23,6 +24,14 @@ type browsers struct {
 	mu    sync.Mutex
 	local map[string]localBrowser // by session id
 	slots chan struct{}           // nil: no bound (no browsers are run)
+	// stopped is closed, and replaced, whenever a browser stops: a drain
+	// waits on it for the last one.
+	stopped chan struct{}
+	// draining refuses new browsers (Drain).
+	draining atomic.Bool
+	// stopping orders the calls that stop every browser (a drain, a
+	// shutdown), so that no browser is stopped by two at once.
+	stopping sync.Mutex
 }
 
 type localBrowser struct {
@@ -40,10 +49,13 @@ func (s slot) free() {
 }
 
 // reserveBrowser takes a browser place of this instance, or answers 503
-// when every place is taken.
+// when every place is taken or the instance drains.
 func (s *Service) reserveBrowser() (slot, error) {
 	if s.b.slots == nil {
 		return slot{}, nil
+	}
+	if s.b.draining.Load() {
+		return slot{}, errDraining
 	}
 	select {
 	case s.b.slots <- struct{}{}:
@@ -64,9 +76,34 @@ func (s *Service) untrack(sessionID string) {
 	s.b.mu.Lock()
 	lb, ok := s.b.local[sessionID]
 	delete(s.b.local, sessionID)
+	if ok {
+		close(s.b.stopped)
+		s.b.stopped = make(chan struct{})
+	}
 	s.b.mu.Unlock()
 	if ok {
 		lb.slot.free()
+	}
+}
+
+// errDraining is a launch an instance refuses while it drains.
+var errDraining = domain.Unavailable("this instance is draining and starts no more browsers; retry later")
+
+// waitNoBrowsers returns once this instance runs no browser, or when ctx
+// ends.
+func (s *Service) waitNoBrowsers(ctx context.Context) {
+	for {
+		s.b.mu.Lock()
+		n, stopped := len(s.b.local), s.b.stopped
+		s.b.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-stopped:
+		}
 	}
 }
 
@@ -289,6 +326,15 @@ func (s *Service) BrowserExited(ctx context.Context, exit ports.BrowserExit) err
 // shutdown: each browser is closed and its data stored before its lease
 // ends.
 func (s *Service) StopBrowsers(ctx context.Context) error {
+	return s.stopLocal(ctx, profile.StopShutdown)
+}
+
+// stopLocal ends, with reason, every session whose browser this instance
+// runs, each browser closed and its data stored before its lease ends; a
+// browser whose session has ended already is closed.
+func (s *Service) stopLocal(ctx context.Context, reason profile.StopReason) error {
+	s.b.stopping.Lock()
+	defer s.b.stopping.Unlock()
 	var wg sync.WaitGroup
 	running := s.localBrowsers()
 	errs := make(chan error, len(running))
@@ -300,7 +346,7 @@ func (s *Service) StopBrowsers(ctx context.Context) error {
 				errs <- err
 				return
 			}
-			if _, err := s.endSession(ctx, lb.teamID, lb.profileID, *p.Session, profile.StopShutdown); err != nil && !errors.Is(err, errSessionGone) {
+			if _, err := s.endSession(ctx, lb.teamID, lb.profileID, *p.Session, reason); err != nil && !errors.Is(err, errSessionGone) {
 				errs <- err
 			}
 		})
@@ -372,3 +418,7 @@ func (s *Service) BrowsersRunning() int {
 	defer s.b.mu.Unlock()
 	return len(s.b.local)
 }
+
+// BrowsersCapacity is how many browsers this instance may run at once (0
+// for a runtime that runs none).
+func (s *Service) BrowsersCapacity() int { return s.d.Policy.BrowsersMax }

@@ -383,6 +383,10 @@ func (c *sessionCounts) Launched() { c.add("launched") }
 
 func (c *sessionCounts) Stopped(reason string) { c.add("stopped " + reason) }
 
+func (c *sessionCounts) PlacedElsewhere() { c.add("placed elsewhere") }
+
+func (c *sessionCounts) FleetFull() { c.add("fleet full") }
+
 func (c *sessionCounts) add(s string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -50,7 +50,7 @@ func (s *Service) RecoverBrowsers(ctx context.Context) (int, error) {
 			}
 		}
 	}
-	n, err := s.endNodeSessions(ctx, handled)
+	n, err := s.endNodeSessions(ctx, s.d.Policy.NodeURL(), handled)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -88,10 +88,10 @@ func (s *Service) recoverLeftBrowser(ctx context.Context, lo ports.BrowserLeftov
 	return true, nil
 }
 
-// endNodeSessions ends as crashed every session of this instance's node
-// that is not in handled and whose browser this process does not run.
-func (s *Service) endNodeSessions(ctx context.Context, handled map[string]bool) (int, error) {
-	node := s.d.Policy.NodeURL()
+// endNodeSessions ends as crashed, with the data their profiles have,
+// every session of node that is not in handled and whose browser this
+// process does not run.
+func (s *Service) endNodeSessions(ctx context.Context, node string, handled map[string]bool) (int, error) {
 	if node == "" {
 		return 0, nil
 	}

@@ -78,6 +78,9 @@ type Deps struct {
 	Policy    Policy
 	// Cache, when set, serves Get (see cache.go); nil reads the store.
 	Cache profilestore.Cache
+	// Fleet makes the service one instance of several; its zero value is
+	// an instance alone.
+	Fleet Fleet
 	// EngineVersion is the version of the browser engine the runtime
 	// runs ("156.0.8078.108"): user agents name it. "" (a runtime that
 	// runs no browser) is profile.DefaultEngineVersion.
@@ -142,8 +145,9 @@ type Users interface {
 
 // Service runs the profile use cases.
 type Service struct {
-	d Deps
-	b browsers
+	d  Deps
+	b  browsers
+	fl fleetState
 	// templates are the catalogue's with their devices on this engine,
 	// the same for the life of the service.
 	templates []Template
@@ -170,11 +174,12 @@ func New(d Deps) *Service {
 	if d.Policy.NodeURL == nil {
 		d.Policy.NodeURL = d.Policy.PublicURL
 	}
-	svc := &Service{b: browsers{local: map[string]localBrowser{}}}
+	svc := &Service{b: browsers{local: map[string]localBrowser{}, stopped: make(chan struct{})}}
 	if d.Metrics == nil {
 		d.Metrics = uncounted{}
 	}
 	svc.d = d
+	svc.fl.startedAt = d.Clock.Now()
 	for _, t := range profile.Templates() {
 		svc.templates = append(svc.templates, Template{Template: t, Device: t.Device(d.EngineVersion)})
 	}
@@ -581,5 +586,7 @@ func eventSession(sess profile.Session) eventSessionData {
 // uncounted is the SessionMetrics of a service given none.
 type uncounted struct{}
 
-func (uncounted) Launched()      {}
-func (uncounted) Stopped(string) {}
+func (uncounted) Launched()        {}
+func (uncounted) Stopped(string)   {}
+func (uncounted) PlacedElsewhere() {}
+func (uncounted) FleetFull()       {}

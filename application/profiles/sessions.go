@@ -33,11 +33,13 @@ func (s *Service) ttl(seconds *int) (time.Duration, error) {
 	return time.Duration(*seconds) * time.Second, nil
 }
 
-// Launch takes the profile's exclusive lease and starts its browser. The
-// lease is a compare-and-set in the database, so of any number of launches,
-// through any number of instances, one wins and the others get a conflict
-// naming the holder. A lease that has run out but not been reaped yet is
-// ended (profile.stopped, reason expired) and taken over.
+// Launch takes the profile's exclusive lease and starts its browser: on
+// this instance when it has room, else on the instance of the fleet with
+// the most (see fleet.go). The lease is a compare-and-set in the database,
+// so of any number of launches, through any number of instances, one wins
+// and the others get a conflict naming the holder. A lease that has run
+// out but not been reaped yet is ended (profile.stopped, reason expired)
+// and taken over.
 func (s *Service) Launch(ctx context.Context, actor team.Actor, id string, in LaunchInput) (profile.Profile, error) {
 	if err := actor.Require(team.ActWrite); err != nil {
 		return profile.Profile{}, err
@@ -46,12 +48,21 @@ func (s *Service) Launch(ctx context.Context, actor team.Actor, id string, in La
 	if err != nil {
 		return profile.Profile{}, err
 	}
-	// A browser slot of this instance first: a launch it cannot run takes
-	// no lease.
+	// A browser place first, here or elsewhere: a launch that no instance
+	// can run takes no lease.
 	slot, err := s.reserveBrowser()
 	if err != nil {
-		return profile.Profile{}, err
+		return s.placeElsewhere(ctx, actor, id, in, err)
 	}
+	p, _, err := s.launchHere(ctx, actor, id, in.Headless, ttl, slot)
+	return p, err
+}
+
+// launchHere takes the lease and starts the browser on this instance, in
+// the browser place slot, which it keeps for the browser or frees. It
+// returns the profile as the launch answers it, with the token in the
+// session's cdpURL, and the token alone.
+func (s *Service) launchHere(ctx context.Context, actor team.Actor, id string, headless bool, ttl time.Duration, slot slot) (profile.Profile, string, error) {
 	launched := false
 	defer func() {
 		if !launched {
@@ -62,12 +73,12 @@ func (s *Service) Launch(ctx context.Context, actor team.Actor, id string, in La
 	sessionID := s.d.IDs.New("ses")
 	var p profile.Profile
 	var ended *profile.Session
-	err = s.d.Tx.Do(ctx, func(ctx context.Context) error {
+	err := s.d.Tx.Do(ctx, func(ctx context.Context) error {
 		cur, err := s.d.Profiles.ByID(ctx, actor.TeamID, id)
 		if err != nil {
 			return err
 		}
-		next, old, err := cur.Launch(sessionID, actor.UserID, in.Headless, ttl, now)
+		next, old, err := cur.Launch(sessionID, actor.UserID, headless, ttl, now)
 		if errors.Is(err, profile.ErrRunning) {
 			return s.running(ctx, cur)
 		}
@@ -96,34 +107,34 @@ func (s *Service) Launch(ctx context.Context, actor team.Actor, id string, in La
 		return s.launched(ctx, p)
 	})
 	if err != nil {
-		return profile.Profile{}, err
+		return profile.Profile{}, "", err
 	}
 	sess := *p.Session
 	if ended != nil {
 		s.stopBrowser(ctx, id, ended.ID)
 	}
-	spec, cleanup, err := s.launchSpec(ctx, p, sess.ID, in.Headless)
+	spec, cleanup, err := s.launchSpec(ctx, p, sess.ID, headless)
 	if err != nil {
 		s.abortLaunch(ctx, p, sess)
-		return profile.Profile{}, err
+		return profile.Profile{}, "", err
 	}
 	running, err := s.d.Runtime.Start(ctx, spec)
 	cleanup()
 	if err != nil {
 		s.abortLaunch(ctx, p, sess)
 		if domain.IsKind(err, domain.KindUnavailable) {
-			return profile.Profile{}, err
+			return profile.Profile{}, "", err
 		}
-		return profile.Profile{}, fmt.Errorf("start browser of profile %s: %w", id, err)
+		return profile.Profile{}, "", fmt.Errorf("start browser of profile %s: %w", id, err)
 	}
 	if !running.CDP {
-		return p, nil
+		return p, "", nil
 	}
 	token, err := newCDPToken()
 	if err != nil {
 		s.stopBrowser(ctx, id, sess.ID)
 		s.abortLaunch(ctx, p, sess)
-		return profile.Profile{}, err
+		return profile.Profile{}, "", err
 	}
 	next := sess
 	next.CDPURL = s.cdpURL(sess.ID)
@@ -134,17 +145,26 @@ func (s *Service) Launch(ctx context.Context, actor team.Actor, id string, in La
 	if err != nil || !ok {
 		s.stopBrowser(ctx, id, sess.ID)
 		if err != nil {
-			return profile.Profile{}, err
+			return profile.Profile{}, "", err
 		}
-		return profile.Profile{}, domain.Conflict("the session was released while its browser was starting")
+		return profile.Profile{}, "", errReleasedWhileStarting
 	}
 	s.track(p.TeamID, id, sess.ID, slot)
 	launched = true
 	// The token is in this answer only: reads show the address without it.
-	shown := next
-	shown.CDPURL = next.CDPURL + "?token=" + token
-	p.Session = &shown
-	return p, nil
+	p.Session = withToken(next, token)
+	return p, token, nil
+}
+
+// errReleasedWhileStarting is a launch whose session ended before its
+// browser had started.
+var errReleasedWhileStarting = domain.Conflict("the session was released while its browser was starting")
+
+// withToken is the session as the launch answers it: the cdpURL with the
+// relay token, which reads never show.
+func withToken(sess profile.Session, token string) *profile.Session {
+	sess.CDPURL += "?token=" + token
+	return &sess
 }
 
 // lostRace is the conflict of a launch whose compare-and-set found another
@@ -286,6 +306,9 @@ func (s *Service) Release(ctx context.Context, actor team.Actor, id string) (pro
 	if err := mayHandle(actor, sess); err != nil {
 		return profile.Profile{}, err
 	}
+	if s.runsElsewhere(sess) {
+		return s.releaseElsewhere(ctx, actor, cur, sess)
+	}
 	p, err := s.endSession(ctx, cur.TeamID, id, sess, profile.StopReleased)
 	if errors.Is(err, errSessionGone) {
 		return profile.Profile{}, profile.ErrNotRunning
@@ -298,12 +321,19 @@ func (s *Service) Release(ctx context.Context, actor team.Actor, id string) (pro
 
 // ReapExpired ends every session whose lease ran out, stopping its browser
 // and emitting profile.stopped with reason expired. Every instance may run
-// it: the compare-and-set lets one instance end each session. It returns how
-// many sessions this call ended.
+// it: the compare-and-set lets one instance end each session, and a session
+// whose browser another live instance runs is left to that one. It returns
+// how many sessions this call ended.
 func (s *Service) ReapExpired(ctx context.Context) (int, error) {
 	now := s.d.Clock.Now()
 	reaped := 0
 	seen := map[string]bool{}
+	// The sessions of another live instance are its to end: it closes
+	// their browsers and stores their data.
+	others, err := s.liveNodes(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read the fleet's registry: %w", err)
+	}
 	for {
 		batch, err := s.d.Profiles.ListExpiredSessions(ctx, now, s.d.Policy.ReapBatch)
 		if err != nil {
@@ -317,6 +347,9 @@ func (s *Service) ReapExpired(ctx context.Context) (int, error) {
 			}
 			seen[p.Session.ID] = true
 			progress = true
+			if others[p.Session.Node] && !s.runsHere(p.Session.ID) {
+				continue
+			}
 			ok, err := s.reap(ctx, p, now)
 			if err != nil {
 				errs = append(errs, err)

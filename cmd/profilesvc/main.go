@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 
@@ -41,17 +42,21 @@ Configuration comes from the environment; see README.md.
 `
 
 func main() {
-	// The first SIGTERM or SIGINT ends ctx: serve then drains in-flight
-	// requests and exits 0, migrate stops where it is.
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	// An interrupt (Ctrl-C) ends ctx: serve then stops at once, saving its
+	// browsers' data, and exits 0; migrate stops where it is. SIGTERM and
+	// SIGUSR1 drain the instance first (see serve); migrate stops on them
+	// as on an interrupt.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	signals := make(chan os.Signal, 4)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGUSR1)
+	code := run(ctx, signals, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
 
-// run is the whole command but the process: its arguments, environment and
-// output come in, its exit code goes out.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+// run is the whole command but the process: its signals, arguments,
+// environment and output come in, its exit code goes out.
+func run(ctx context.Context, signals <-chan os.Signal, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	cmd := "serve"
 	if len(args) > 0 {
 		cmd = args[0]
@@ -91,6 +96,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return 2
 	}
 	if cmd == "migrate" {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-signals:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
 		applied, err := wiring.Migrate(ctx, cfg)
 		if err != nil {
 			fmt.Fprintf(stderr, "profilesvc: migrate: %v\n", err)
@@ -102,7 +116,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		return 0
 	}
-	return serve(ctx, cfg, getenv, stderr)
+	return serve(ctx, signals, cfg, getenv, stderr)
 }
 
 // The service's live heap is small (about 10 MB), so Go's default
@@ -127,16 +141,24 @@ func tuneGC(getenv func(string) string) {
 	}
 }
 
-// serve runs the service until ctx ends or something in the app asks fx to
-// shut down, then stops it, which lets in-flight requests complete.
-func serve(ctx context.Context, cfg config.Config, getenv func(string) string, stderr io.Writer) int {
+// serve runs the service until ctx ends, SIGTERM comes or something in the
+// app asks fx to shut down, then stops it, which lets in-flight requests
+// complete and saves every browser's data.
+//
+// SIGTERM drains first: the instance starts no more browsers (the fleet
+// places its launches elsewhere) and lets the ones it runs go on until
+// they end, DRAIN_TIMEOUT passes, or an interrupt or another SIGTERM cuts
+// it short. SIGUSR1 drains the same way and keeps the instance up, for a
+// rolling deploy that stops it later.
+func serve(ctx context.Context, signals <-chan os.Signal, cfg config.Config, getenv func(string) string, stderr io.Writer) int {
 	var (
 		log     *zap.Logger
 		summary *wiring.Summary
+		drain   wiring.Drain
 	)
 	app := wiring.App(cfg,
 		fx.Replace(wiring.LogOutput{Writer: stderr}, wiring.Build{Version: version, Commit: commit()}),
-		fx.Populate(&log, &summary),
+		fx.Populate(&log, &summary, &drain),
 	)
 	if err := app.Err(); err != nil {
 		fmt.Fprintf(stderr, "profilesvc: %s\n", startError(err))
@@ -154,11 +176,43 @@ func serve(ctx context.Context, cfg config.Config, getenv func(string) string, s
 	// garbage now: give it back, so the idle process is as small as it gets.
 	debug.FreeOSMemory()
 	code := 0
-	select {
-	case <-ctx.Done():
-	case sig := <-app.Wait():
-		code = sig.ExitCode
+	// kept is a drain started by SIGUSR1: cut short, and waited for,
+	// before the app stops.
+	keptCtx, cutKept := context.WithCancel(ctx)
+	defer cutKept()
+	var kept sync.WaitGroup
+	keeping := false
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			break wait
+		case sig := <-app.Wait():
+			code = sig.ExitCode
+			break wait
+		case sig := <-signals:
+			if sig == syscall.SIGUSR1 {
+				if !keeping {
+					keeping = true
+					kept.Go(func() { drain(keptCtx) })
+				}
+				continue
+			}
+			drainCtx, cut := context.WithCancel(ctx)
+			go func() {
+				select {
+				case <-signals:
+					cut()
+				case <-drainCtx.Done():
+				}
+			}()
+			drain(drainCtx)
+			cut()
+			break wait
+		}
 	}
+	cutKept()
+	kept.Wait()
 	// Stopping gets its own time: ctx has ended by now.
 	stopCtx, cancelStop := context.WithTimeout(context.Background(), app.StopTimeout())
 	defer cancelStop()

@@ -55,7 +55,7 @@ func TestRunAnswersWithoutConfiguration(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		// An environment Load would refuse: these commands must not read it.
 		env := map[string]string{"LOG_LEVEL": "loud"}
-		code := run(context.Background(), c.args, lookup(env), &stdout, &stderr)
+		code := run(context.Background(), nil, c.args, lookup(env), &stdout, &stderr)
 		if code != c.code || stdout.String() != c.stdout || stderr.String() != c.stderr {
 			t.Errorf("run(%q) = %d\nstdout %q\nstderr %q\nwant %d\nstdout %q\nstderr %q",
 				c.args, code, stdout.String(), stderr.String(), c.code, c.stdout, c.stderr)
@@ -67,7 +67,7 @@ func TestRunRefusesABadConfiguration(t *testing.T) {
 	for _, args := range [][]string{nil, {"serve"}, {"migrate"}} {
 		var stdout, stderr bytes.Buffer
 		env := withSecrets(map[string]string{"DATA_DIR": t.TempDir(), "DATABASE_URL": "mysql://app:hunter2@db/app"})
-		code := run(context.Background(), args, lookup(env), &stdout, &stderr)
+		code := run(context.Background(), nil, args, lookup(env), &stdout, &stderr)
 		want := "profilesvc: configuration: DATABASE_URL: scheme \"mysql\" is not sqlite, postgres or memory\n"
 		if code != 2 || stdout.Len() != 0 || stderr.String() != want {
 			t.Errorf("run(%q) = %d\nstdout %q\nstderr %q\nwant 2 and stderr %q", args, code, stdout.String(), stderr.String(), want)
@@ -80,7 +80,7 @@ func TestRunMigrateCreatesTheSQLiteDatabase(t *testing.T) {
 	path := filepath.Join(dir, "db", "profilesvc.db")
 	env := withSecrets(map[string]string{"DATA_DIR": dir, "DATABASE_URL": "sqlite://" + path})
 	var stdout, stderr bytes.Buffer
-	if code := run(context.Background(), []string{"migrate"}, lookup(env), &stdout, &stderr); code != 0 {
+	if code := run(context.Background(), nil, []string{"migrate"}, lookup(env), &stdout, &stderr); code != 0 {
 		t.Fatalf("migrate = %d\nstderr %s", code, stderr.String())
 	}
 	if _, err := os.Stat(path); err != nil {
@@ -101,7 +101,7 @@ func TestRunMigrateReportsAnUnopenableDatabase(t *testing.T) {
 	}
 	env := withSecrets(map[string]string{"DATA_DIR": dir, "DATABASE_URL": "sqlite://" + filepath.Join(blocker, "profilesvc.db")})
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"migrate"}, lookup(env), &stdout, &stderr)
+	code := run(context.Background(), nil, []string{"migrate"}, lookup(env), &stdout, &stderr)
 	if code != 1 || !strings.HasPrefix(stderr.String(), "profilesvc: migrate: DATABASE_URL: ") {
 		t.Fatalf("migrate = %d, stderr %q; want 1 and an error naming DATABASE_URL", code, stderr.String())
 	}
@@ -121,7 +121,7 @@ func TestRunServesUntilItsContextEnds(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		code = run(ctx, nil, lookup(env), &stdout, &stderr)
+		code = run(ctx, nil, nil, lookup(env), &stdout, &stderr)
 	}()
 	// A failed test still stops the service before the next test starts.
 	t.Cleanup(func() {
@@ -207,7 +207,7 @@ func startServing(t *testing.T, env map[string]string, addr string) *serving {
 	go func() {
 		defer close(s.done)
 		var stdout bytes.Buffer
-		s.code = run(ctx, []string{"serve"}, lookup(env), &stdout, &s.stderr)
+		s.code = run(ctx, nil, []string{"serve"}, lookup(env), &stdout, &s.stderr)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -257,7 +257,7 @@ func TestRunRefusesASecondProcessOnTheSQLiteFile(t *testing.T) {
 		{"migrate", "profilesvc: migrate: " + held},
 	} {
 		var stdout, stderr bytes.Buffer
-		code := run(context.Background(), []string{c.cmd}, lookup(env(freeAddr(t))), &stdout, &stderr)
+		code := run(context.Background(), nil, []string{c.cmd}, lookup(env(freeAddr(t))), &stdout, &stderr)
 		if code != 1 || stdout.Len() != 0 || stderr.String() != c.want {
 			t.Fatalf("%s beside a running serve = %d\nstdout %q\nstderr %q\nwant 1 and stderr %q", c.cmd, code, stdout.String(), stderr.String(), c.want)
 		}
@@ -330,7 +330,7 @@ func TestServeLogsItsStartInOneLine(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		code = run(ctx, nil, lookup(env), &stdout, &stderr)
+		code = run(ctx, nil, nil, lookup(env), &stdout, &stderr)
 	}()
 	poll.Check(t, 30*time.Second, "the start line", func() error {
 		select {
@@ -417,7 +417,7 @@ func TestServeReportsWhatStopsItsStartInOneLine(t *testing.T) {
 			env[k] = v
 		}
 		var stdout, stderr bytes.Buffer
-		code := run(context.Background(), nil, lookup(env), &stdout, &stderr)
+		code := run(context.Background(), nil, nil, lookup(env), &stdout, &stderr)
 		var report []string
 		for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
 			if !strings.HasPrefix(line, "{") {
@@ -437,7 +437,7 @@ func TestServeReportsWhatStopsItsStartInOneLine(t *testing.T) {
 // environment holds.
 func TestHelpConfigListsTheVariables(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"help", "config"}, lookup(map[string]string{"LOG_LEVEL": "loud", "HTTP_ADDR": ":9"}), &stdout, &stderr)
+	code := run(context.Background(), nil, []string{"help", "config"}, lookup(map[string]string{"LOG_LEVEL": "loud", "HTTP_ADDR": ":9"}), &stdout, &stderr)
 	out := stdout.String()
 	if code != 0 || stderr.Len() > 0 || !strings.HasPrefix(out, "VARIABLE") {
 		t.Fatalf("help config: %d\n%s%s", code, out, stderr.String())
