@@ -170,6 +170,9 @@ var authzCases = map[string]authzCase{
 	"webhooks.create": {team.RoleAdmin, 201, func(_ *testing.T, f *authzFixture, a account, _ team.Role) req {
 		return f.webhookReq("POST", "/v1/webhooks", map[string]any{"url": f.hookURL, "events": []string{"*"}, "secret": webhookSecret}, a)
 	}},
+	"fleet.read": {team.RoleAdmin, 200, func(_ *testing.T, f *authzFixture, a account, _ team.Role) req {
+		return req{method: "GET", path: "/api/v1/fleet", headers: pairs(f.as(a))}
+	}},
 	"webhooks.list": {team.RoleAdmin, 200, func(_ *testing.T, f *authzFixture, a account, _ team.Role) req {
 		return f.webhookReq("GET", "/v1/webhooks", nil, a)
 	}},

@@ -30,7 +30,8 @@ const shutdownWebhookSecret = "whsec-shutdown-0123456789abcdef0123456789"
 
 // TestSIGTERMSavesEveryRunningBrowser runs the service with two Chromium
 // browsers, each with a value in its page's localStorage, one of them with
-// a client still connected, and sends it SIGTERM. The service exits 0 with
+// a client still connected, and sends it SIGTERM. The service drains (for
+// DRAIN_TIMEOUT, 1 s here, its browsers go on), then exits 0 with
 // no Chromium process of its data directory left, and started again on the
 // same directory it shows both profiles idle with their data stored,
 // delivers profile.stopped with reason shutdown for each, and a new launch
@@ -48,7 +49,7 @@ func TestSIGTERMSavesEveryRunningBrowser(t *testing.T) {
 	env := func(addr string) []string {
 		return minimalEnv(
 			"HTTP_ADDR="+addr, "DATA_DIR="+dataDir, "TMPDIR="+tmpDir, "LOG_LEVEL=warn",
-			"BROWSER_RUNTIME=chromium", "CHROMIUM_PATH="+chromium, "ALLOW_PRIVATE_TARGETS=true",
+			"BROWSER_RUNTIME=chromium", "CHROMIUM_PATH="+chromium, "ALLOW_PRIVATE_TARGETS=true", "DRAIN_TIMEOUT=1s",
 		)
 	}
 	addr := freeAddr(t)
