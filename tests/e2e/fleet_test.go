@@ -517,3 +517,65 @@ func TestFleetDrain(t *testing.T) {
 		t.Fatalf("after the drain the profile's page finds %q", value)
 	}
 }
+
+// TestSIGUSR1DrainsAndKeepsTheInstanceUp sends SIGUSR1 to an instance that
+// runs a browser: /readyz answers 503 draining, a launch finds no room in
+// the fleet, the browser's session ends as a shutdown with its data stored
+// once DRAIN_TIMEOUT has passed, and the instance still serves until
+// SIGTERM stops it at once.
+func TestSIGUSR1DrainsAndKeepsTheInstanceUp(t *testing.T) {
+	chromium := chromiumOrSkip(t)
+	t.Parallel()
+	f := startFleet(t, chromium, 1, 1, false, "DRAIN_TIMEOUT=2s")
+	node := f.nodes[0]
+	ids := f.createProfiles(t, 2)
+	if a := f.launch(t, node, ids[0]); a.code != http.StatusOK {
+		t.Fatalf("launch: %d %s", a.code, a.message)
+	}
+	if err := node.p.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	poll.Check(t, 20*time.Second, "/readyz to say the instance drains", func() error {
+		res, err := http.Get(node.base + "/readyz")
+		if err != nil {
+			return err
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		if res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), `"draining"`) {
+			return fmt.Errorf("/readyz: %d %s", res.StatusCode, body)
+		}
+		return nil
+	})
+	if a := f.launch(t, node, ids[1]); a.code != http.StatusServiceUnavailable || !strings.Contains(a.message, "the fleet is full") {
+		t.Fatalf("a launch while the only instance drains: %d %s; want 503, the fleet is full", a.code, a.message)
+	}
+	poll.Check(t, 30*time.Second, "the session to end at DRAIN_TIMEOUT with its data", func() error {
+		var prof struct {
+			Status string          `json:"status"`
+			Data   json.RawMessage `json:"data"`
+		}
+		getData(t, node.base+"/api/v1/profiles/"+ids[0], f.token, &prof)
+		if prof.Status != "idle" || isNull(prof.Data) {
+			return fmt.Errorf("the profile is %s with data %s", prof.Status, prof.Data)
+		}
+		return nil
+	})
+	if got := browsersOf(node); got != 0 {
+		t.Fatalf("the drained instance runs %d browsers", got)
+	}
+	res, err := http.Get(node.base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("the drained instance answers /healthz %d", res.StatusCode)
+	}
+	if err := node.p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := node.wait(t); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM\n%s", code, node.p.output)
+	}
+}
