@@ -42,6 +42,10 @@ type fleetState struct {
 	beaten atomic.Bool
 }
 
+// errNoBrowsers is a launch placed on an instance whose runtime runs no
+// browser (leases only): it cannot take one.
+var errNoBrowsers = domain.Unavailable("this instance runs no browsers")
+
 // errFleetFull is a launch that no instance of the fleet has room for.
 var errFleetFull = domain.Unavailable("the fleet is full: every instance runs as many browsers as it may (BROWSERS_MAX) or is draining; retry later")
 
@@ -186,8 +190,8 @@ func (s *Service) placeElsewhere(ctx context.Context, actor team.Actor, id strin
 	return profile.Profile{}, errFleetFull
 }
 
-// placements are the live instances but this one that take browsers, the
-// one with the most room first, ties in a random order so that launches
+// placements are the live instances but this one that run browsers and
+// take more, the one with the most room first, ties in a random order so that launches
 // spread evenly. One that recorded itself full is asked too, last: its
 // record is as old as its last beat, and it may have room since; it
 // refuses at once if not.
@@ -200,7 +204,7 @@ func (s *Service) placements(ctx context.Context) ([]profilestore.Instance, erro
 	own := s.d.Policy.NodeURL()
 	var out []profilestore.Instance
 	for _, inst := range all {
-		if inst.Node != own && live(inst, seenBy) && !inst.Draining {
+		if inst.Node != own && live(inst, seenBy) && !inst.Draining && inst.Capacity > 0 {
 			out = append(out, inst)
 		}
 	}
@@ -242,6 +246,9 @@ func (s *Service) LaunchPlaced(ctx context.Context, l ports.PlacedLaunch) (ports
 	ttl, err := s.ttl(l.TTLSeconds)
 	if err != nil {
 		return ports.PlacedSession{}, err
+	}
+	if s.b.slots == nil {
+		return ports.PlacedSession{}, errNoBrowsers
 	}
 	slot, err := s.reserveBrowser()
 	if err != nil {

@@ -25,6 +25,8 @@ const fleetTimeout = 30 * time.Second
 // instance is one instance of a test fleet: a service over the fixture's
 // store, with a runtime and metrics of its own.
 type instance struct {
+	// pl is the fleet's placer, which reaches every instance.
+	pl      *placer
 	node    string
 	svc     *profiles.Service
 	rt      *fakeRuntime
@@ -67,7 +69,7 @@ func fleetOf(t *testing.T, f *fixture, n, max int) []*instance {
 	pl := &placer{nodes: map[string]*profiles.Service{}}
 	var out []*instance
 	for i := range n {
-		in := &instance{node: fmt.Sprintf("http://node-%d.test", i+1), rt: &fakeRuntime{cdp: true}, counted: &sessionCounts{}}
+		in := &instance{pl: pl, node: fmt.Sprintf("http://node-%d.test", i+1), rt: &fakeRuntime{cdp: true}, counted: &sessionCounts{}}
 		d := f.deps
 		// The fixture's ids: every instance makes ids of one sequence.
 		d.Runtime, d.Metrics = in.rt, in.counted
@@ -532,4 +534,37 @@ func TestABrowserWhoseSessionEndedElsewhereIsClosedAtTheNextBeat(t *testing.T) {
 	if b.stops() != 1 || b.svc.BrowsersRunning() != 0 || a.svc.BrowsersRunning() != 1 {
 		t.Fatalf("b stopped %d and runs %d browsers, a runs %d; want 1, 0, 1", b.stops(), b.svc.BrowsersRunning(), a.svc.BrowsersRunning())
 	}
+}
+
+func TestAnInstanceThatRunsNoBrowserIsNeverGivenALaunch(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	fleet := fleetOf(t, f, 2, 1)
+	ctx := context.Background()
+	// A third instance runs leases only: it records no room.
+	leases := f.deps
+	leases.Policy.BrowsersMax = 0
+	leases.Policy.NodeURL = func() string { return "http://leases.test" }
+	leases.Fleet = profiles.Fleet{Instances: f.store.Instances(), InstanceID: "ins_leases", Timeout: fleetTimeout}
+	lsvc := profiles.New(leases)
+	fleet[0].pl.mu.Lock()
+	fleet[0].pl.nodes["http://leases.test"] = lsvc
+	fleet[0].pl.mu.Unlock()
+	if err := lsvc.Beat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if _, err := fleet[0].svc.Launch(ctx, alice, f.create(t, fmt.Sprintf("p%d", i)).ID, profiles.LaunchInput{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := f.create(t, "third")
+	if _, err := fleet[0].svc.Launch(ctx, alice, p.ID, profiles.LaunchInput{}); !domain.IsKind(err, domain.KindUnavailable) {
+		t.Fatalf("a third launch with two places: %v; want the fleet full", err)
+	}
+	f.wantSession(t, p.ID, "")
+	if _, err := lsvc.LaunchPlaced(ctx, ports.PlacedLaunch{Actor: alice, ProfileID: p.ID}); !domain.IsKind(err, domain.KindUnavailable) {
+		t.Fatalf("a launch placed on the instance of leases: %v; want unavailable", err)
+	}
+	f.wantSession(t, p.ID, "")
 }
