@@ -12,7 +12,6 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
-	"syscall"
 	"text/tabwriter"
 
 	"go.uber.org/dig"
@@ -48,7 +47,7 @@ func main() {
 	// as on an interrupt.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	signals := make(chan os.Signal, 4)
-	signal.Notify(signals, syscall.SIGTERM, syscall.SIGUSR1)
+	signal.Notify(signals, drainSignals...)
 	code := run(ctx, signals, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -191,7 +190,7 @@ wait:
 			code = sig.ExitCode
 			break wait
 		case sig := <-signals:
-			if sig == syscall.SIGUSR1 {
+			if sig == keepUp {
 				if !keeping {
 					keeping = true
 					kept.Go(func() { drain(keptCtx) })
