@@ -587,6 +587,24 @@ func (e ReadyEnvelopeDataChecksCache) Valid() bool {
 	}
 }
 
+// Defines values for ReadyEnvelopeDataChecksDraining.
+const (
+	ReadyEnvelopeDataChecksDrainingFailing ReadyEnvelopeDataChecksDraining = "failing"
+	ReadyEnvelopeDataChecksDrainingOk      ReadyEnvelopeDataChecksDraining = "ok"
+)
+
+// Valid indicates whether the value is a known member of the ReadyEnvelopeDataChecksDraining enum.
+func (e ReadyEnvelopeDataChecksDraining) Valid() bool {
+	switch e {
+	case ReadyEnvelopeDataChecksDrainingFailing:
+		return true
+	case ReadyEnvelopeDataChecksDrainingOk:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReadyEnvelopeDataChecksStore.
 const (
 	ReadyEnvelopeDataChecksStoreFailing ReadyEnvelopeDataChecksStore = "failing"
@@ -1519,6 +1537,50 @@ type FingerprintSummary struct {
 	UserAgent UserAgent `json:"userAgent"`
 }
 
+// Fleet defines model for Fleet.
+type Fleet struct {
+	// Capacity Browsers the live instances may run at once, added up.
+	Capacity int32 `json:"capacity"`
+
+	// Free Room for more browsers on the instances that are not draining.
+	Free      int32           `json:"free"`
+	Instances []FleetInstance `json:"instances"`
+
+	// Running Browsers they run, added up.
+	Running int32 `json:"running"`
+}
+
+// FleetEnvelope defines model for FleetEnvelope.
+type FleetEnvelope struct {
+	Data    Fleet       `json:"data"`
+	Success interface{} `json:"success"`
+}
+
+// FleetInstance defines model for FleetInstance.
+type FleetInstance struct {
+	// Capacity Its `BROWSERS_MAX`; 0 for an instance that runs no browser.
+	Capacity int32 `json:"capacity"`
+
+	// Draining It starts no more browsers (it was sent SIGTERM or SIGUSR1).
+	Draining bool `json:"draining"`
+
+	// Engine The version of the Chromium it runs; empty for one that runs none.
+	Engine string `json:"engine"`
+
+	// Id The process: an instance started again has a new id.
+	Id      string `json:"id"`
+	Running int32  `json:"running"`
+
+	// SeenAt When it last recorded itself.
+	SeenAt Timestamp `json:"seenAt"`
+
+	// StartedAt Milliseconds since the Unix epoch (UTC), at most the end of the year 9999.
+	StartedAt Timestamp `json:"startedAt"`
+
+	// Version The service's build.
+	Version string `json:"version"`
+}
+
 // Fonts The font families the device has, in its platform's names, which pages detect by measuring text. Generated as every family the platform installs, with those of optional products each present or not (Microsoft Office, Adobe's, a language's supplemental fonts, popular downloads); at most 300 families as sent, each 1 to 64 characters without control or bidirectional formatting characters once trimmed; repeated families are kept once.
 //
 // Examples: ["Arial","Calibri","Cambria","Consolas","Segoe UI","Segoe UI Emoji","Tahoma","Times New Roman","Verdana"]
@@ -2016,10 +2078,13 @@ type ReadyEnvelope struct {
 		Checks struct {
 			// Cache Redis; always `ok` without REDIS_URL.
 			Cache ReadyEnvelopeDataChecksCache `json:"cache"`
-			Store ReadyEnvelopeDataChecksStore `json:"store"`
+
+			// Draining `failing` while the instance drains (SIGTERM or SIGUSR1).
+			Draining ReadyEnvelopeDataChecksDraining `json:"draining"`
+			Store    ReadyEnvelopeDataChecksStore    `json:"store"`
 		} `json:"checks"`
 
-		// Status `ok` when every check passes, `degraded` when only the cache does not (200), `unavailable` when the store does not (503).
+		// Status `ok` when every check passes, `degraded` when only the cache does not (200), `unavailable` when the store does not, or the instance drains (503).
 		Status ReadyEnvelopeDataStatus `json:"status"`
 	} `json:"data"`
 
@@ -2038,10 +2103,13 @@ type ReadyEnvelope struct {
 // ReadyEnvelopeDataChecksCache Redis; always `ok` without REDIS_URL.
 type ReadyEnvelopeDataChecksCache string
 
+// ReadyEnvelopeDataChecksDraining `failing` while the instance drains (SIGTERM or SIGUSR1).
+type ReadyEnvelopeDataChecksDraining string
+
 // ReadyEnvelopeDataChecksStore defines model for ReadyEnvelope.Data.Checks.Store.
 type ReadyEnvelopeDataChecksStore string
 
-// ReadyEnvelopeDataStatus `ok` when every check passes, `degraded` when only the cache does not (200), `unavailable` when the store does not (503).
+// ReadyEnvelopeDataStatus `ok` when every check passes, `degraded` when only the cache does not (200), `unavailable` when the store does not, or the instance drains (503).
 type ReadyEnvelopeDataStatus string
 
 // RefreshRequest defines model for RefreshRequest.
@@ -2704,6 +2772,12 @@ type CreateApiKeyParams struct {
 
 // DeleteApiKeyParams defines parameters for DeleteApiKey.
 type DeleteApiKeyParams struct {
+	// XTeamID The team to act in, by its id (`team_` and 26 characters); the caller must be an active member of it. Any other value, a longer one included, is 404.
+	XTeamID *TeamID `json:"X-Team-ID,omitempty"`
+}
+
+// GetFleetParams defines parameters for GetFleet.
+type GetFleetParams struct {
 	// XTeamID The team to act in, by its id (`team_` and 26 characters); the caller must be an active member of it. Any other value, a longer one included, is 404.
 	XTeamID *TeamID `json:"X-Team-ID,omitempty"`
 }
@@ -3782,6 +3856,20 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/auth/reset-password (the `ResetPassword` operationId).
 	ResetPassword(ctx context.Context, body ResetPasswordJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetFleet Show the fleet of instances that run browsers
+	//
+	// The instances of the service that share its database and run browsers, as each last
+	// recorded itself (every `FLEET_HEARTBEAT`), with their room: a launch goes to the instance
+	// that receives it when it has room, else to the one with the most, and is 503 only when
+	// `free` is 0. Only numbers are shown, never a session, a profile or an instance's address.
+	// An instance not heard from for `FLEET_TIMEOUT` is gone and not listed. For owners and
+	// admins (403 otherwise).
+	//
+	// Limits: `RATE_LIMIT` per caller (429).
+	//
+	// Corresponds with GET /api/v1/fleet (the `GetFleet` operationId).
+	GetFleet(ctx context.Context, params *GetFleetParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// Me Show the caller, the acting team and the caller's role
 	//
 	// The caller, the team the request acts in and the caller's role there.
@@ -4066,11 +4154,14 @@ type ClientInterface interface {
 	// (default `SESSION_TTL_DEFAULT`, 1 h; at most `SESSION_TTL_MAX`, 24 h, else 422) and ends by
 	// itself at `expiresAt` unless heartbeats extend it. The body may be left out. With a browser
 	// runtime, the answer comes once Chromium runs with the profile's data, cookies, fingerprint
-	// and proxy and accepts CDP connections at `cdpUrl`; an instance that runs `BROWSERS_MAX`
-	// browsers answers 503 (with `Retry-After`) and takes no session.
+	// and proxy and accepts CDP connections at `cdpUrl`. The browser runs on the instance that
+	// receives the launch when it has room, else on the instance of the fleet with the most
+	// (the answer and `cdpUrl` are the same either way); only when every instance runs
+	// `BROWSERS_MAX` browsers or drains is the launch 503 (with `Retry-After`, "the fleet is
+	// full"), taking no session.
 	//
 	// Limits: `RATE_LIMIT` per caller (429); `ttlSeconds` at most `SESSION_TTL_MAX` (422);
-	// `BROWSERS_MAX` browsers per instance (503); `IDEMPOTENCY_KEYS_PER_TEAM` new
+	// `BROWSERS_MAX` browsers per instance, the fleet full (503); `IDEMPOTENCY_KEYS_PER_TEAM` new
 	// `Idempotency-Key` values per team in 24 h (429).
 	//
 	// Takes any type of body and a specified content type.
@@ -4086,11 +4177,14 @@ type ClientInterface interface {
 	// (default `SESSION_TTL_DEFAULT`, 1 h; at most `SESSION_TTL_MAX`, 24 h, else 422) and ends by
 	// itself at `expiresAt` unless heartbeats extend it. The body may be left out. With a browser
 	// runtime, the answer comes once Chromium runs with the profile's data, cookies, fingerprint
-	// and proxy and accepts CDP connections at `cdpUrl`; an instance that runs `BROWSERS_MAX`
-	// browsers answers 503 (with `Retry-After`) and takes no session.
+	// and proxy and accepts CDP connections at `cdpUrl`. The browser runs on the instance that
+	// receives the launch when it has room, else on the instance of the fleet with the most
+	// (the answer and `cdpUrl` are the same either way); only when every instance runs
+	// `BROWSERS_MAX` browsers or drains is the launch 503 (with `Retry-After`, "the fleet is
+	// full"), taking no session.
 	//
 	// Limits: `RATE_LIMIT` per caller (429); `ttlSeconds` at most `SESSION_TTL_MAX` (422);
-	// `BROWSERS_MAX` browsers per instance (503); `IDEMPOTENCY_KEYS_PER_TEAM` new
+	// `BROWSERS_MAX` browsers per instance, the fleet full (503); `IDEMPOTENCY_KEYS_PER_TEAM` new
 	// `Idempotency-Key` values per team in 24 h (429).
 	//
 	// Takes a body of the `application/json` content type.
@@ -4102,7 +4196,9 @@ type ClientInterface interface {
 	//
 	// Stop the profile's browser, keeping its data, and end the session. Members release their
 	// own sessions; admins and owners anyone's (403 otherwise). Releasing an idle profile is 409.
-	// The body may be left out or be `{}`.
+	// Any instance takes it and carries it to the instance that runs the browser, which answers
+	// once the data are stored; 503 if that instance does not answer (the session then ends as
+	// `crashed` when the fleet finds the instance gone). The body may be left out or be `{}`.
 	//
 	// Limits: `RATE_LIMIT` per caller (429); `IDEMPOTENCY_KEYS_PER_TEAM` new `Idempotency-Key`
 	// values per team in 24 h (429).
@@ -4550,11 +4646,13 @@ type ClientInterface interface {
 
 	// Readyz Check readiness
 	//
-	// Readiness. Checks the store and the cache; 503 names the failing checks.
+	// Readiness. Checks the store, the cache and whether the instance drains; 503 names the
+	// failing checks. A draining instance (sent SIGTERM or SIGUSR1: it starts no more browsers)
+	// answers 503 with `draining: failing`, so that a balancer sends new requests to the others.
 	//
 	// A dependency the service can do without (Redis, the `cache` check) that fails leaves the
 	// instance ready: 200 with `status: degraded` and the check named `degraded`. Only a
-	// failing store answers 503.
+	// failing store, or a drain, answers 503.
 	//
 	// Limits: none; no rate limit counts the operational endpoints.
 	//
@@ -5054,6 +5152,30 @@ func (c *Client) ResetPassword(ctx context.Context, body ResetPasswordJSONReques
 	return c.Client.Do(req)
 }
 
+// GetFleet Show the fleet of instances that run browsers
+//
+// The instances of the service that share its database and run browsers, as each last
+// recorded itself (every `FLEET_HEARTBEAT`), with their room: a launch goes to the instance
+// that receives it when it has room, else to the one with the most, and is 503 only when
+// `free` is 0. Only numbers are shown, never a session, a profile or an instance's address.
+// An instance not heard from for `FLEET_TIMEOUT` is gone and not listed. For owners and
+// admins (403 otherwise).
+//
+// Limits: `RATE_LIMIT` per caller (429).
+//
+// Corresponds with GET /api/v1/fleet (the `GetFleet` operationId).
+func (c *Client) GetFleet(ctx context.Context, params *GetFleetParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetFleetRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // Me Show the caller, the acting team and the caller's role
 //
 // The caller, the team the request acts in and the caller's role there.
@@ -5508,11 +5630,14 @@ func (c *Client) HeartbeatProfile(ctx context.Context, id ProfileID, params *Hea
 // (default `SESSION_TTL_DEFAULT`, 1 h; at most `SESSION_TTL_MAX`, 24 h, else 422) and ends by
 // itself at `expiresAt` unless heartbeats extend it. The body may be left out. With a browser
 // runtime, the answer comes once Chromium runs with the profile's data, cookies, fingerprint
-// and proxy and accepts CDP connections at `cdpUrl`; an instance that runs `BROWSERS_MAX`
-// browsers answers 503 (with `Retry-After`) and takes no session.
+// and proxy and accepts CDP connections at `cdpUrl`. The browser runs on the instance that
+// receives the launch when it has room, else on the instance of the fleet with the most
+// (the answer and `cdpUrl` are the same either way); only when every instance runs
+// `BROWSERS_MAX` browsers or drains is the launch 503 (with `Retry-After`, "the fleet is
+// full"), taking no session.
 //
 // Limits: `RATE_LIMIT` per caller (429); `ttlSeconds` at most `SESSION_TTL_MAX` (422);
-// `BROWSERS_MAX` browsers per instance (503); `IDEMPOTENCY_KEYS_PER_TEAM` new
+// `BROWSERS_MAX` browsers per instance, the fleet full (503); `IDEMPOTENCY_KEYS_PER_TEAM` new
 // `Idempotency-Key` values per team in 24 h (429).
 //
 // Takes any type of body and a specified content type.
@@ -5538,11 +5663,14 @@ func (c *Client) LaunchProfileWithBody(ctx context.Context, id ProfileID, params
 // (default `SESSION_TTL_DEFAULT`, 1 h; at most `SESSION_TTL_MAX`, 24 h, else 422) and ends by
 // itself at `expiresAt` unless heartbeats extend it. The body may be left out. With a browser
 // runtime, the answer comes once Chromium runs with the profile's data, cookies, fingerprint
-// and proxy and accepts CDP connections at `cdpUrl`; an instance that runs `BROWSERS_MAX`
-// browsers answers 503 (with `Retry-After`) and takes no session.
+// and proxy and accepts CDP connections at `cdpUrl`. The browser runs on the instance that
+// receives the launch when it has room, else on the instance of the fleet with the most
+// (the answer and `cdpUrl` are the same either way); only when every instance runs
+// `BROWSERS_MAX` browsers or drains is the launch 503 (with `Retry-After`, "the fleet is
+// full"), taking no session.
 //
 // Limits: `RATE_LIMIT` per caller (429); `ttlSeconds` at most `SESSION_TTL_MAX` (422);
-// `BROWSERS_MAX` browsers per instance (503); `IDEMPOTENCY_KEYS_PER_TEAM` new
+// `BROWSERS_MAX` browsers per instance, the fleet full (503); `IDEMPOTENCY_KEYS_PER_TEAM` new
 // `Idempotency-Key` values per team in 24 h (429).
 //
 // Takes a body of the `application/json` content type.
@@ -5564,7 +5692,9 @@ func (c *Client) LaunchProfile(ctx context.Context, id ProfileID, params *Launch
 //
 // Stop the profile's browser, keeping its data, and end the session. Members release their
 // own sessions; admins and owners anyone's (403 otherwise). Releasing an idle profile is 409.
-// The body may be left out or be `{}`.
+// Any instance takes it and carries it to the instance that runs the browser, which answers
+// once the data are stored; 503 if that instance does not answer (the session then ends as
+// `crashed` when the fleet finds the instance gone). The body may be left out or be `{}`.
 //
 // Limits: `RATE_LIMIT` per caller (429); `IDEMPOTENCY_KEYS_PER_TEAM` new `Idempotency-Key`
 // values per team in 24 h (429).
@@ -6342,11 +6472,13 @@ func (c *Client) Openapi(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 
 // Readyz Check readiness
 //
-// Readiness. Checks the store and the cache; 503 names the failing checks.
+// Readiness. Checks the store, the cache and whether the instance drains; 503 names the
+// failing checks. A draining instance (sent SIGTERM or SIGUSR1: it starts no more browsers)
+// answers 503 with `draining: failing`, so that a balancer sends new requests to the others.
 //
 // A dependency the service can do without (Redis, the `cache` check) that fails leaves the
 // instance ready: 200 with `status: degraded` and the check named `degraded`. Only a
-// failing store answers 503.
+// failing store, or a drain, answers 503.
 //
 // Limits: none; no rate limit counts the operational endpoints.
 //
@@ -7028,6 +7160,48 @@ func NewResetPasswordRequestWithBody(server string, contentType string, body io.
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetFleetRequest constructs an http.Request for the GetFleet method
+func NewGetFleetRequest(server string, params *GetFleetParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/fleet")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XTeamID != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Team-ID", *params.XTeamID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Team-ID", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -10153,6 +10327,22 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/auth/reset-password (the `ResetPassword` operationId).
 	ResetPasswordWithResponse(ctx context.Context, body ResetPasswordJSONRequestBody, reqEditors ...RequestEditorFn) (*ResetPasswordResponse, error)
 
+	// GetFleetWithResponse Show the fleet of instances that run browsers
+	//
+	// The instances of the service that share its database and run browsers, as each last
+	// recorded itself (every `FLEET_HEARTBEAT`), with their room: a launch goes to the instance
+	// that receives it when it has room, else to the one with the most, and is 503 only when
+	// `free` is 0. Only numbers are shown, never a session, a profile or an instance's address.
+	// An instance not heard from for `FLEET_TIMEOUT` is gone and not listed. For owners and
+	// admins (403 otherwise).
+	//
+	// Limits: `RATE_LIMIT` per caller (429).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/fleet (the `GetFleet` operationId).
+	GetFleetWithResponse(ctx context.Context, params *GetFleetParams, reqEditors ...RequestEditorFn) (*GetFleetResponse, error)
+
 	// MeWithResponse Show the caller, the acting team and the caller's role
 	//
 	// The caller, the team the request acts in and the caller's role there.
@@ -10451,11 +10641,14 @@ type ClientWithResponsesInterface interface {
 	// (default `SESSION_TTL_DEFAULT`, 1 h; at most `SESSION_TTL_MAX`, 24 h, else 422) and ends by
 	// itself at `expiresAt` unless heartbeats extend it. The body may be left out. With a browser
 	// runtime, the answer comes once Chromium runs with the profile's data, cookies, fingerprint
-	// and proxy and accepts CDP connections at `cdpUrl`; an instance that runs `BROWSERS_MAX`
-	// browsers answers 503 (with `Retry-After`) and takes no session.
+	// and proxy and accepts CDP connections at `cdpUrl`. The browser runs on the instance that
+	// receives the launch when it has room, else on the instance of the fleet with the most
+	// (the answer and `cdpUrl` are the same either way); only when every instance runs
+	// `BROWSERS_MAX` browsers or drains is the launch 503 (with `Retry-After`, "the fleet is
+	// full"), taking no session.
 	//
 	// Limits: `RATE_LIMIT` per caller (429); `ttlSeconds` at most `SESSION_TTL_MAX` (422);
-	// `BROWSERS_MAX` browsers per instance (503); `IDEMPOTENCY_KEYS_PER_TEAM` new
+	// `BROWSERS_MAX` browsers per instance, the fleet full (503); `IDEMPOTENCY_KEYS_PER_TEAM` new
 	// `Idempotency-Key` values per team in 24 h (429).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -10471,11 +10664,14 @@ type ClientWithResponsesInterface interface {
 	// (default `SESSION_TTL_DEFAULT`, 1 h; at most `SESSION_TTL_MAX`, 24 h, else 422) and ends by
 	// itself at `expiresAt` unless heartbeats extend it. The body may be left out. With a browser
 	// runtime, the answer comes once Chromium runs with the profile's data, cookies, fingerprint
-	// and proxy and accepts CDP connections at `cdpUrl`; an instance that runs `BROWSERS_MAX`
-	// browsers answers 503 (with `Retry-After`) and takes no session.
+	// and proxy and accepts CDP connections at `cdpUrl`. The browser runs on the instance that
+	// receives the launch when it has room, else on the instance of the fleet with the most
+	// (the answer and `cdpUrl` are the same either way); only when every instance runs
+	// `BROWSERS_MAX` browsers or drains is the launch 503 (with `Retry-After`, "the fleet is
+	// full"), taking no session.
 	//
 	// Limits: `RATE_LIMIT` per caller (429); `ttlSeconds` at most `SESSION_TTL_MAX` (422);
-	// `BROWSERS_MAX` browsers per instance (503); `IDEMPOTENCY_KEYS_PER_TEAM` new
+	// `BROWSERS_MAX` browsers per instance, the fleet full (503); `IDEMPOTENCY_KEYS_PER_TEAM` new
 	// `Idempotency-Key` values per team in 24 h (429).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -10487,7 +10683,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Stop the profile's browser, keeping its data, and end the session. Members release their
 	// own sessions; admins and owners anyone's (403 otherwise). Releasing an idle profile is 409.
-	// The body may be left out or be `{}`.
+	// Any instance takes it and carries it to the instance that runs the browser, which answers
+	// once the data are stored; 503 if that instance does not answer (the session then ends as
+	// `crashed` when the fleet finds the instance gone). The body may be left out or be `{}`.
 	//
 	// Limits: `RATE_LIMIT` per caller (429); `IDEMPOTENCY_KEYS_PER_TEAM` new `Idempotency-Key`
 	// values per team in 24 h (429).
@@ -10973,11 +11171,13 @@ type ClientWithResponsesInterface interface {
 
 	// ReadyzWithResponse Check readiness
 	//
-	// Readiness. Checks the store and the cache; 503 names the failing checks.
+	// Readiness. Checks the store, the cache and whether the instance drains; 503 names the
+	// failing checks. A draining instance (sent SIGTERM or SIGUSR1: it starts no more browsers)
+	// answers 503 with `draining: failing`, so that a balancer sends new requests to the others.
 	//
 	// A dependency the service can do without (Redis, the `cache` check) that fails leaves the
 	// instance ready: 200 with `status: degraded` and the check named `degraded`. Only a
-	// failing store answers 503.
+	// failing store, or a drain, answers 503.
 	//
 	// Limits: none; no rate limit counts the operational endpoints.
 	//
@@ -12677,6 +12877,178 @@ func (r ResetPasswordResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ResetPasswordResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetFleetResponse200Headers the declared response headers of an HTTP 200 response for GetFleet
+type GetFleetResponse200Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestID               *string
+}
+
+// GetFleetResponse400Headers the declared response headers of an HTTP 400 response for GetFleet
+type GetFleetResponse400Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestID               *string
+}
+
+// GetFleetResponse401Headers the declared response headers of an HTTP 401 response for GetFleet
+type GetFleetResponse401Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestID               *string
+}
+
+// GetFleetResponse403Headers the declared response headers of an HTTP 403 response for GetFleet
+type GetFleetResponse403Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestID               *string
+}
+
+// GetFleetResponse404Headers the declared response headers of an HTTP 404 response for GetFleet
+type GetFleetResponse404Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestID               *string
+}
+
+// GetFleetResponse429Headers the declared response headers of an HTTP 429 response for GetFleet
+type GetFleetResponse429Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	RetryAfter               *int64
+	XRequestID               *string
+}
+
+// GetFleetResponse500Headers the declared response headers of an HTTP 500 response for GetFleet
+type GetFleetResponse500Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	XRequestID               *string
+}
+
+// GetFleetResponse503Headers the declared response headers of an HTTP 503 response for GetFleet
+type GetFleetResponse503Headers struct {
+	AccessControlAllowOrigin *string
+	RateLimit                *string
+	RateLimitPolicy          *string
+	RetryAfter               *int64
+	XRequestID               *string
+}
+
+type GetFleetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *FleetEnvelope
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetFleetResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetFleetResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetFleetResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetFleetResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetFleetResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetFleetResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetFleetResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetFleetResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetFleetResponse) GetJSON200() *FleetEnvelope {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetFleetResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetFleetResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetFleetResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetFleetResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetFleetResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetFleetResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetFleetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetFleetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetFleetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetFleetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetFleetResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -21963,6 +22335,28 @@ func (c *ClientWithResponses) ResetPasswordWithResponse(ctx context.Context, bod
 	return ParseResetPasswordResponse(rsp)
 }
 
+// GetFleetWithResponse Show the fleet of instances that run browsers
+//
+// The instances of the service that share its database and run browsers, as each last
+// recorded itself (every `FLEET_HEARTBEAT`), with their room: a launch goes to the instance
+// that receives it when it has room, else to the one with the most, and is 503 only when
+// `free` is 0. Only numbers are shown, never a session, a profile or an instance's address.
+// An instance not heard from for `FLEET_TIMEOUT` is gone and not listed. For owners and
+// admins (403 otherwise).
+//
+// Limits: `RATE_LIMIT` per caller (429).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/fleet (the `GetFleet` operationId).
+func (c *ClientWithResponses) GetFleetWithResponse(ctx context.Context, params *GetFleetParams, reqEditors ...RequestEditorFn) (*GetFleetResponse, error) {
+	rsp, err := c.GetFleet(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetFleetResponse(rsp)
+}
+
 // MeWithResponse Show the caller, the acting team and the caller's role
 //
 // The caller, the team the request acts in and the caller's role there.
@@ -22363,11 +22757,14 @@ func (c *ClientWithResponses) HeartbeatProfileWithResponse(ctx context.Context, 
 // (default `SESSION_TTL_DEFAULT`, 1 h; at most `SESSION_TTL_MAX`, 24 h, else 422) and ends by
 // itself at `expiresAt` unless heartbeats extend it. The body may be left out. With a browser
 // runtime, the answer comes once Chromium runs with the profile's data, cookies, fingerprint
-// and proxy and accepts CDP connections at `cdpUrl`; an instance that runs `BROWSERS_MAX`
-// browsers answers 503 (with `Retry-After`) and takes no session.
+// and proxy and accepts CDP connections at `cdpUrl`. The browser runs on the instance that
+// receives the launch when it has room, else on the instance of the fleet with the most
+// (the answer and `cdpUrl` are the same either way); only when every instance runs
+// `BROWSERS_MAX` browsers or drains is the launch 503 (with `Retry-After`, "the fleet is
+// full"), taking no session.
 //
 // Limits: `RATE_LIMIT` per caller (429); `ttlSeconds` at most `SESSION_TTL_MAX` (422);
-// `BROWSERS_MAX` browsers per instance (503); `IDEMPOTENCY_KEYS_PER_TEAM` new
+// `BROWSERS_MAX` browsers per instance, the fleet full (503); `IDEMPOTENCY_KEYS_PER_TEAM` new
 // `Idempotency-Key` values per team in 24 h (429).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -22389,11 +22786,14 @@ func (c *ClientWithResponses) LaunchProfileWithBodyWithResponse(ctx context.Cont
 // (default `SESSION_TTL_DEFAULT`, 1 h; at most `SESSION_TTL_MAX`, 24 h, else 422) and ends by
 // itself at `expiresAt` unless heartbeats extend it. The body may be left out. With a browser
 // runtime, the answer comes once Chromium runs with the profile's data, cookies, fingerprint
-// and proxy and accepts CDP connections at `cdpUrl`; an instance that runs `BROWSERS_MAX`
-// browsers answers 503 (with `Retry-After`) and takes no session.
+// and proxy and accepts CDP connections at `cdpUrl`. The browser runs on the instance that
+// receives the launch when it has room, else on the instance of the fleet with the most
+// (the answer and `cdpUrl` are the same either way); only when every instance runs
+// `BROWSERS_MAX` browsers or drains is the launch 503 (with `Retry-After`, "the fleet is
+// full"), taking no session.
 //
 // Limits: `RATE_LIMIT` per caller (429); `ttlSeconds` at most `SESSION_TTL_MAX` (422);
-// `BROWSERS_MAX` browsers per instance (503); `IDEMPOTENCY_KEYS_PER_TEAM` new
+// `BROWSERS_MAX` browsers per instance, the fleet full (503); `IDEMPOTENCY_KEYS_PER_TEAM` new
 // `Idempotency-Key` values per team in 24 h (429).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -22411,7 +22811,9 @@ func (c *ClientWithResponses) LaunchProfileWithResponse(ctx context.Context, id 
 //
 // Stop the profile's browser, keeping its data, and end the session. Members release their
 // own sessions; admins and owners anyone's (403 otherwise). Releasing an idle profile is 409.
-// The body may be left out or be `{}`.
+// Any instance takes it and carries it to the instance that runs the browser, which answers
+// once the data are stored; 503 if that instance does not answer (the session then ends as
+// `crashed` when the fleet finds the instance gone). The body may be left out or be `{}`.
 //
 // Limits: `RATE_LIMIT` per caller (429); `IDEMPOTENCY_KEYS_PER_TEAM` new `Idempotency-Key`
 // values per team in 24 h (429).
@@ -23095,11 +23497,13 @@ func (c *ClientWithResponses) OpenapiWithResponse(ctx context.Context, reqEditor
 
 // ReadyzWithResponse Check readiness
 //
-// Readiness. Checks the store and the cache; 503 names the failing checks.
+// Readiness. Checks the store, the cache and whether the instance drains; 503 names the
+// failing checks. A draining instance (sent SIGTERM or SIGUSR1: it starts no more browsers)
+// answers 503 with `draining: failing`, so that a balancer sends new requests to the others.
 //
 // A dependency the service can do without (Redis, the `cache` check) that fails leaves the
 // instance ready: 200 with `status: degraded` and the check named `degraded`. Only a
-// failing store answers 503.
+// failing store, or a drain, answers 503.
 //
 // Limits: none; no rate limit counts the operational endpoints.
 //
@@ -26377,6 +26781,346 @@ func ParseResetPasswordResponse(rsp *http.Response) (*ResetPasswordResponse, err
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers ResetPasswordResponse503Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetFleetResponse parses an HTTP response from a GetFleetWithResponse call
+func ParseGetFleetResponse(rsp *http.Response) (*GetFleetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetFleetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FleetEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetFleetResponse200Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetFleetResponse400Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetFleetResponse401Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetFleetResponse403Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetFleetResponse404Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetFleetResponse429Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetFleetResponse500Headers
+		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AccessControlAllowOrigin = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-ID"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-ID", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetFleetResponse503Headers
 		if values := rsp.Header.Values("Access-Control-Allow-Origin"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Access-Control-Allow-Origin", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
