@@ -576,7 +576,7 @@ func (r *report) fleetSection(p func(format string, args ...any)) {
 	if f.one != nil && f.three != nil {
 		p("\nThree instances ÷ one: %.2f× the launches a second, %.2f× the launch p50.\n", safeDiv(f.three.rate(), f.one.rate()), safeDiv(pct(f.three.launches, 50), pct(f.one.launches, 50)))
 	}
-	p("\nThe machine has %d cores, shared by every instance, its browsers, PostgreSQL and the bench: three instances on it add processes, not CPU, so the throughput shows what the fleet's hop costs on one machine, not what three machines would give.\n", runtime.NumCPU())
+	p("\nThe machine has %d cores, shared by every instance, its browsers, PostgreSQL and the bench: three instances on it add processes, not CPU, so the throughput shows what three instances and their hops cost on one machine, not what three machines would give.\n", runtime.NumCPU())
 	for _, t := range []*fleetThroughput{f.one, f.three} {
 		if t != nil && t.firstError != "" {
 			p("\n%d × BROWSERS_MAX=%d, first error: %s\n", t.instances, t.browsersMax, strings.Join(strings.Fields(t.firstError), " "))
