@@ -3,8 +3,9 @@
 // Command sidebyside is `make bench`: it builds the service and the limit
 // servers, runs them as processes under the same closed-loop load in A/B
 // rounds, measures webhook delivery, start time and memory, sets the
-// service's sandboxed browsers beside a bare Chromium (browsers.go), and
-// prints one markdown table (also written to tests/bench/RESULTS.md).
+// service's sandboxed browsers beside a bare Chromium (browsers.go), times
+// launches across a fleet of instances (fleet.go), and prints one markdown
+// table (also written to tests/bench/RESULTS.md).
 // Without a reachable PostgreSQL or Redis, Chromium or bubblewrap it runs
 // what it can and says what it skipped. It runs on Linux alone: its
 // figures come from /proc, and its processes die with it (Pdeathsig).
@@ -44,6 +45,7 @@ type options struct {
 	browsers        browserOptions
 	mixed           mixedOptions
 	live            liveOptions
+	fleet           fleetOptions
 }
 
 func main() {
@@ -52,7 +54,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "tests/bench/RESULTS.md", "where the table is written (empty: nowhere)")
 	flag.StringVar(&o.database, "database", "", "PostgreSQL URL (empty: PostgreSQL runs skipped)")
 	flag.StringVar(&o.redis, "redis", "", "Redis URL (empty: Redis runs skipped)")
-	flag.StringVar(&o.only, "only", "", "comma-separated parts to run: backend keys (sqlite, sqlitenocache, pg, pgcache), mixed, browsers and live; empty: all")
+	flag.StringVar(&o.only, "only", "", "comma-separated parts to run: backend keys (sqlite, sqlitenocache, pg, pgcache), mixed, browsers, live and fleet; empty: all")
 	flag.IntVar(&o.profiles, "profiles", 100, "profiles seeded per service (at least 50 and one per connection)")
 	flag.IntVar(&o.restarts, "starts", 5, "measured starts per service")
 	flag.IntVar(&o.load.conns, "conns", 64, "connections per server")
@@ -76,6 +78,10 @@ func main() {
 	flag.IntVar(&o.mixed.conns, "mixed-conns", 256, "requests in flight at most in the mixed load, and connections of its saturation run")
 	flag.DurationVar(&o.live.window, "live-window", 10*time.Second, "window over which the live view's frames are counted")
 	flag.IntVar(&o.live.clicks, "live-clicks", 30, "clicks timed through the live view")
+	flag.IntVar(&o.fleet.launches, "fleet-launches", 20, "launches answered locally and placed elsewhere each, for the fleet's placement overhead")
+	flag.IntVar(&o.fleet.clients, "fleet-clients", 6, "clients of the fleet's closed loop, each launching and releasing a profile of its own")
+	flag.DurationVar(&o.fleet.duration, "fleet-for", 20*time.Second, "duration of the fleet's closed loop on one instance and on three")
+	flag.IntVar(&o.fleet.browsers, "fleet-browsers", 4, "BROWSERS_MAX of each of the fleet's three instances (the one instance gets three times it)")
 	flag.Parse()
 	o.hooks.conns = o.load.conns
 	for r := range strings.SplitSeq(*mixedRates, ",") {
@@ -88,6 +94,10 @@ func main() {
 	}
 	if o.live.window <= 0 || o.live.clicks < 1 {
 		fmt.Fprintln(os.Stderr, "bench: -live-window must be positive and -live-clicks at least 1")
+		os.Exit(2)
+	}
+	if o.fleet.launches < 1 || o.fleet.clients < 1 || o.fleet.duration <= 0 || o.fleet.browsers < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -fleet-launches, -fleet-clients and -fleet-browsers must be at least 1 and -fleet-for positive")
 		os.Exit(2)
 	}
 	if o.browsers.launches < 1 || o.browsers.connects < 1 || o.browsers.roundTrips < 1 || o.browsers.memory < 1 {
@@ -247,7 +257,7 @@ func run(o options) (err error) {
 		}
 		rep.instances = append(rep.instances, in)
 	}
-	if len(rep.instances) == 0 && !selected("browsers") && !selected("mixed") && !selected("live") {
+	if len(rep.instances) == 0 && !selected("browsers") && !selected("mixed") && !selected("live") && !selected("fleet") {
 		return errors.New("no backend could run")
 	}
 
@@ -388,6 +398,27 @@ func run(o options) (err error) {
 				fmt.Fprintln(os.Stderr, "live view:", err)
 				rep.liveSkipped = "Live view figures not taken: " + err.Error()
 			}
+		}
+	}
+	// The fleet: instances of its own on PostgreSQL, each with Chromium.
+	if selected("fleet") {
+		chromiumPath, bwrapPath, why := findBrowser()
+		switch {
+		case pgErr != nil:
+			rep.fleetSkipped = "Fleet figures skipped: the instances of a fleet share a PostgreSQL database, not reachable"
+		case why != "":
+			rep.fleetSkipped = "Fleet figures skipped: " + why
+		default:
+			fmt.Fprintln(os.Stderr, "measuring launches across a fleet of instances")
+			rep.fleet, err = measureFleet(ctx, svcBin, dir, chromiumPath, bwrapPath, func(key string) (map[string]string, error) {
+				u, err := schemaURL(key)
+				return map[string]string{"postgres": u, "redisPrefix": prefix}, err
+			}, o.fleet)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "fleet:", err)
+				rep.fleetSkipped = "Fleet figures not taken: " + err.Error()
+			}
+			rep.fleetOpts = o.fleet
 		}
 	}
 	rep.machine = append(rep.machine, [2]string{"load average (1 min) before / after", loadBefore + " / " + loadAverage()})

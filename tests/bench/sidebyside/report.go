@@ -30,6 +30,9 @@ type report struct {
 	browsersSkipped string
 	live            *liveFigures
 	liveSkipped     string
+	fleet           *fleetFigures
+	fleetOpts       fleetOptions
+	fleetSkipped    string
 }
 
 func (r *report) find(id string) *target {
@@ -234,6 +237,7 @@ func (r *report) markdown() string {
 	}
 	r.browserSection(p)
 	r.liveSection(p)
+	r.fleetSection(p)
 
 	var notes []string
 	notes = append(notes, r.skipped...)

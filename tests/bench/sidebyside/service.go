@@ -18,7 +18,9 @@ import (
 
 // backend is one configuration of the service under test: a row of the
 // table below. Placeholders in env values: {data} (a fresh directory),
-// {postgres} (a fresh schema of the bench database), {redis}.
+// {addr} (the host:port the instance listens on, which an instance of a
+// fleet names as its own NODE_URL), {postgres} (a fresh schema of the
+// bench database), {redis}, and any other name the caller's vars give.
 type backend struct {
 	key, name string
 	env       map[string]string
@@ -99,6 +101,7 @@ func launch(ctx context.Context, bin, dir string, b backend, vars map[string]str
 	}
 	for k, v := range b.env {
 		v = strings.ReplaceAll(v, "{data}", data)
+		v = strings.ReplaceAll(v, "{addr}", addr)
 		for name, value := range vars {
 			v = strings.ReplaceAll(v, "{"+name+"}", value)
 		}

@@ -226,3 +226,36 @@ func TestTheFirstPageGoalComparesWithTheServiceBeforeTheDevice(t *testing.T) {
 		t.Errorf("no before-and-after table of the device model:\n%s", md)
 	}
 }
+
+func TestTheFleetSectionSetsThePlacedLaunchBesideTheLocalOne(t *testing.T) {
+	r := &report{fleet: &fleetFigures{
+		local: durations(300, 310, 320, 330), remote: durations(330, 345, 360, 400),
+		perKind: 5, localPlaced: 0, remotePlaced: 5,
+		one: &fleetThroughput{instances: 1, browsersMax: 12, window: 2 * time.Second, launches: durations(400, 410, 420, 430, 440, 450), releases: durations(100, 100), answered: 7, cpu: 97},
+		three: &fleetThroughput{instances: 3, browsersMax: 4, window: 2 * time.Second, launches: durations(500, 510, 520, 530, 540), releases: durations(120, 120), answered: 6, placed: 2, cpu: 98,
+			errors: 1, firstError: "status 503: the fleet is full"},
+	}, fleetOpts: fleetOptions{launches: 4, clients: 6, duration: 2 * time.Second, browsers: 4}}
+	md := r.markdown()
+	for _, want := range []string{
+		"## Fleet\n",
+		"| launch answered, p50 | 310.0 ms | 345.0 ms | +35.0 ms |",
+		"| launch answered, p95 | 330.0 ms | 400.0 ms | +70.0 ms |",
+		"| launches the receiving instance placed elsewhere (its /metrics) | 0 of 5 | 5 of 5 | |",
+		"| 1 × BROWSERS_MAX=12 | 3.00 | 420.0 ms | 450.0 ms | 100.0 ms | 0 of 7 | 97 % | 0 |",
+		"| 3 × BROWSERS_MAX=4 | 2.50 | 520.0 ms | 540.0 ms | 120.0 ms | 2 of 6 | 98 % | 1 |",
+		"Three instances ÷ one: 0.83× the launches a second",
+		"one instance with BROWSERS_MAX=12",
+		"3 × BROWSERS_MAX=4, first error: status 503: the fleet is full",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+func TestMarkdownSaysWhyTheFleetWasSkipped(t *testing.T) {
+	r := &report{fleetSkipped: "Fleet figures skipped: the instances of a fleet share a PostgreSQL database, not reachable"}
+	if md := r.markdown(); !strings.Contains(md, "## Fleet\n\nFleet figures skipped: the instances") {
+		t.Errorf("no skip line in the fleet section:\n%s", md)
+	}
+}
