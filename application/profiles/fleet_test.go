@@ -88,11 +88,16 @@ func fleetOf(t *testing.T, f *fixture, n, max int) []*instance {
 	return out
 }
 
-// starts counts the browsers the instance's runtime started.
-func (in *instance) starts() int {
+// starts counts the browsers the instance's runtime started, stops those
+// it was asked to stop.
+func (in *instance) starts() int { return in.runtimeCalls("start ") }
+
+func (in *instance) stops() int { return in.runtimeCalls("stop ") }
+
+func (in *instance) runtimeCalls(prefix string) int {
 	n := 0
 	for _, c := range in.rt.Calls() {
-		if strings.HasPrefix(c, "start ") {
+		if strings.HasPrefix(c, prefix) {
 			n++
 		}
 	}
@@ -356,12 +361,7 @@ func TestTheSessionsOfAnInstanceGoneEndAsCrashedOnce(t *testing.T) {
 	if err := b.svc.Beat(ctx); err != nil {
 		t.Fatal(err)
 	}
-	stopped := 0
-	for _, c := range b.rt.Calls() {
-		if strings.HasPrefix(c, "stop ") {
-			stopped++
-		}
-	}
+	stopped := b.stops()
 	if b.svc.BrowsersRunning() != 0 || stopped != 2 {
 		t.Fatalf("after b learnt it was gone it runs %d browsers and stopped %d; want 0 and 2", b.svc.BrowsersRunning(), stopped)
 	}
@@ -428,17 +428,6 @@ func TestAnUnreachableInstanceHandsTheLaunchToTheNext(t *testing.T) {
 	if fleet[1].starts() != 1 || f.stored(t, p.ID).Session.Node != fleet[1].node {
 		t.Fatal("the launch did not go to the instance with room")
 	}
-}
-
-// stops counts the browsers the instance's runtime was asked to stop.
-func (in *instance) stops() int {
-	n := 0
-	for _, c := range in.rt.Calls() {
-		if strings.HasPrefix(c, "stop ") {
-			n++
-		}
-	}
-	return n
 }
 
 func TestAReleaseReachesTheInstanceThatRunsTheBrowser(t *testing.T) {

@@ -153,6 +153,18 @@ func (f *fleetFixture) waitFleet(t *testing.T, what string, ok func(fleetView) b
 	return fl
 }
 
+// stoppedHooks subscribes a receiver to the team's profile.stopped.
+func (f *fleetFixture) stoppedHooks(t *testing.T) *stoppedReceiver {
+	t.Helper()
+	hooks := newStoppedReceiver(t)
+	if code, err := post(f.nodes[0].base, "/v1/webhooks", f.token, map[string]any{
+		"url": hooks.srv.URL, "events": []string{"profile.stopped"}, "secret": shutdownWebhookSecret,
+	}, nil); err != nil || code != http.StatusCreated {
+		t.Fatalf("subscribe to profile.stopped: %d %v", code, err)
+	}
+	return hooks
+}
+
 // createProfiles creates n profiles through the first instance.
 func (f *fleetFixture) createProfiles(t *testing.T, n int) []string {
 	t.Helper()
@@ -376,12 +388,7 @@ func TestFleetEndsTheSessionsOfAKilledInstance(t *testing.T) {
 	t.Parallel()
 	f := startFleet(t, chromium, 3, 2, false, "COOKIE_CHECKPOINT_INTERVAL=200ms")
 	page := fleetPage(t)
-	hooks := newStoppedReceiver(t)
-	if code, err := post(f.nodes[0].base, "/v1/webhooks", f.token, map[string]any{
-		"url": hooks.srv.URL, "events": []string{"profile.stopped"}, "secret": shutdownWebhookSecret,
-	}, nil); err != nil || code != http.StatusCreated {
-		t.Fatalf("subscribe to profile.stopped: %d %v", code, err)
-	}
+	hooks := f.stoppedHooks(t)
 	victim := f.nodes[1]
 	ids := f.createProfiles(t, 2)
 	for i, id := range ids {
@@ -452,12 +459,7 @@ func TestFleetDrain(t *testing.T) {
 	// must still run when they are done.
 	f := startFleet(t, chromium, 3, 1, false, "DRAIN_TIMEOUT=12s")
 	page := fleetPage(t)
-	hooks := newStoppedReceiver(t)
-	if code, err := post(f.nodes[0].base, "/v1/webhooks", f.token, map[string]any{
-		"url": hooks.srv.URL, "events": []string{"profile.stopped"}, "secret": shutdownWebhookSecret,
-	}, nil); err != nil || code != http.StatusCreated {
-		t.Fatalf("subscribe to profile.stopped: %d %v", code, err)
-	}
+	hooks := f.stoppedHooks(t)
 	drained := f.nodes[1]
 	ids := f.createProfiles(t, 3)
 	a := f.launch(t, drained, ids[0])
